@@ -1,0 +1,65 @@
+# muster: see README.md. Every target works from a fresh clone with only a Go
+# toolchain; `make tools` builds the control plane the tests run against.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := build
+
+BIN := $(CURDIR)/bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+# The Kubernetes release go.mod pins (through its replace of k8s.io/kubernetes).
+KUBE_VERSION := $(shell go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' k8s.io/kubernetes)
+KUBE_MINOR := $(word 2,$(subst ., ,$(KUBE_VERSION)))
+LDFLAGS := -X github.com/muster-dev/muster/pkg/version.Version=$(VERSION) \
+	-X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 \
+	-X k8s.io/component-base/version.gitMinor=$(KUBE_MINOR)
+# The integration tests and the demo find their binaries here.
+export MUSTER_BIN_DIR := $(BIN)
+
+# Binaries of the control plane, from the module in hack/tools.
+TOOLS := \
+	etcd=go.etcd.io/etcd/server/v3 \
+	kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
+	kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
+	kubectl=k8s.io/kubernetes/cmd/kubectl \
+	kwok=sigs.k8s.io/kwok/cmd/kwok
+
+.PHONY: build
+build: ## Build muster-scheduler and muster-local into bin/.
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/muster-scheduler ./cmd/scheduler
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/muster-local ./cmd/muster-local
+
+.PHONY: tools
+tools: ## Build etcd, kube-apiserver, kube-controller-manager, kubectl and kwok into bin/ (skipped when current).
+	@for tool in $(TOOLS); do hack/build-tool.sh "$${tool%%=*}" "$${tool#*=}"; done
+
+.PHONY: test
+test: tools build ## Unit and integration tests, against a real control plane.
+	go test -count=1 -timeout 30m ./...
+
+.PHONY: unit
+unit: ## Unit tests only: no control plane.
+	go test -count=1 $$(go list ./... | grep -v /test/)
+
+.PHONY: demo
+demo: tools build ## Start a local cluster, schedule example pods with muster-scheduler, show where they went.
+	KEEP=$(KEEP) hack/demo.sh
+
+.PHONY: lint
+lint: ## go vet and gofmt.
+	go vet ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [[ -n $$unformatted ]]; then echo "gofmt wants to rewrite:"; echo "$$unformatted"; exit 1; fi
+
+.PHONY: crds
+crds: ## Refresh manifests/crds from the scheduler-plugins module that go.mod pins.
+	cp "$$(go list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" manifests/crds/
+	chmod 644 manifests/crds/*.yaml
+
+.PHONY: clean
+clean: ## Remove bin/ and _output/.
+	rm -rf $(BIN) _output
+
+.PHONY: help
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'

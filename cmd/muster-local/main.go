@@ -1,0 +1,177 @@
+// Command muster-local runs a real Kubernetes control plane on this machine:
+// etcd, kube-apiserver, kube-controller-manager, kwok simulating the nodes'
+// kubelets, and muster-scheduler. The demo and the integration tests run on
+// it; so can you, with kubectl.
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/muster-dev/muster/pkg/localcluster"
+	"github.com/muster-dev/muster/pkg/version"
+)
+
+const defaultDir = "_output/local"
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "muster-local:", err)
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	var dir string
+	root := &cobra.Command{
+		Use:   "muster-local",
+		Short: "Run a local Kubernetes control plane with muster-scheduler and simulated nodes",
+		Long: `muster-local runs a real Kubernetes control plane on loopback: etcd,
+kube-apiserver (RBAC on), kube-controller-manager, kwok keeping simulated
+nodes Ready and playing their pods' lifecycle, and muster-scheduler. It needs
+the binaries that 'make tools build' puts into bin/.
+
+Pods bound to a simulated node run and become Ready at once. Two annotations
+script them (Go durations):
+  muster.dev/sim-ready-after: 30s   Ready only 30s after the pod starts running
+  muster.dev/sim-run-for: 1m        Succeeds 1m after it became Ready
+
+Every program's PID is recorded in DIR/state.json; 'down' stops exactly those
+and removes DIR.`,
+		Example: `  muster-local up --nodes 4
+  export KUBECONFIG=$PWD/` + defaultDir + `/kubeconfig
+  bin/kubectl get nodes
+  muster-local status
+  muster-local down`,
+		Version:       version.Get().String(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.PersistentFlags().StringVar(&dir, "dir", defaultDir, "directory for the cluster's state, credentials and logs")
+	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir))
+	return root
+}
+
+func newUpCommand(dir *string) *cobra.Command {
+	opts := localcluster.DefaultOptions("", defaultBinDir())
+	var schedulerConfig string
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the cluster; returns once nodes are Ready and muster-scheduler serves",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Dir = *dir
+			opts.Detach = true
+			opts.Logf = func(format string, args ...any) { fmt.Printf("  "+format+"\n", args...) }
+			if schedulerConfig != "" {
+				data, err := os.ReadFile(schedulerConfig)
+				if err != nil {
+					return fmt.Errorf("--scheduler-config: %w", err)
+				}
+				opts.SchedulerConfig = data
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			began := time.Now()
+			fmt.Printf("Starting a local cluster in %s\n", *dir)
+			cluster, err := localcluster.Up(ctx, opts)
+			if err != nil {
+				return err
+			}
+			fmt.Printf(`Cluster up with %d simulated nodes in %s.
+
+Use it:
+  export KUBECONFIG=%s
+  %s get nodes
+
+Pods with spec.schedulerName: %s are placed by muster-scheduler.
+Logs are in %s.
+Stop it:
+  %s down --dir %s
+`, opts.Nodes, time.Since(began).Round(100*time.Millisecond), cluster.Kubeconfig,
+				filepath.Join(opts.BinDir, "kubectl"), localcluster.SchedulerName,
+				filepath.Join(cluster.Dir, "logs"), os.Args[0], *dir)
+			return nil
+		},
+	}
+	flags := cmd.Flags()
+	flags.IntVar(&opts.Nodes, "nodes", opts.Nodes, "number of simulated nodes")
+	flags.StringVar(&opts.NodeCPU, "node-cpu", opts.NodeCPU, "allocatable CPU of each node")
+	flags.StringVar(&opts.NodeMemory, "node-memory", opts.NodeMemory, "allocatable memory of each node")
+	flags.IntVar(&opts.NodeGPUs, "node-gpus", opts.NodeGPUs, "nvidia.com/gpu of each node")
+	flags.StringVar(&opts.BinDir, "bin-dir", opts.BinDir, "directory holding etcd, kube-apiserver, kube-controller-manager, kwok and muster-scheduler")
+	flags.StringVar(&schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration for muster-scheduler (default: the embedded manifests/scheduler-config.yaml)")
+	return cmd
+}
+
+func newDownCommand(dir *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "down",
+		Short: "Stop every program the cluster started, by PID, and remove its directory",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			cluster, err := localcluster.Load(*dir)
+			if err != nil {
+				return err
+			}
+			if err := cluster.Down(); err != nil {
+				return err
+			}
+			fmt.Printf("Stopped %d programs and removed %s.\n", len(cluster.Processes), cluster.Dir)
+			return nil
+		},
+	}
+}
+
+func newStatusCommand(dir *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Say which programs of the cluster run and answer their health checks",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cluster, err := localcluster.Load(*dir)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("Cluster in %s, API server %s\n", cluster.Dir, cluster.Server)
+			down := 0
+			for _, st := range cluster.Status(cmd.Context()) {
+				state := "healthy"
+				switch {
+				case !st.Running:
+					state = "not running"
+					down++
+				case !st.Healthy:
+					state = "running, not healthy"
+					down++
+				}
+				fmt.Printf("  %-24s pid %-7d %-21s log %s\n", st.Process.Name, st.Process.PID, state, st.Process.Log)
+			}
+			if down > 0 {
+				return fmt.Errorf("%d of %d programs are not healthy", down, len(cluster.Processes))
+			}
+			return nil
+		},
+	}
+}
+
+// defaultBinDir is $MUSTER_BIN_DIR, else the directory of this executable:
+// make builds muster-local into bin/ next to the tools.
+func defaultBinDir() string {
+	if dir := os.Getenv("MUSTER_BIN_DIR"); dir != "" {
+		return dir
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "bin"
+	}
+	return filepath.Dir(exe)
+}
+

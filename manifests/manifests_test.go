@@ -1,0 +1,65 @@
+package manifests
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
+)
+
+// TestPodGroupCRDIsTheDependencys guards the rule that the CRD is never
+// written by hand: it must be byte for byte the one generated in the
+// scheduler-plugins module that go.mod pins (`make crds` refreshes it).
+func TestPodGroupCRDIsTheDependencys(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/scheduler-plugins").Output()
+	if err != nil {
+		t.Fatalf("locating the scheduler-plugins module: %v", err)
+	}
+	upstream, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "bases", "scheduling.x-k8s.io_podgroups.yaml"))
+	if err != nil {
+		t.Fatalf("reading the generated CRD: %v", err)
+	}
+	if !bytes.Equal(PodGroupCRD, upstream) {
+		t.Errorf("manifests/crds/scheduling.x-k8s.io_podgroups.yaml differs from the pinned scheduler-plugins module; run `make crds`")
+	}
+}
+
+// TestSchedulerConfigIsValid decodes and validates the configuration the
+// way kube-scheduler does at start-up.
+func TestSchedulerConfigIsValid(t *testing.T) {
+	obj, _, err := scheme.Codecs.UniversalDecoder().Decode(SchedulerConfig, nil, nil)
+	if err != nil {
+		t.Fatalf("decoding scheduler-config.yaml: %v", err)
+	}
+	cfg, ok := obj.(*config.KubeSchedulerConfiguration)
+	if !ok {
+		t.Fatalf("scheduler-config.yaml decodes to %T, want a KubeSchedulerConfiguration", obj)
+	}
+	if err := validation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
+		t.Fatalf("scheduler-config.yaml is invalid: %v", err)
+	}
+	if len(cfg.Profiles) != 1 || cfg.Profiles[0].SchedulerName != "muster-scheduler" {
+		t.Errorf("profiles = %v, want exactly one, muster-scheduler", profileNames(cfg))
+	}
+	if !cfg.LeaderElection.LeaderElect {
+		t.Errorf("leader election is off; a deployed scheduler needs it on (muster-local turns it off with a flag)")
+	}
+	if cfg.LeaderElection.ResourceName == "kube-scheduler" {
+		t.Errorf("the leader election lease is kube-scheduler's; muster-scheduler would contend with the default scheduler")
+	}
+}
+
+func profileNames(cfg *config.KubeSchedulerConfiguration) []string {
+	var names []string
+	for _, p := range cfg.Profiles {
+		names = append(names, p.SchedulerName)
+	}
+	return names
+}
+

@@ -1,0 +1,249 @@
+// Package localcluster runs a real Kubernetes control plane on loopback for
+// muster's integration tests and demo: etcd, kube-apiserver with RBAC,
+// kube-controller-manager, kwok as the kubelet of every simulated node, and
+// muster-scheduler. Every program is a child process whose PID is recorded,
+// so that Down stops exactly what Up started.
+package localcluster
+
+import (
+	"context"
+	"crypto/tls"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Annotations that script a pod's life on a simulated node. Both take a Go
+// duration such as "30s".
+const (
+	// SimReadyAfterAnnotation delays the pod's Ready condition after it
+	// starts running.
+	SimReadyAfterAnnotation = "muster.dev/sim-ready-after"
+	// SimRunForAnnotation makes the pod Succeed this long after it became
+	// Ready.
+	SimRunForAnnotation = "muster.dev/sim-run-for"
+)
+
+// SchedulerName is the profile of muster-scheduler's configuration.
+const SchedulerName = "muster-scheduler"
+
+const (
+	stateFile          = "state.json"
+	apiServerServiceIP = "10.0.0.1"
+	// stepTimeout bounds each start-up step; a cold API server on a busy
+	// 2-core machine takes well under a minute.
+	stepTimeout = 2 * time.Minute
+)
+
+//go:embed kwok-stages.yaml
+var kwokStages []byte
+
+// Options describe the cluster to start.
+type Options struct {
+	// Dir holds the cluster's state, credentials and logs. Down removes it.
+	Dir string
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kwok and
+	// muster-scheduler.
+	BinDir string
+	// Nodes is how many simulated nodes to create.
+	Nodes int
+	// NodeCPU, NodeMemory and NodeGPUs are each node's allocatable
+	// resources, as quantities.
+	NodeCPU    string
+	NodeMemory string
+	NodeGPUs   int
+	// SchedulerConfig is muster-scheduler's KubeSchedulerConfiguration;
+	// empty means manifests/scheduler-config.yaml. Leader election is
+	// turned off either way.
+	SchedulerConfig []byte
+	// Detach lets the programs outlive the calling process, for the
+	// muster-local command. Tests leave it false so that nothing survives
+	// a test binary that dies.
+	Detach bool
+	// Logf reports progress; nil is silent.
+	Logf func(format string, args ...any)
+}
+
+// DefaultOptions are the options muster-local and the tests start from.
+func DefaultOptions(dir, binDir string) Options {
+	return Options{Dir: dir, BinDir: binDir, Nodes: 4, NodeCPU: "32", NodeMemory: "256Gi"}
+}
+
+// Cluster is a running local control plane.
+type Cluster struct {
+	Dir string `json:"dir"`
+	// Kubeconfig is the path of an admin kubeconfig.
+	Kubeconfig string `json:"kubeconfig"`
+	// Server is the API server's URL.
+	Server    string     `json:"server"`
+	Processes []*Process `json:"processes"`
+}
+
+// Up starts a cluster and returns once its nodes are Ready, the PodGroup CRD
+// is established and muster-scheduler serves. On failure it stops whatever
+// it had started.
+func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("resolving --dir %q: %w", opts.Dir, err)
+	}
+	if existing, err := Load(dir); err == nil && existing.anyRunning() {
+		return nil, fmt.Errorf("a cluster already runs in %s; stop it first with: muster-local down --dir %s", dir, opts.Dir)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("clearing %s: %w", dir, err)
+	}
+	for _, sub := range []string{"logs", "etcd"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", dir, err)
+		}
+	}
+
+	c = &Cluster{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig")}
+	defer func() {
+		if err != nil {
+			if downErr := c.Down(); downErr != nil {
+				err = errors.Join(err, fmt.Errorf("cleaning up after the failed start: %w", downErr))
+			}
+		}
+	}()
+	s := &starter{opts: opts, cluster: c, binDir: opts.BinDir}
+	return c, s.run(ctx)
+}
+
+func (o Options) validate() error {
+	if o.Dir == "" {
+		return errors.New("--dir is required: the directory for the cluster's state")
+	}
+	if o.Nodes < 1 {
+		return fmt.Errorf("--nodes=%d: a cluster needs at least 1 node", o.Nodes)
+	}
+	if o.NodeGPUs < 0 {
+		return fmt.Errorf("--node-gpus=%d: cannot be negative", o.NodeGPUs)
+	}
+	for flag, value := range map[string]string{"--node-cpu": o.NodeCPU, "--node-memory": o.NodeMemory} {
+		if _, err := resource.ParseQuantity(value); err != nil {
+			return fmt.Errorf("%s=%q is not a quantity (for example 32 or 256Gi): %w", flag, value, err)
+		}
+	}
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "muster-scheduler"} {
+		if _, err := os.Stat(filepath.Join(o.BinDir, name)); err != nil {
+			return fmt.Errorf("%s is missing from %s: run `make tools build` first", name, o.BinDir)
+		}
+	}
+	return nil
+}
+
+// Load reads the state of the cluster in dir.
+func Load(dir string) (*Cluster, error) {
+	data, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		return nil, fmt.Errorf("no local cluster in %s: %w", dir, err)
+	}
+	c := &Cluster{}
+	if err := json.Unmarshal(data, c); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return c, nil
+}
+
+// Down stops every program of the cluster, last started first, and removes
+// its directory. The directory stays when a program could not be stopped, so
+// that its log and PID remain to look at.
+func (c *Cluster) Down() error {
+	var errs []error
+	for i := len(c.Processes) - 1; i >= 0; i-- {
+		if err := c.Processes[i].stop(stopGrace); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if err := os.RemoveAll(c.Dir); err != nil {
+		return fmt.Errorf("removing %s: %w", c.Dir, err)
+	}
+	return nil
+}
+
+// RESTConfig returns an admin client configuration.
+func (c *Cluster) RESTConfig() (*rest.Config, error) {
+	config, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", c.Kubeconfig, err)
+	}
+	return config, nil
+}
+
+// ProcessStatus is what Status reports of one program.
+type ProcessStatus struct {
+	Process *Process
+	Running bool
+	// Healthy is true when the program's health endpoint answers 200; a
+	// program without one is healthy while it runs.
+	Healthy bool
+}
+
+// Status reports which programs run and answer their health checks.
+func (c *Cluster) Status(ctx context.Context) []ProcessStatus {
+	statuses := make([]ProcessStatus, 0, len(c.Processes))
+	for _, p := range c.Processes {
+		st := ProcessStatus{Process: p, Running: p.Running()}
+		st.Healthy = st.Running && (p.Health == "" || healthy(ctx, p.Health))
+		statuses = append(statuses, st)
+	}
+	return statuses
+}
+
+func (c *Cluster) anyRunning() bool {
+	for _, p := range c.Processes {
+		if p.Running() {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Cluster) save() error {
+	data, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding cluster state: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(c.Dir, stateFile), data, 0o600); err != nil {
+		return fmt.Errorf("writing cluster state: %w", err)
+	}
+	return nil
+}
+
+// healthClient probes the health endpoints of the programs on loopback.
+// Like a kubelet's probe it does not verify the serving certificate: the
+// controller manager and the scheduler serve self-signed ones.
+var healthClient = &http.Client{
+	Timeout:   2 * time.Second,
+	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback health probes only
+}
+
+func healthy(ctx context.Context, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := healthClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}

@@ -1,0 +1,108 @@
+package localcluster
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+func fakeBinDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "muster-scheduler"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestOptionsValidate(t *testing.T) {
+	bin := fakeBinDir(t)
+	tests := []struct {
+		name    string
+		change  func(*Options)
+		wantErr string
+	}{
+		{name: "defaults", change: func(*Options) {}},
+		{name: "no dir", change: func(o *Options) { o.Dir = "" }, wantErr: "--dir is required"},
+		{name: "no nodes", change: func(o *Options) { o.Nodes = 0 }, wantErr: "--nodes=0"},
+		{name: "negative GPUs", change: func(o *Options) { o.NodeGPUs = -1 }, wantErr: "--node-gpus=-1"},
+		{name: "bad CPU", change: func(o *Options) { o.NodeCPU = "lots" }, wantErr: `--node-cpu="lots" is not a quantity`},
+		{name: "bad memory", change: func(o *Options) { o.NodeMemory = "1 GB" }, wantErr: `--node-memory="1 GB" is not a quantity`},
+		{name: "no binaries", change: func(o *Options) { o.BinDir = t.TempDir() }, wantErr: "run `make tools build` first"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := DefaultOptions("somewhere", bin)
+			tt.change(&opts)
+			err := opts.validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("validate() = %v, want no error", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("validate() = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestSchedulerConfigPointsAtTheClusterAndKeepsTheRest(t *testing.T) {
+	s := &starter{
+		cluster: &Cluster{Dir: t.TempDir()},
+		opts: Options{SchedulerConfig: []byte(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  qps: 77
+profiles:
+- schedulerName: custom
+`)},
+	}
+	path, err := s.schedulerConfig()
+	if err != nil {
+		t.Fatalf("schedulerConfig: %v", err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		ClientConnection struct {
+			Kubeconfig string  `json:"kubeconfig"`
+			QPS        float64 `json:"qps"`
+		} `json:"clientConnection"`
+		Profiles []struct {
+			SchedulerName string `json:"schedulerName"`
+		} `json:"profiles"`
+	}
+	if err := yaml.Unmarshal(data, &got); err != nil {
+		t.Fatalf("decoding %s: %v", data, err)
+	}
+	if want := s.path("scheduler.kubeconfig"); got.ClientConnection.Kubeconfig != want {
+		t.Errorf("kubeconfig = %q, want %q", got.ClientConnection.Kubeconfig, want)
+	}
+	if got.ClientConnection.QPS != 77 || len(got.Profiles) != 1 || got.Profiles[0].SchedulerName != "custom" {
+		t.Errorf("the rest of the configuration changed: %s", data)
+	}
+}
+
+func TestSimulatedNodeHasTheAskedResources(t *testing.T) {
+	node := simulatedNode("n", Options{NodeCPU: "8", NodeMemory: "64Gi", NodeGPUs: 2})
+	if node.Annotations[simulatedNodeAnnotation] != "fake" {
+		t.Errorf("node is not marked for kwok: %v", node.Annotations)
+	}
+	for name, want := range map[string]string{"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "2", "pods": "110"} {
+		got := node.Status.Allocatable[corev1.ResourceName(name)]
+		if got.String() != want {
+			t.Errorf("allocatable %s = %s, want %s", name, got.String(), want)
+		}
+	}
+	noGPU := simulatedNode("n", Options{NodeCPU: "8", NodeMemory: "64Gi"})
+	if _, ok := noGPU.Status.Allocatable["nvidia.com/gpu"]; ok {
+		t.Errorf("a node without GPUs advertises nvidia.com/gpu")
+	}
+}

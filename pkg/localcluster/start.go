@@ -1,0 +1,382 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	"sigs.k8s.io/yaml"
+
+	"github.com/muster-dev/muster/manifests"
+)
+
+// starter brings the programs up one after another.
+type starter struct {
+	opts    Options
+	cluster *Cluster
+	binDir  string
+	pki     *pki
+	ports   ports
+	etcdURL string
+	client  kubernetes.Interface
+}
+
+// ports are the loopback ports the programs listen on.
+type ports struct {
+	etcdClient, etcdPeer, apiServer, controllerManager, scheduler int
+}
+
+func (s *starter) logf(format string, args ...any) {
+	if s.opts.Logf != nil {
+		s.opts.Logf(format, args...)
+	}
+}
+
+func (s *starter) run(ctx context.Context) error {
+	var err error
+	if s.pki, err = newPKI(s.path("pki")); err != nil {
+		return err
+	}
+	free, err := freePorts(5)
+	if err != nil {
+		return err
+	}
+	s.ports = ports{etcdClient: free[0], etcdPeer: free[1], apiServer: free[2], controllerManager: free[3], scheduler: free[4]}
+	steps := []struct {
+		what string
+		do   func(context.Context) error
+	}{
+		{"etcd", s.startEtcd},
+		{"kube-apiserver", s.startAPIServer},
+		{"PodGroup CRD", s.installCRDs},
+		{"kube-controller-manager", s.startControllerManager},
+		{"kwok and nodes", s.startNodes},
+		{"muster-scheduler", s.startScheduler},
+	}
+	for _, step := range steps {
+		began := time.Now()
+		if err := step.do(ctx); err != nil {
+			return fmt.Errorf("starting %s: %w", step.what, err)
+		}
+		s.logf("%-24s ready in %s", step.what, time.Since(began).Round(10*time.Millisecond))
+	}
+	return nil
+}
+
+func (s *starter) path(parts ...string) string {
+	return filepath.Join(append([]string{s.cluster.Dir}, parts...)...)
+}
+
+// start launches a program and records it before anything can fail, so that
+// Down always knows about it.
+func (s *starter) start(name string, args []string, health string) (*Process, error) {
+	p, err := startProcess(name, filepath.Join(s.binDir, name), args, s.path("logs"), s.opts.Detach)
+	if err != nil {
+		return nil, err
+	}
+	p.Health = health
+	s.cluster.Processes = append(s.cluster.Processes, p)
+	return p, s.cluster.save()
+}
+
+// waitFor polls cond until it holds, giving up early with the program's log
+// when the program exits.
+func waitFor(ctx context.Context, p *Process, what string, cond func(context.Context) bool) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, stepTimeout, true, func(ctx context.Context) (bool, error) {
+		if !p.Running() {
+			return false, fmt.Errorf("%s exited; the end of %s:\n%s", p, p.Log, p.logTail(20))
+		}
+		return cond(ctx), nil
+	})
+	if err != nil && p.Running() {
+		return fmt.Errorf("waiting for %s: %w; the end of %s:\n%s", what, err, p.Log, p.logTail(20))
+	}
+	return err
+}
+
+func (s *starter) waitHealthy(ctx context.Context, p *Process) error {
+	return waitFor(ctx, p, p.Health, func(ctx context.Context) bool { return healthy(ctx, p.Health) })
+}
+
+func (s *starter) startEtcd(ctx context.Context) error {
+	clientURL := "http://127.0.0.1:" + strconv.Itoa(s.ports.etcdClient)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(s.ports.etcdPeer)
+	p, err := s.start("etcd", []string{
+		"--name=muster-local",
+		"--data-dir=" + s.path("etcd"),
+		"--listen-client-urls=" + clientURL,
+		"--advertise-client-urls=" + clientURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=muster-local=" + peerURL,
+		// A throwaway cluster: durability is not worth the fsyncs.
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	}, clientURL+"/health")
+	if err != nil {
+		return err
+	}
+	s.etcdURL = clientURL
+	return s.waitHealthy(ctx, p)
+}
+
+func (s *starter) startAPIServer(ctx context.Context) error {
+	port := s.ports.apiServer
+	s.cluster.Server = "https://127.0.0.1:" + strconv.Itoa(port)
+	p, err := s.start("kube-apiserver", []string{
+		"--etcd-servers=" + s.etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + s.pki.servingCert,
+		"--tls-private-key-file=" + s.pki.servingKey,
+		"--token-auth-file=" + s.pki.tokenAuthFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + s.pki.saPublicKey,
+		"--service-account-signing-key-file=" + s.pki.saPrivateKey,
+		"--service-cluster-ip-range=" + apiServerServiceIP + "/24",
+		// Endpoints may not name a loopback address, and no pod needs to
+		// reach the API server through its Service here.
+		"--endpoint-reconciler-type=none",
+		"--allow-privileged=true",
+		"--profiling=false",
+		"--v=1",
+	}, s.cluster.Server+"/readyz")
+	if err != nil {
+		return err
+	}
+	if err := s.waitHealthy(ctx, p); err != nil {
+		return err
+	}
+	for name, id := range map[string]identity{
+		"kubeconfig": s.pki.admin, "scheduler.kubeconfig": s.pki.scheduler,
+		"controller-manager.kubeconfig": s.pki.controllers, "kwok.kubeconfig": s.pki.kubelet,
+	} {
+		if err := s.writeKubeconfig(s.path(name), id); err != nil {
+			return err
+		}
+	}
+	config, err := s.cluster.RESTConfig()
+	if err != nil {
+		return err
+	}
+	s.client, err = kubernetes.NewForConfig(config)
+	if err != nil {
+		return fmt.Errorf("creating client: %w", err)
+	}
+	return nil
+}
+
+func (s *starter) writeKubeconfig(path string, id identity) error {
+	config := clientcmdapi.NewConfig()
+	config.Clusters["muster-local"] = &clientcmdapi.Cluster{Server: s.cluster.Server, CertificateAuthorityData: s.pki.caCert}
+	config.AuthInfos[id.name] = &clientcmdapi.AuthInfo{Token: id.token}
+	config.Contexts["muster-local"] = &clientcmdapi.Context{Cluster: "muster-local", AuthInfo: id.name}
+	config.CurrentContext = "muster-local"
+	if err := clientcmd.WriteToFile(*config, path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func (s *starter) installCRDs(ctx context.Context) error {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(manifests.PodGroupCRD, crd); err != nil {
+		return fmt.Errorf("decoding the PodGroup CRD: %w", err)
+	}
+	config, err := s.cluster.RESTConfig()
+	if err != nil {
+		return err
+	}
+	client, err := apiextensionsclient.NewForConfig(config)
+	if err != nil {
+		return fmt.Errorf("creating client: %w", err)
+	}
+	if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+	}
+	// Ready means served: the typed client that muster's plugins use can
+	// list PodGroups.
+	podGroups, err := schedulingclient.NewForConfig(config)
+	if err != nil {
+		return fmt.Errorf("creating PodGroup client: %w", err)
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, stepTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := podGroups.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, nil
+	})
+}
+
+// startControllerManager runs the controllers a real cluster has: service
+// accounts and their tokens, Jobs, garbage collection, namespace deletion.
+func (s *starter) startControllerManager(ctx context.Context) error {
+	port := s.ports.controllerManager
+	p, err := s.start("kube-controller-manager", []string{
+		"--kubeconfig=" + s.path("controller-manager.kubeconfig"),
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--leader-elect=false",
+		"--service-account-private-key-file=" + s.pki.saPrivateKey,
+		"--root-ca-file=" + s.pki.caCertFile,
+		"--use-service-account-credentials=false",
+		"--v=1",
+	}, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz")
+	if err != nil {
+		return err
+	}
+	if err := s.waitHealthy(ctx, p); err != nil {
+		return err
+	}
+	// Pods are refused until their namespace's default ServiceAccount
+	// exists, so the cluster is not ready before the first one is.
+	return waitFor(ctx, p, "the default ServiceAccount", func(ctx context.Context) bool {
+		_, err := s.client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	})
+}
+
+// simulatedNodeAnnotation marks the nodes kwok plays the kubelet for.
+const simulatedNodeAnnotation = "kwok.x-k8s.io/node"
+
+func (s *starter) startNodes(ctx context.Context) error {
+	config := s.path("kwok.yaml")
+	if err := os.WriteFile(config, kwokStages, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", config, err)
+	}
+	p, err := s.start("kwok", []string{
+		"--kubeconfig=" + s.path("kwok.kubeconfig"),
+		"--config=" + config,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=" + simulatedNodeAnnotation + "=fake",
+		"--node-ip=127.0.0.1",
+		// Pod IPs are only written into pod status; nothing connects to them.
+		"--cidr=10.244.0.1/16",
+	}, "")
+	if err != nil {
+		return err
+	}
+	for i := range s.opts.Nodes {
+		node := simulatedNode(fmt.Sprintf("kwok-node-%d", i), s.opts)
+		if _, err := s.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating node %s: %w", node.Name, err)
+		}
+	}
+	return waitFor(ctx, p, fmt.Sprintf("%d Ready nodes", s.opts.Nodes), func(ctx context.Context) bool {
+		nodes, err := s.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		ready := 0
+		for _, node := range nodes.Items {
+			for _, cond := range node.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready == s.opts.Nodes
+	})
+}
+
+func simulatedNode(name string, opts Options) *corev1.Node {
+	resources := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(opts.NodeCPU),
+		corev1.ResourceMemory: resource.MustParse(opts.NodeMemory),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	if opts.NodeGPUs > 0 {
+		resources["nvidia.com/gpu"] = *resource.NewQuantity(int64(opts.NodeGPUs), resource.DecimalSI)
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Labels: map[string]string{
+				corev1.LabelHostname: name,
+				corev1.LabelOSStable: "linux",
+				"type":               "kwok",
+			},
+			Annotations: map[string]string{simulatedNodeAnnotation: "fake"},
+		},
+		Status: corev1.NodeStatus{
+			Capacity:    resources,
+			Allocatable: resources,
+			Phase:       corev1.NodeRunning,
+		},
+	}
+}
+
+func (s *starter) startScheduler(ctx context.Context) error {
+	config, err := s.schedulerConfig()
+	if err != nil {
+		return err
+	}
+	port := s.ports.scheduler
+	p, err := s.start("muster-scheduler", []string{
+		"--config=" + config,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--v=2",
+	}, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz")
+	if err != nil {
+		return err
+	}
+	return s.waitHealthy(ctx, p)
+}
+
+// schedulerConfig writes the scheduler's configuration with its client
+// pointed at this cluster; nothing else of the given configuration changes.
+func (s *starter) schedulerConfig() (string, error) {
+	source := s.opts.SchedulerConfig
+	if len(source) == 0 {
+		source = manifests.SchedulerConfig
+	}
+	config := map[string]any{}
+	if err := yaml.Unmarshal(source, &config); err != nil {
+		return "", fmt.Errorf("decoding the scheduler configuration: %w", err)
+	}
+	connection, _ := config["clientConnection"].(map[string]any)
+	if connection == nil {
+		connection = map[string]any{}
+	}
+	connection["kubeconfig"] = s.path("scheduler.kubeconfig")
+	config["clientConnection"] = connection
+	data, err := yaml.Marshal(config)
+	if err != nil {
+		return "", fmt.Errorf("encoding the scheduler configuration: %w", err)
+	}
+	path := s.path("scheduler-config.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// freePorts asks the kernel for n distinct loopback ports that are free now.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

@@ -1,0 +1,192 @@
+// Package framework gives an integration test package one real control
+// plane (etcd, kube-apiserver, kube-controller-manager, kwok and
+// muster-scheduler from bin/) and each test a namespace of its own.
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/muster-dev/muster/pkg/localcluster"
+)
+
+// Timeout bounds every wait of a test for the cluster to converge. It is a
+// limit that keeps a broken test from hanging, never a measurement.
+const Timeout = 2 * time.Minute
+
+var (
+	cluster *localcluster.Cluster
+	// Config and Client reach the package's cluster as an admin.
+	Config *rest.Config
+	Client kubernetes.Interface
+)
+
+// BinDir is where the control plane's binaries are: $MUSTER_BIN_DIR, else
+// bin/ at the top of the repository.
+func BinDir() string {
+	if dir := os.Getenv("MUSTER_BIN_DIR"); dir != "" {
+		return dir
+	}
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "bin")
+}
+
+// RunMain is TestMain for a package of integration tests: it starts one
+// cluster, runs the tests and stops the cluster again, whether the tests
+// pass or fail. configure, when not nil, adjusts the cluster's options.
+func RunMain(m *testing.M, configure func(*localcluster.Options)) {
+	os.Exit(runMain(m, configure))
+}
+
+func runMain(m *testing.M, configure func(*localcluster.Options)) int {
+	dir, err := os.MkdirTemp("", "muster-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "creating the cluster directory:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+
+	opts := localcluster.DefaultOptions(dir, BinDir())
+	if configure != nil {
+		configure(&opts)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if cluster, err = localcluster.Up(ctx, opts); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the local cluster:", err)
+		return 1
+	}
+	stopOnSignal()
+
+	code := run(m)
+	if err := cluster.Down(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the local cluster left something behind:", err)
+		return 1
+	}
+	return code
+}
+
+func run(m *testing.M) int {
+	var err error
+	if Config, err = cluster.RESTConfig(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	Config.QPS, Config.Burst = 100, 200
+	if Client, err = kubernetes.NewForConfig(Config); err != nil {
+		fmt.Fprintln(os.Stderr, "creating the client:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// stopOnSignal stops the cluster when the test binary is interrupted.
+func stopOnSignal() {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-signals
+		fmt.Fprintf(os.Stderr, "%s: stopping the local cluster\n", sig)
+		_ = cluster.Down()
+		os.Exit(1)
+	}()
+}
+
+// Cluster is the package's running cluster.
+func Cluster() *localcluster.Cluster { return cluster }
+
+// NewNamespace creates a namespace for one test and deletes it when the
+// test ends.
+func NewNamespace(t *testing.T) string {
+	t.Helper()
+	prefix := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(prefix) > 50 {
+		prefix = prefix[:50]
+	}
+	name := strings.Trim(prefix, "-") + "-" + rand.String(5)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := Client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if err := Client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting namespace %s: %v", name, err)
+		}
+	})
+	// Pods are refused until the namespace's default ServiceAccount exists.
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, Timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := Client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for the default ServiceAccount of %s: %v", name, err)
+	}
+	return name
+}
+
+// WaitForPod polls the pod until cond holds and returns it. It fails the
+// test, naming what it waited for and the pod's last state, on Timeout.
+func WaitForPod(t *testing.T, namespace, name, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	var last *corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, Timeout, true, func(ctx context.Context) (bool, error) {
+		pod, err := Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = pod
+		return cond(pod), nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s/%s never became %s: %v; last status: %s", namespace, name, what, err, describe(last))
+	}
+	return last
+}
+
+func describe(pod *corev1.Pod) string {
+	if pod == nil {
+		return "never read"
+	}
+	var conds []string
+	for _, c := range pod.Status.Conditions {
+		conds = append(conds, fmt.Sprintf("%s=%s %s", c.Type, c.Status, c.Message))
+	}
+	return fmt.Sprintf("node=%q phase=%s conditions=[%s]", pod.Spec.NodeName, pod.Status.Phase, strings.Join(conds, "; "))
+}
+
+// Condition returns the pod's condition of the given type, or nil.
+func Condition(pod *corev1.Pod, typ corev1.PodConditionType) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == typ {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// IsReady reports whether the pod's Ready condition is True.
+func IsReady(pod *corev1.Pod) bool {
+	c := Condition(pod, corev1.PodReady)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// IsRunning reports whether the pod runs, Ready or not.
+func IsRunning(pod *corev1.Pod) bool { return pod.Status.Phase == corev1.PodRunning }
+
+// IsBound reports whether the pod has been bound to a node.
+func IsBound(pod *corev1.Pod) bool { return pod.Spec.NodeName != "" }
