@@ -8,7 +8,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/bin
 dir=$root/_output/demo
 kubectl() { "$bin/kubectl" --kubeconfig "$dir/kubeconfig" "$@"; }
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+say() { if [[ -t 1 ]]; then printf '\n\033[1m== %s\033[0m\n' "$*"; else printf '\n== %s\n' "$*"; fi; }
 
 # A cluster left by an earlier KEEP=1 run goes first.
 if [[ -f $dir/state.json ]]; then

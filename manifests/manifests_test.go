@@ -62,4 +62,3 @@ func profileNames(cfg *config.KubeSchedulerConfiguration) []string {
 	}
 	return names
 }
-

@@ -174,4 +174,3 @@ func defaultBinDir() string {
 	}
 	return filepath.Dir(exe)
 }
-
