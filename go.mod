@@ -10,7 +10,11 @@ require (
 	k8s.io/apimachinery v0.34.7
 	k8s.io/client-go v0.34.7
 	k8s.io/component-base v0.34.7
+	k8s.io/component-helpers v0.34.7
+	k8s.io/klog/v2 v2.130.1
+	k8s.io/kube-scheduler v0.34.7
 	k8s.io/kubernetes v1.34.7
+	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397
 	sigs.k8s.io/scheduler-plugins v0.34.7
 	sigs.k8s.io/yaml v1.6.0
 )
@@ -101,16 +105,12 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/apiserver v0.34.7 // indirect
 	k8s.io/cloud-provider v0.34.7 // indirect
-	k8s.io/component-helpers v0.34.7 // indirect
 	k8s.io/controller-manager v0.34.7 // indirect
 	k8s.io/csi-translation-lib v0.32.5 // indirect
 	k8s.io/dynamic-resource-allocation v0.32.5 // indirect
-	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kms v0.34.7 // indirect
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect
-	k8s.io/kube-scheduler v0.34.7 // indirect
 	k8s.io/kubelet v0.34.7 // indirect
-	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.2 // indirect
 	sigs.k8s.io/json v0.0.0-20241014173422-cfa47c3a1cc8 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect

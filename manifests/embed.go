@@ -15,3 +15,9 @@ var PodGroupCRD []byte
 //
 //go:embed scheduler-config.yaml
 var SchedulerConfig []byte
+
+// SchedulerClusterRole is what muster-scheduler needs on top of the
+// built-in system:kube-scheduler role.
+//
+//go:embed rbac/scheduler-clusterrole.yaml
+var SchedulerClusterRole []byte

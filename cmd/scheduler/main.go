@@ -11,12 +11,15 @@ import (
 	"k8s.io/component-base/cli"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	"github.com/muster-dev/muster/pkg/plugins/gang"
 	"github.com/muster-dev/muster/pkg/version"
 )
 
 // plugins is the registry of muster's out-of-tree plugins. A plugin listed
 // here can be enabled in a profile of the KubeSchedulerConfiguration.
-var plugins []app.Option
+var plugins = []app.Option{
+	app.WithPlugin(gang.Name, gang.New),
+}
 
 func main() {
 	if versionRequested(os.Args[1:]) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -62,7 +63,7 @@ func (s *starter) run(ctx context.Context) error {
 	}{
 		{"etcd", s.startEtcd},
 		{"kube-apiserver", s.startAPIServer},
-		{"PodGroup CRD", s.installCRDs},
+		{"PodGroup CRD and RBAC", s.installCRDs},
 		{"kube-controller-manager", s.startControllerManager},
 		{"kwok and nodes", s.startNodes},
 		{"muster-scheduler", s.startScheduler},
@@ -210,6 +211,9 @@ func (s *starter) installCRDs(ctx context.Context) error {
 	if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
 	}
+	if err := s.grantScheduler(ctx); err != nil {
+		return err
+	}
 	// Ready means served: the typed client that muster's plugins use can
 	// list PodGroups.
 	podGroups, err := schedulingclient.NewForConfig(config)
@@ -220,6 +224,27 @@ func (s *starter) installCRDs(ctx context.Context) error {
 		_, err := podGroups.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
 	})
+}
+
+// grantScheduler gives the scheduler's user muster-scheduler's ClusterRole
+// from manifests/, on top of its built-in system:kube-scheduler role.
+func (s *starter) grantScheduler(ctx context.Context) error {
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(manifests.SchedulerClusterRole, role); err != nil {
+		return fmt.Errorf("decoding the scheduler's ClusterRole: %w", err)
+	}
+	if _, err := s.client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating ClusterRole %s: %w", role.Name, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: s.pki.scheduler.name}},
+	}
+	if _, err := s.client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating ClusterRoleBinding %s: %w", binding.Name, err)
+	}
+	return nil
 }
 
 // startControllerManager runs the controllers a real cluster has: service

@@ -1,0 +1,75 @@
+package gang
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+)
+
+// Args configure the Gang plugin through pluginConfig in the scheduler's
+// configuration:
+//
+//	pluginConfig:
+//	- name: Gang
+//	  args:
+//	    permitTimeoutSeconds: 60
+//	    backoffSeconds: 5
+type Args struct {
+	// PermitTimeoutSeconds is how long reserved members wait at Permit for
+	// the rest of their gang before the attempt is given up. A PodGroup's
+	// spec.scheduleTimeoutSeconds overrides it for that group.
+	PermitTimeoutSeconds int64 `json:"permitTimeoutSeconds,omitempty"`
+	// BackoffSeconds is how long a gang waits after a failed attempt
+	// before it is tried again, so that one gang that cannot fit does not
+	// keep the others from the nodes. 0 turns the backoff off.
+	BackoffSeconds *int64 `json:"backoffSeconds,omitempty"`
+}
+
+const (
+	defaultPermitTimeoutSeconds = 60
+	defaultBackoffSeconds       = 5
+	// maxPermitTimeoutSeconds is the framework's own cap on a Permit wait.
+	maxPermitTimeoutSeconds = 15 * 60
+	maxBackoffSeconds       = 10 * 60
+)
+
+// decodeArgs reads the plugin's args, fills in defaults and validates them.
+func decodeArgs(obj runtime.Object) (Args, error) {
+	var args Args
+	if err := frameworkruntime.DecodeInto(obj, &args); err != nil {
+		return Args{}, fmt.Errorf("decoding the args of plugin %s: %w", Name, err)
+	}
+	if args.PermitTimeoutSeconds == 0 {
+		args.PermitTimeoutSeconds = defaultPermitTimeoutSeconds
+	}
+	if args.BackoffSeconds == nil {
+		backoff := int64(defaultBackoffSeconds)
+		args.BackoffSeconds = &backoff
+	}
+	if errs := args.validate(); len(errs) > 0 {
+		return Args{}, fmt.Errorf("invalid args of plugin %s: %w", Name, errs.ToAggregate())
+	}
+	return args, nil
+}
+
+func (a Args) validate() field.ErrorList {
+	var errs field.ErrorList
+	path := field.NewPath("pluginConfig").Key(Name).Child("args")
+	if a.PermitTimeoutSeconds < 1 || a.PermitTimeoutSeconds > maxPermitTimeoutSeconds {
+		errs = append(errs, field.Invalid(path.Child("permitTimeoutSeconds"), a.PermitTimeoutSeconds,
+			fmt.Sprintf("must be between 1 and %d: the framework caps a Permit wait at 15 minutes", maxPermitTimeoutSeconds)))
+	}
+	if *a.BackoffSeconds < 0 || *a.BackoffSeconds > maxBackoffSeconds {
+		errs = append(errs, field.Invalid(path.Child("backoffSeconds"), *a.BackoffSeconds,
+			fmt.Sprintf("must be between 0 (no backoff) and %d", maxBackoffSeconds)))
+	}
+	return errs
+}
+
+func (a Args) permitTimeout() time.Duration {
+	return time.Duration(a.PermitTimeoutSeconds) * time.Second
+}
+func (a Args) backoff() time.Duration { return time.Duration(*a.BackoffSeconds) * time.Second }

@@ -1,0 +1,182 @@
+package gang
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// attempt is the scheduler's in-memory state of one group between the
+// informer's view and the bind: which members hold a reservation, and how
+// the last attempt ended. Everything else is derived from API objects, so a
+// restarted scheduler loses nothing it needs.
+type attempt struct {
+	// reserved holds the members that passed Reserve and are not yet seen
+	// bound by the informer.
+	reserved sets.Set[types.UID]
+	// firstSeen is when a member first passed PreEnqueue in this attempt,
+	// the start of the admission latency.
+	firstSeen time.Time
+	// inProgress is set when a member enters a scheduling cycle and
+	// cleared when the attempt fails, so that the siblings' failures that
+	// follow from the same teardown are not counted again.
+	inProgress bool
+	// admitted is set once the group reached quorum at Permit.
+	admitted bool
+	// failedAt is the end of the last failed attempt; it puts the group
+	// behind others of its priority in the queue.
+	failedAt     time.Time
+	backoffUntil time.Time
+}
+
+func (a *attempt) waiting() bool { return len(a.reserved) > 0 && !a.admitted }
+
+// attempts holds the attempt of every group the scheduler is working on.
+// Its lock is never held while calling into the framework, whose queue lock
+// is held while it calls Less.
+type attempts struct {
+	mu      sync.Mutex
+	byGroup map[types.NamespacedName]*attempt
+	// onWaitingChange is told when a group starts or stops waiting at
+	// Permit, to keep the gauge of waiting gangs.
+	onWaitingChange func(delta float64)
+}
+
+func newAttempts(onWaitingChange func(float64)) *attempts {
+	return &attempts{byGroup: map[types.NamespacedName]*attempt{}, onWaitingChange: onWaitingChange}
+}
+
+// update runs change on the group's attempt, creating it when needed, and
+// keeps the waiting gauge in step.
+func (s *attempts) update(key types.NamespacedName, change func(*attempt)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.byGroup[key]
+	if a == nil {
+		a = &attempt{reserved: sets.New[types.UID]()}
+		s.byGroup[key] = a
+	}
+	wasWaiting := a.waiting()
+	change(a)
+	switch isWaiting := a.waiting(); {
+	case isWaiting && !wasWaiting:
+		s.onWaitingChange(1)
+	case !isWaiting && wasWaiting:
+		s.onWaitingChange(-1)
+	}
+}
+
+// read runs view on the group's attempt; a group without one reads as a
+// fresh attempt.
+func (s *attempts) read(key types.NamespacedName, view func(*attempt)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.byGroup[key]; a != nil {
+		view(a)
+		return
+	}
+	view(&attempt{})
+}
+
+// seen records that a member passed PreEnqueue.
+func (s *attempts) seen(key types.NamespacedName, now time.Time) {
+	s.update(key, func(a *attempt) {
+		if a.firstSeen.IsZero() {
+			a.firstSeen = now
+		}
+	})
+}
+
+func (s *attempts) reserve(key types.NamespacedName, uid types.UID) {
+	s.update(key, func(a *attempt) { a.reserved.Insert(uid) })
+}
+
+func (s *attempts) unreserve(key types.NamespacedName, uid types.UID) {
+	s.update(key, func(a *attempt) { a.reserved.Delete(uid) })
+}
+
+// placed counts the members that are bound or hold a reservation.
+func (s *attempts) placed(key types.NamespacedName, bound sets.Set[types.UID]) int32 {
+	var n int
+	s.read(key, func(a *attempt) { n = bound.Union(a.reserved).Len() })
+	return int32(n)
+}
+
+// admit marks the group admitted. It returns the members waiting at Permit
+// and, the first time only, how long admission took since firstSeen (0 when
+// no member was seen passing PreEnqueue, as after a scheduler restart).
+func (s *attempts) admit(key types.NamespacedName, now time.Time) (waiting []types.UID, latency time.Duration, first bool) {
+	s.update(key, func(a *attempt) {
+		waiting = a.reserved.UnsortedList()
+		if a.admitted {
+			return
+		}
+		a.admitted, first = true, true
+		if !a.firstSeen.IsZero() {
+			latency = now.Sub(a.firstSeen)
+		}
+		a.failedAt, a.backoffUntil = time.Time{}, time.Time{}
+	})
+	return waiting, latency, first
+}
+
+// begin records that a member entered a scheduling cycle.
+func (s *attempts) begin(key types.NamespacedName) {
+	s.update(key, func(a *attempt) { a.inProgress = true })
+}
+
+// fail ends the group's attempt: it returns the members still holding a
+// reservation, to be rejected, and whether this call ended the attempt
+// (false when a sibling's failure already did).
+func (s *attempts) fail(key types.NamespacedName, now time.Time, backoff time.Duration) (reserved []types.UID, first bool) {
+	s.update(key, func(a *attempt) {
+		reserved = a.reserved.UnsortedList()
+		if !a.inProgress {
+			return
+		}
+		first = true
+		a.inProgress, a.admitted = false, false
+		a.failedAt, a.backoffUntil = now, now.Add(backoff)
+	})
+	return reserved, first
+}
+
+// backoffUntil is when the group may be tried again.
+func (s *attempts) backoffUntil(key types.NamespacedName) time.Time {
+	var until time.Time
+	s.read(key, func(a *attempt) { until = a.backoffUntil })
+	return until
+}
+
+// failedAt is when the group's last attempt failed.
+func (s *attempts) failedAt(key types.NamespacedName) time.Time {
+	var at time.Time
+	s.read(key, func(a *attempt) { at = a.failedAt })
+	return at
+}
+
+// forgetReservation drops a member's reservation once the informer shows
+// it bound, or gone.
+func (s *attempts) forgetReservation(key types.NamespacedName, uid types.UID) {
+	s.mu.Lock()
+	a := s.byGroup[key]
+	reserved := a != nil && a.reserved.Has(uid)
+	s.mu.Unlock()
+	if reserved {
+		s.update(key, func(a *attempt) { a.reserved.Delete(uid) })
+	}
+}
+
+// forget drops the group's attempt, when the group has no members left.
+func (s *attempts) forget(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.byGroup[key]; a != nil {
+		if a.waiting() {
+			s.onWaitingChange(-1)
+		}
+		delete(s.byGroup, key)
+	}
+}

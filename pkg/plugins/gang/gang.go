@@ -1,0 +1,434 @@
+// Package gang implements the Gang scheduler plugin: the pods of a PodGroup
+// (scheduling.x-k8s.io/v1alpha1) are placed all-or-nothing.
+//
+//   - PreEnqueue keeps a member out of the queue until its PodGroup exists
+//     and the group has minMember active pods.
+//   - QueueSort keeps a gang's members back to back.
+//   - Reserve and Permit hold members, reservations kept, until bound and
+//     reserved members reach minMember; then all are allowed at once.
+//   - PostFilter and Unreserve tear down a group that fails before quorum:
+//     every waiting sibling is rejected and the group backs off.
+//   - QueueingHints wake a group's pods on the events that can help it.
+package gang
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	schedulinginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
+	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// Name is the plugin's name in the registry and in scheduler configurations.
+const Name = "Gang"
+
+var (
+	_ framework.PreEnqueuePlugin  = &Gang{}
+	_ framework.QueueSortPlugin   = &Gang{}
+	_ framework.PreFilterPlugin   = &Gang{}
+	_ framework.PostFilterPlugin  = &Gang{}
+	_ framework.ReservePlugin     = &Gang{}
+	_ framework.PermitPlugin      = &Gang{}
+	_ framework.EnqueueExtensions = &Gang{}
+)
+
+// podsByGroup indexes the scheduler's pod informer by "namespace/group", so
+// that a member's siblings are found without scanning the cluster's pods.
+const podsByGroup = "muster.dev/pod-group"
+
+// Gang places a PodGroup's pods all-or-nothing.
+type Gang struct {
+	handle    framework.Handle
+	args      Args
+	podGroups schedulinglisters.PodGroupLister
+	pods      cache.Indexer
+	attempts  *attempts
+	clock     clock.WithDelayedExecution
+}
+
+// New builds the plugin from its args and the framework's handle.
+func New(ctx context.Context, obj runtime.Object, handle framework.Handle) (framework.Plugin, error) {
+	args, err := decodeArgs(obj)
+	if err != nil {
+		return nil, err
+	}
+	client, err := schedulingclient.NewForConfig(handle.KubeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("creating the PodGroup client: %w", err)
+	}
+	podGroupInformers := schedulinginformers.NewSharedInformerFactory(client, 0)
+	podGroups := podGroupInformers.Scheduling().V1alpha1().PodGroups()
+
+	podInformer := handle.SharedInformerFactory().Core().V1().Pods().Informer()
+	if err := podInformer.AddIndexers(cache.Indexers{podsByGroup: indexByGroup}); err != nil {
+		return nil, fmt.Errorf("indexing pods by group: %w", err)
+	}
+	register()
+	g := newGang(handle, args, podGroups.Lister(), podInformer.GetIndexer(), clock.RealClock{})
+
+	logger := klog.FromContext(ctx).WithValues("plugin", Name)
+	if _, err := podGroups.Informer().AddEventHandler(g.podGroupHandler(logger)); err != nil {
+		return nil, fmt.Errorf("watching PodGroups: %w", err)
+	}
+	if _, err := podInformer.AddEventHandler(g.podHandler(logger)); err != nil {
+		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+	podGroupInformers.Start(ctx.Done())
+	for typ, synced := range podGroupInformers.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			return nil, fmt.Errorf("syncing the informer of %v", typ)
+		}
+	}
+	return g, nil
+}
+
+func newGang(handle framework.Handle, args Args, podGroups schedulinglisters.PodGroupLister, pods cache.Indexer, clk clock.WithDelayedExecution) *Gang {
+	return &Gang{
+		handle:    handle,
+		args:      args,
+		podGroups: podGroups,
+		pods:      pods,
+		attempts:  newAttempts(waitingGangs.Add),
+		clock:     clk,
+	}
+}
+
+// Name returns the plugin's name.
+func (g *Gang) Name() string { return Name }
+
+func indexByGroup(obj any) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	if key, ok := topology.GroupOf(pod); ok {
+		return []string{key.String()}, nil
+	}
+	return nil, nil
+}
+
+// PreEnqueue keeps a member out of the queue until its PodGroup exists and
+// the group has at least minMember active pods.
+func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return nil
+	}
+	pg := g.podGroup(key)
+	if pg == nil {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key))
+	}
+	if active := g.members(key).active; active < pg.Spec.MinMember {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForMembersMessage(key, active, pg.Spec.MinMember))
+	}
+	g.attempts.seen(key, g.clock.Now())
+	return nil
+}
+
+// Less orders the queue by priority, then by the group's creation time or,
+// after a failed attempt, the time it failed, so that one stuck gang cannot
+// hold back the rest; then by group and pod, so that a gang's members are
+// popped back to back.
+func (g *Gang) Less(a, b fwk.QueuedPodInfo) bool {
+	podA, podB := a.GetPodInfo().GetPod(), b.GetPodInfo().GetPod()
+	if prioA, prioB := corev1helpers.PodPriority(podA), corev1helpers.PodPriority(podB); prioA != prioB {
+		return prioA > prioB
+	}
+	timeA, groupA := g.queueOrder(a)
+	timeB, groupB := g.queueOrder(b)
+	if !timeA.Equal(timeB) {
+		return timeA.Before(timeB)
+	}
+	if groupA != groupB {
+		return groupA < groupB
+	}
+	return podA.Namespace+"/"+podA.Name < podB.Namespace+"/"+podB.Name
+}
+
+// queueOrder is the time and key a pod is sorted by: its group's, or its
+// own when it has no group.
+func (g *Gang) queueOrder(info fwk.QueuedPodInfo) (time.Time, string) {
+	pod := info.GetPodInfo().GetPod()
+	if key, ok := topology.GroupOf(pod); ok {
+		if pg := g.podGroup(key); pg != nil {
+			at := pg.CreationTimestamp.Time
+			if failed := g.attempts.failedAt(key); failed.After(at) {
+				at = failed
+			}
+			return at, key.String()
+		}
+	}
+	at := info.GetTimestamp()
+	if initial := info.GetInitialAttemptTimestamp(); initial != nil {
+		at = *initial
+	}
+	return at, pod.Namespace + "/" + pod.Name
+}
+
+// PreFilter turns a member away while its group backs off, and rejects a
+// group whose minResources exceed what the cluster has free before any
+// member is placed.
+func (g *Gang) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return nil, nil
+	}
+	pg := g.podGroup(key)
+	if pg == nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key))
+	}
+	now := g.clock.Now()
+	if until := g.attempts.backoffUntil(key); now.Before(until) {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("group %s backs off after a failed attempt, for %s more", key, until.Sub(now).Round(time.Second)))
+	}
+	g.attempts.begin(key)
+	if len(pg.Spec.MinResources) > 0 && g.attempts.placed(key, g.members(key).bound) == 0 {
+		if short := shortfall(pg.Spec.MinResources, nodes); short != "" {
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+				fmt.Sprintf("group %s needs minResources the cluster does not have free: %s", key, short))
+		}
+	}
+	return nil, nil
+}
+
+// PreFilterExtensions returns nil: the plugin keeps no per-cycle state.
+func (g *Gang) PreFilterExtensions() framework.PreFilterExtensions { return nil }
+
+// PostFilter runs when a member fits nowhere. Before quorum, the whole
+// group is rejected at once, so no sibling keeps a reservation for a gang
+// that cannot start; after quorum the member simply retries.
+func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ framework.NodeToStatusReader) (*framework.PostFilterResult, *fwk.Status) {
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	pg := g.podGroup(key)
+	if pg == nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key))
+	}
+	if g.hasQuorum(key, pg) {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	reason := fmt.Sprintf("member %s fits on no node", pod.Name)
+	g.rejectGroup(ctx, key, pg, reason)
+	// Unresolvable: preempting victims for one member of a gang that is
+	// being torn down would free room for nothing.
+	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("group %s rejected: %s", key, reason))
+}
+
+// Reserve records the member's reservation.
+func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+	if key, ok := topology.GroupOf(pod); ok {
+		g.attempts.reserve(key, pod.UID)
+	}
+	return nil
+}
+
+// Unreserve runs when a reserved member is rejected, times out at Permit or
+// fails to bind. A group that loses its quorum that way is rolled back like
+// one that failed before it.
+func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return
+	}
+	g.attempts.unreserve(key, pod.UID)
+	pg := g.podGroup(key)
+	if pg == nil || g.hasQuorum(key, pg) {
+		return
+	}
+	g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s lost its reservation before the group was complete", pod.Name))
+}
+
+// Permit holds a member until bound and reserved members reach minMember,
+// then allows every waiting member in the same step.
+func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return nil, 0
+	}
+	pg := g.podGroup(key)
+	if pg == nil {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key)), 0
+	}
+	bound := g.members(key).bound
+	placed := g.attempts.placed(key, bound)
+	if placed < pg.Spec.MinMember {
+		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("waiting at Permit for %d more members of group %s (%d/%d placed)",
+			pg.Spec.MinMember-placed, key, placed, pg.Spec.MinMember)), g.permitTimeout(pg)
+	}
+	waiting, latency, first := g.attempts.admit(key, g.clock.Now())
+	for _, uid := range waiting {
+		if wp := g.handle.GetWaitingPod(uid); wp != nil && uid != pod.UID {
+			wp.Allow(Name)
+		}
+	}
+	// A gang whose bound members alone make its quorum was admitted
+	// before, perhaps by a scheduler that has since restarted.
+	if first && int32(bound.Len()) < pg.Spec.MinMember {
+		attemptsTotal.WithLabelValues(resultAdmitted).Inc()
+		admissionDuration.Observe(latency.Seconds())
+		klog.FromContext(ctx).V(2).Info("Gang admitted", "podGroup", klog.KObj(pg), "placed", placed, "minMember", pg.Spec.MinMember)
+		g.recordEvent(pg, corev1.EventTypeNormal, "GangAdmitted", "Admitted",
+			fmt.Sprintf("%d/%d members placed; all are allowed to bind", placed, pg.Spec.MinMember))
+	}
+	return nil, 0
+}
+
+// rejectGroup ends a failed attempt: every sibling waiting at Permit is
+// rejected, which releases its reservation, and the group backs off.
+func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1alpha1.PodGroup, reason string) {
+	reserved, first := g.attempts.fail(key, g.clock.Now(), g.args.backoff())
+	message := fmt.Sprintf("group %s rejected: %s", key, reason)
+	for _, uid := range reserved {
+		if wp := g.handle.GetWaitingPod(uid); wp != nil {
+			wp.Reject(Name, message)
+		}
+	}
+	if !first {
+		return
+	}
+	attemptsTotal.WithLabelValues(resultRejected).Inc()
+	klog.FromContext(ctx).V(2).Info("Gang rejected", "podGroup", klog.KObj(pg), "reason", reason, "released", len(reserved))
+	note := fmt.Sprintf("%s; released %d reservations", reason, len(reserved))
+	if backoff := g.args.backoff(); backoff > 0 {
+		note += fmt.Sprintf("; retrying in %s", backoff)
+		// Events that came during the backoff found the members turned
+		// away at PreFilter; wake them when it ends.
+		g.clock.AfterFunc(backoff, func() { g.activate(klog.FromContext(ctx), key) })
+	}
+	g.recordEvent(pg, corev1.EventTypeWarning, "GangRejected", "Rejected", note)
+}
+
+// activate moves the group's pending members back to the active queue.
+func (g *Gang) activate(logger klog.Logger, key types.NamespacedName) {
+	objs, err := g.pods.ByIndex(podsByGroup, key.String())
+	if err != nil {
+		logger.Error(err, "Listing members", "podGroup", key)
+		return
+	}
+	pending := map[string]*corev1.Pod{}
+	for _, obj := range objs {
+		if pod := obj.(*corev1.Pod); pod.Spec.NodeName == "" && topology.IsActiveMember(pod) {
+			pending[pod.Namespace+"/"+pod.Name] = pod
+		}
+	}
+	if len(pending) > 0 {
+		g.handle.Activate(logger, pending)
+	}
+}
+
+func (g *Gang) hasQuorum(key types.NamespacedName, pg *v1alpha1.PodGroup) bool {
+	return g.attempts.placed(key, g.members(key).bound) >= pg.Spec.MinMember
+}
+
+func (g *Gang) permitTimeout(pg *v1alpha1.PodGroup) time.Duration {
+	if s := pg.Spec.ScheduleTimeoutSeconds; s != nil && *s > 0 && *s <= maxPermitTimeoutSeconds {
+		return time.Duration(*s) * time.Second
+	}
+	return g.args.permitTimeout()
+}
+
+// podGroup returns the group's PodGroup, or nil when it does not exist.
+func (g *Gang) podGroup(key types.NamespacedName) *v1alpha1.PodGroup {
+	pg, err := g.podGroups.PodGroups(key.Namespace).Get(key.Name)
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			klog.Background().Error(err, "Reading PodGroup", "podGroup", key)
+		}
+		return nil
+	}
+	return pg
+}
+
+// membership is a group's members as the informer sees them.
+type membership struct {
+	// active counts the members that are not finished or being deleted.
+	active int32
+	// bound holds the active members bound to a node.
+	bound sets.Set[types.UID]
+}
+
+func (g *Gang) members(key types.NamespacedName) membership {
+	m := membership{bound: sets.New[types.UID]()}
+	objs, err := g.pods.ByIndex(podsByGroup, key.String())
+	if err != nil {
+		klog.Background().Error(err, "Listing members", "podGroup", key)
+		return m
+	}
+	for _, obj := range objs {
+		pod := obj.(*corev1.Pod)
+		if !topology.IsActiveMember(pod) {
+			continue
+		}
+		m.active++
+		if pod.Spec.NodeName != "" {
+			m.bound.Insert(pod.UID)
+		}
+	}
+	return m
+}
+
+// recordEvent records an event on the PodGroup. The reference is built by
+// hand: the event recorder's scheme does not know the PodGroup type.
+func (g *Gang) recordEvent(pg *v1alpha1.PodGroup, eventType, reason, action, note string) {
+	ref := &corev1.ObjectReference{
+		APIVersion: v1alpha1.SchemeGroupVersion.String(),
+		Kind:       "PodGroup",
+		Namespace:  pg.Namespace,
+		Name:       pg.Name,
+		UID:        pg.UID,
+	}
+	g.handle.EventRecorder().Eventf(ref, nil, eventType, reason, action, "%s", note)
+}
+
+// shortfall describes the resources of want that the nodes lack free, or
+// returns "" when they have enough.
+func shortfall(want corev1.ResourceList, nodes []fwk.NodeInfo) string {
+	free := map[corev1.ResourceName]int64{}
+	for _, node := range nodes {
+		alloc, used := node.GetAllocatable(), node.GetRequested()
+		free[corev1.ResourceCPU] += alloc.GetMilliCPU() - used.GetMilliCPU()
+		free[corev1.ResourceMemory] += alloc.GetMemory() - used.GetMemory()
+		free[corev1.ResourceEphemeralStorage] += alloc.GetEphemeralStorage() - used.GetEphemeralStorage()
+		for name, quantity := range alloc.GetScalarResources() {
+			free[name] += quantity - used.GetScalarResources()[name]
+		}
+	}
+	var short []string
+	for name, quantity := range want {
+		need := quantity.Value()
+		if name == corev1.ResourceCPU {
+			need = quantity.MilliValue()
+		}
+		if need > free[name] {
+			available := resource.NewQuantity(free[name], resource.BinarySI)
+			if name == corev1.ResourceCPU {
+				available = resource.NewMilliQuantity(free[name], resource.DecimalSI)
+			}
+			short = append(short, fmt.Sprintf("%s (needs %s, %s free)", name, quantity.String(), available.String()))
+		}
+	}
+	slices.Sort(short)
+	return strings.Join(short, ", ")
+}

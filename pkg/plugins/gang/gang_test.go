@@ -1,0 +1,448 @@
+package gang
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
+	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+const ns = "team-a"
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// recordingActivator records the pods the plugin asks the queue to retry.
+type recordingActivator struct{ activated []string }
+
+func (r *recordingActivator) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
+	for key := range pods {
+		r.activated = append(r.activated, key)
+	}
+}
+
+type fixture struct {
+	ctx       context.Context
+	fw        framework.Framework
+	gang      *Gang
+	pods      cache.Indexer
+	podGroups cache.Indexer
+	clock     *testingclock.FakeClock
+	events    *events.FakeRecorder
+	activator *recordingActivator
+}
+
+func newFixture(t *testing.T, args Args, podGroups []*v1alpha1.PodGroup, pods []*corev1.Pod) *fixture {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	f := &fixture{
+		ctx:       ctx,
+		pods:      cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{podsByGroup: indexByGroup}),
+		podGroups: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
+		clock:     testingclock.NewFakeClock(epoch),
+		events:    events.NewFakeRecorder(100),
+		activator: &recordingActivator{},
+	}
+	for _, pg := range podGroups {
+		require.NoError(t, f.podGroups.Add(pg))
+	}
+	for _, pod := range pods {
+		require.NoError(t, f.pods.Add(pod))
+	}
+	if args.BackoffSeconds == nil {
+		args.BackoffSeconds = ptr.To[int64](defaultBackoffSeconds)
+	}
+	if args.PermitTimeoutSeconds == 0 {
+		args.PermitTimeoutSeconds = defaultPermitTimeoutSeconds
+	}
+	factory := func(_ context.Context, _ runtime.Object, h framework.Handle) (framework.Plugin, error) {
+		f.gang = newGang(h, args, schedulinglisters.NewPodGroupLister(f.podGroups), f.pods, f.clock)
+		return f.gang, nil
+	}
+	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
+		tf.RegisterPluginAsExtensions(Name, factory, "QueueSort", "PreFilter", "Reserve", "Permit"),
+		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
+	}, "muster-scheduler",
+		frameworkruntime.WithEventRecorder(f.events),
+		frameworkruntime.WithPodActivator(f.activator),
+		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+	)
+	require.NoError(t, err)
+	f.fw = fw
+	return f
+}
+
+// podGroupWrapper builds PodGroups in the style of the scheduler's st
+// wrappers, which have none for this CRD.
+type podGroupWrapper struct{ v1alpha1.PodGroup }
+
+func podGroup(name string, minMember int32) *podGroupWrapper {
+	pg := &podGroupWrapper{}
+	pg.Namespace, pg.Name, pg.UID = ns, name, types.UID(name)
+	pg.CreationTimestamp = metav1.NewTime(epoch)
+	pg.Spec.MinMember = minMember
+	return pg
+}
+
+func (p *podGroupWrapper) Time(t time.Time) *podGroupWrapper {
+	p.CreationTimestamp = metav1.NewTime(t)
+	return p
+}
+
+func (p *podGroupWrapper) MinResources(resources map[corev1.ResourceName]string) *podGroupWrapper {
+	p.Spec.MinResources = corev1.ResourceList{}
+	for name, value := range resources {
+		p.Spec.MinResources[name] = resource.MustParse(value)
+	}
+	return p
+}
+
+func (p *podGroupWrapper) ScheduleTimeoutSeconds(s int32) *podGroupWrapper {
+	p.Spec.ScheduleTimeoutSeconds = &s
+	return p
+}
+
+func (p *podGroupWrapper) Obj() *v1alpha1.PodGroup { return &p.PodGroup }
+
+func member(group, name string) *st.PodWrapper {
+	return st.MakePod().Namespace(ns).Name(name).UID(name).Label(topology.GroupLabel, group)
+}
+
+// reserveAndPermit runs a member through Reserve and Permit as the
+// scheduling cycle does.
+func (f *fixture) reserveAndPermit(t *testing.T, pod *corev1.Pod) *fwk.Status {
+	t.Helper()
+	state := framework.NewCycleState()
+	require.True(t, f.fw.RunReservePluginsReserve(f.ctx, state, pod, "node-1").IsSuccess())
+	return f.fw.RunPermitPlugins(f.ctx, state, pod, "node-1")
+}
+
+// outcome is what WaitOnPermit returns for a member that waited.
+func (f *fixture) outcome(pod *corev1.Pod) *fwk.Status {
+	return f.fw.WaitOnPermit(f.ctx, pod)
+}
+
+func (f *fixture) drainEvents() []string {
+	var got []string
+	for {
+		select {
+		case e := <-f.events.Events:
+			got = append(got, e)
+		default:
+			return got
+		}
+	}
+}
+
+func TestPreEnqueue(t *testing.T) {
+	group := types.NamespacedName{Namespace: ns, Name: "job"}
+	tests := []struct {
+		name      string
+		podGroups []*v1alpha1.PodGroup
+		pods      []*corev1.Pod
+		pod       *corev1.Pod
+		want      *fwk.Status
+	}{
+		{
+			name: "a pod without a group is not the plugin's business",
+			pod:  st.MakePod().Namespace(ns).Name("plain").Obj(),
+		},
+		{
+			name: "the PodGroup does not exist",
+			pod:  member("job", "p0").Obj(),
+			want: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(group)),
+		},
+		{
+			name:      "fewer active pods than minMember",
+			podGroups: []*v1alpha1.PodGroup{podGroup("job", 3).Obj()},
+			pods:      []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj()},
+			pod:       member("job", "p0").Obj(),
+			want:      fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for 1 more pods of group team-a/job (2/3)"),
+		},
+		{
+			name:      "finished and deleting pods do not count",
+			podGroups: []*v1alpha1.PodGroup{podGroup("job", 3).Obj()},
+			pods: []*corev1.Pod{
+				member("job", "p0").Obj(),
+				member("job", "done").Phase(corev1.PodSucceeded).Obj(),
+				member("job", "gone").Terminating().Obj(),
+			},
+			pod:  member("job", "p0").Obj(),
+			want: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for 2 more pods of group team-a/job (1/3)"),
+		},
+		{
+			name:      "a same-named group in another namespace does not count",
+			podGroups: []*v1alpha1.PodGroup{podGroup("job", 2).Obj()},
+			pods: []*corev1.Pod{
+				member("job", "p0").Obj(),
+				member("job", "p1").Namespace("team-b").Obj(),
+			},
+			pod:  member("job", "p0").Obj(),
+			want: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for 1 more pods of group team-a/job (1/2)"),
+		},
+		{
+			name:      "minMember active pods",
+			podGroups: []*v1alpha1.PodGroup{podGroup("job", 2).Obj()},
+			pods:      []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj()},
+			pod:       member("job", "p0").Obj(),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, Args{}, tt.podGroups, tt.pods)
+			assert.Equal(t, tt.want, f.gang.PreEnqueue(f.ctx, tt.pod))
+		})
+	}
+}
+
+func queued(pod *corev1.Pod, at time.Time) fwk.QueuedPodInfo {
+	return &framework.QueuedPodInfo{PodInfo: mustPodInfo(pod), Timestamp: at, InitialAttemptTimestamp: &at}
+}
+
+func mustPodInfo(pod *corev1.Pod) *framework.PodInfo {
+	info, err := framework.NewPodInfo(pod)
+	if err != nil {
+		panic(err)
+	}
+	return info
+}
+
+func TestLess(t *testing.T) {
+	older := podGroup("older", 1).Time(epoch).Obj()
+	newer := podGroup("newer", 1).Time(epoch.Add(time.Minute)).Obj()
+	tests := []struct {
+		name   string
+		a, b   fwk.QueuedPodInfo
+		failed string
+		want   bool
+	}{
+		{
+			name: "higher priority first, whatever the group",
+			a:    queued(member("newer", "a").Priority(10).Obj(), epoch),
+			b:    queued(member("older", "b").Obj(), epoch),
+			want: true,
+		},
+		{
+			name: "the older group first",
+			a:    queued(member("older", "a").Obj(), epoch.Add(time.Hour)),
+			b:    queued(member("newer", "b").Obj(), epoch),
+			want: true,
+		},
+		{
+			name:   "a group that just failed goes behind",
+			a:      queued(member("older", "a").Obj(), epoch),
+			b:      queued(member("newer", "b").Obj(), epoch),
+			failed: "older",
+			want:   false,
+		},
+		{
+			name: "members of one group by name",
+			a:    queued(member("older", "a").Obj(), epoch.Add(time.Hour)),
+			b:    queued(member("older", "b").Obj(), epoch),
+			want: true,
+		},
+		{
+			name: "a pod without a group by its queue time",
+			a:    queued(st.MakePod().Namespace(ns).Name("plain").Obj(), epoch.Add(30*time.Second)),
+			b:    queued(member("newer", "b").Obj(), epoch),
+			want: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, Args{}, []*v1alpha1.PodGroup{older, newer}, nil)
+			if tt.failed != "" {
+				key := types.NamespacedName{Namespace: ns, Name: tt.failed}
+				f.gang.attempts.begin(key)
+				f.gang.attempts.fail(key, epoch.Add(2*time.Minute), time.Second)
+			}
+			assert.Equal(t, tt.want, f.gang.Less(tt.a, tt.b))
+			assert.Equal(t, !tt.want, f.gang.Less(tt.b, tt.a), "the order must be strict")
+		})
+	}
+}
+
+func TestPermitAllowsAllMembersAtQuorum(t *testing.T) {
+	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj(), member("job", "p2").Obj()}
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 3).Obj()}, members)
+
+	for _, pod := range members[:2] {
+		status := f.reserveAndPermit(t, pod)
+		require.Equal(t, fwk.Wait, status.Code(), "member %s before quorum", pod.Name)
+	}
+	assert.Empty(t, f.drainEvents(), "no event while the gang is incomplete")
+
+	require.True(t, f.reserveAndPermit(t, members[2]).IsSuccess(), "the member that completes the gang")
+	for _, pod := range members[:2] {
+		assert.True(t, f.outcome(pod).IsSuccess(), "member %s is allowed with the last one", pod.Name)
+	}
+	assert.Equal(t, []string{"Normal GangAdmitted 3/3 members placed; all are allowed to bind"}, f.drainEvents())
+}
+
+func TestPermitCountsBoundMembers(t *testing.T) {
+	// Two members were bound before a scheduler restart; the third
+	// completes the gang on its own.
+	members := []*corev1.Pod{
+		member("job", "p0").Node("node-1").Obj(),
+		member("job", "p1").Node("node-2").Obj(),
+		member("job", "p2").Obj(),
+	}
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 3).Obj()}, members)
+	assert.True(t, f.reserveAndPermit(t, members[2]).IsSuccess())
+}
+
+func TestPermitWaitsForTheGroupTimeout(t *testing.T) {
+	f := newFixture(t, Args{PermitTimeoutSeconds: 42}, []*v1alpha1.PodGroup{
+		podGroup("default", 2).Obj(),
+		podGroup("own", 2).ScheduleTimeoutSeconds(7).Obj(),
+	}, nil)
+	_, timeout := f.gang.Permit(f.ctx, nil, member("default", "a").Obj(), "node-1")
+	assert.Equal(t, 42*time.Second, timeout)
+	_, timeout = f.gang.Permit(f.ctx, nil, member("own", "b").Obj(), "node-1")
+	assert.Equal(t, 7*time.Second, timeout)
+}
+
+func TestPostFilterBeforeQuorumRejectsTheGroup(t *testing.T) {
+	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj(), member("job", "p2").Obj()}
+	f := newFixture(t, Args{BackoffSeconds: ptr.To[int64](10)}, []*v1alpha1.PodGroup{podGroup("job", 3).Obj()}, members)
+	_, status := f.gang.PreFilter(f.ctx, nil, members[0], nil)
+	require.True(t, status.IsSuccess())
+	for _, pod := range members[:2] {
+		require.Equal(t, fwk.Wait, f.reserveAndPermit(t, pod).Code())
+	}
+
+	_, status = f.gang.PostFilter(f.ctx, nil, members[2], nil)
+	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code(), "no preemption for a gang being torn down")
+	for _, pod := range members[:2] {
+		outcome := f.outcome(pod)
+		assert.Equal(t, fwk.Unschedulable, outcome.Code(), "waiting member %s is rejected in the same step", pod.Name)
+		assert.Contains(t, outcome.Message(), "group team-a/job rejected: member p2 fits on no node")
+	}
+	events := f.drainEvents()
+	require.Len(t, events, 1)
+	assert.True(t, strings.HasPrefix(events[0], "Warning GangRejected member p2 fits on no node; released 2 reservations; retrying in 10s"), events[0])
+
+	// The group backs off, then its pending members are woken.
+	_, status = f.gang.PreFilter(f.ctx, nil, members[0], nil)
+	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
+	assert.Contains(t, status.Message(), "backs off after a failed attempt")
+	f.clock.Step(10 * time.Second)
+	assert.ElementsMatch(t, []string{"team-a/p0", "team-a/p1", "team-a/p2"}, f.activator.activated)
+	_, status = f.gang.PreFilter(f.ctx, nil, members[0], nil)
+	assert.True(t, status.IsSuccess(), "tried again once the backoff ends")
+}
+
+func TestPostFilterAfterQuorumLeavesTheGroupAlone(t *testing.T) {
+	members := []*corev1.Pod{
+		member("job", "p0").Node("node-1").Obj(),
+		member("job", "p1").Node("node-1").Obj(),
+		member("job", "late").Obj(),
+	}
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 2).Obj()}, members)
+	_, status := f.gang.PostFilter(f.ctx, nil, members[2], nil)
+	assert.Equal(t, fwk.Unschedulable, status.Code(), "the late member retries, and may preempt")
+	assert.Empty(t, f.drainEvents())
+	_, status = f.gang.PreFilter(f.ctx, nil, members[2], nil)
+	assert.True(t, status.IsSuccess(), "no backoff for a group that keeps its quorum")
+}
+
+func TestUnreserveBeforeQuorumRollsTheGroupBack(t *testing.T) {
+	// A member that times out at Permit, or fails to bind, takes its
+	// waiting siblings with it.
+	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj(), member("job", "p2").Obj()}
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 3).Obj()}, members)
+	_, _ = f.gang.PreFilter(f.ctx, nil, members[0], nil)
+	for _, pod := range members[:2] {
+		require.Equal(t, fwk.Wait, f.reserveAndPermit(t, pod).Code())
+	}
+	f.fw.RunReservePluginsUnreserve(f.ctx, framework.NewCycleState(), members[0], "node-1")
+	assert.Equal(t, fwk.Unschedulable, f.outcome(members[1]).Code())
+	// The rejected sibling's binding cycle unreserves it in turn.
+	f.fw.RunReservePluginsUnreserve(f.ctx, framework.NewCycleState(), members[1], "node-1")
+	assert.Equal(t, int32(0), f.gang.attempts.placed(types.NamespacedName{Namespace: ns, Name: "job"}, nil), "every reservation is released")
+	events := f.drainEvents()
+	require.Len(t, events, 1, "one teardown, one event: %v", events)
+	assert.Contains(t, events[0], "Warning GangRejected member p0 lost its reservation before the group was complete")
+}
+
+func TestUnreserveAfterQuorumKeepsTheGroup(t *testing.T) {
+	members := []*corev1.Pod{
+		member("job", "p0").Node("node-1").Obj(),
+		member("job", "p1").Node("node-1").Obj(),
+		member("job", "late").Obj(),
+		member("job", "later").Obj(),
+	}
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 2).Obj()}, members)
+	require.True(t, f.reserveAndPermit(t, members[2]).IsSuccess())
+	f.gang.Unreserve(f.ctx, nil, members[3], "node-1")
+	assert.Empty(t, f.drainEvents(), "nothing is torn down")
+}
+
+func TestPreFilterChecksMinResources(t *testing.T) {
+	nodes := tf.BuildNodeInfos([]*corev1.Node{
+		st.MakeNode().Name("n1").Capacity(map[corev1.ResourceName]string{"cpu": "32", "memory": "64Gi"}).Obj(),
+		st.MakeNode().Name("n2").Capacity(map[corev1.ResourceName]string{"cpu": "32", "memory": "64Gi"}).Obj(),
+	})
+	tests := []struct {
+		name    string
+		min     map[corev1.ResourceName]string
+		wantErr string
+	}{
+		{name: "fits", min: map[corev1.ResourceName]string{"cpu": "64", "memory": "100Gi"}},
+		{name: "too much CPU", min: map[corev1.ResourceName]string{"cpu": "65"}, wantErr: "cpu (needs 65, 64 free)"},
+		{name: "a GPU the nodes lack", min: map[corev1.ResourceName]string{"nvidia.com/gpu": "1"}, wantErr: "nvidia.com/gpu (needs 1, 0 free)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pg := podGroup("job", 1).MinResources(tt.min).Obj()
+			f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, nil)
+			_, status := f.gang.PreFilter(f.ctx, nil, member("job", "p0").Obj(), nodes)
+			if tt.wantErr == "" {
+				assert.True(t, status.IsSuccess(), status.Message())
+				return
+			}
+			assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
+			assert.Contains(t, status.Message(), tt.wantErr)
+		})
+	}
+}
+
+func TestWaitingGaugeFollowsTheGroups(t *testing.T) {
+	var waiting float64
+	s := newAttempts(func(d float64) { waiting += d })
+	a := types.NamespacedName{Namespace: ns, Name: "a"}
+	b := types.NamespacedName{Namespace: ns, Name: "b"}
+	s.reserve(a, "a0")
+	s.reserve(a, "a1")
+	s.reserve(b, "b0")
+	assert.Equal(t, 2.0, waiting, "two gangs wait")
+	s.admit(a, epoch)
+	assert.Equal(t, 1.0, waiting, "an admitted gang no longer waits")
+	s.begin(b)
+	s.fail(b, epoch, 0)
+	s.unreserve(b, "b0")
+	assert.Equal(t, 0.0, waiting)
+}

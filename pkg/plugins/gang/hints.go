@@ -1,0 +1,175 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/util"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// podGroupResource is how the scheduler names PodGroup events: the
+// resource.version.group of the CRD, watched through a dynamic informer.
+var podGroupResource = fwk.EventResource(fmt.Sprintf("podgroups.%s.%s", v1alpha1.SchemeGroupVersion.Version, v1alpha1.SchemeGroupVersion.Group))
+
+// EventsToRegister lists the events that can make a member rejected by this
+// plugin schedulable, each with a hint that wakes only the pods it can help.
+func (g *Gang) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		// A sibling is created: the group may have reached minMember. The
+		// queue reports only pods created already bound this way; podHandler
+		// covers unscheduled ones.
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: isSiblingAdded},
+		// A bound pod is deleted or finishes (the scheduler's informer sees
+		// a finished pod as deleted), or a reservation is released: room
+		// was freed.
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: isRoomFreed},
+		// The PodGroup is created or changed, for example its minMember.
+		{Event: fwk.ClusterEvent{Resource: podGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: isOwnPodGroup},
+		// A node arrives or grows.
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}, QueueingHintFn: queueAlways},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.UpdateNodeAllocatable}, QueueingHintFn: isAllocatableGrown},
+	}, nil
+}
+
+func isSiblingAdded(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	_, added, err := util.As[*corev1.Pod](nil, newObj)
+	if err != nil {
+		return fwk.Queue, err
+	}
+	return queueIfSameGroup(pod, added), nil
+}
+
+func isRoomFreed(_ klog.Logger, _ *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
+	deleted, _, err := util.As[*corev1.Pod](oldObj, nil)
+	if err != nil {
+		return fwk.Queue, err
+	}
+	if deleted.Spec.NodeName == "" {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+func isOwnPodGroup(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	obj, err := meta.Accessor(newObj)
+	if err != nil {
+		return fwk.Queue, fmt.Errorf("reading a PodGroup event: %w", err)
+	}
+	key, ok := topology.GroupOf(pod)
+	if ok && key == (types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}) {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+func queueAlways(klog.Logger, *corev1.Pod, any, any) (fwk.QueueingHint, error) {
+	return fwk.Queue, nil
+}
+
+func isAllocatableGrown(_ klog.Logger, _ *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	oldNode, newNode, err := util.As[*corev1.Node](oldObj, newObj)
+	if err != nil {
+		return fwk.Queue, err
+	}
+	for name, quantity := range newNode.Status.Allocatable {
+		before, ok := oldNode.Status.Allocatable[name]
+		if !ok || quantity.Cmp(before) > 0 {
+			return fwk.Queue, nil
+		}
+	}
+	return fwk.QueueSkip, nil
+}
+
+func queueIfSameGroup(pod, other *corev1.Pod) fwk.QueueingHint {
+	key, ok := topology.GroupOf(pod)
+	otherKey, otherOK := topology.GroupOf(other)
+	if ok && otherOK && key == otherKey && other.UID != pod.UID {
+		return fwk.Queue
+	}
+	return fwk.QueueSkip
+}
+
+// podGroupHandler wakes a group's gated members when its PodGroup appears
+// or changes. The queueing hint above does the same from the scheduler's
+// own PodGroup informer, which may run ahead of this plugin's lister; this
+// handler covers the case where the lister is the one behind.
+func (g *Gang) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
+	wake := func(obj any) {
+		if pg, ok := obj.(*v1alpha1.PodGroup); ok {
+			g.activate(logger, types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name})
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { wake(obj) },
+		UpdateFunc: func(_, obj any) { wake(obj) },
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if pg, ok := obj.(*v1alpha1.PodGroup); ok {
+				g.attempts.forget(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name})
+			}
+		},
+	}
+}
+
+// podHandler wakes a group's gated members when the member that completes
+// it arrives, drops a member's reservation once the informer shows it bound
+// or gone, and drops a group's attempt once it has no members left.
+func (g *Gang) podHandler(logger klog.Logger) cache.ResourceEventHandler {
+	return cache.FilteringResourceEventHandler{
+		FilterFunc: func(obj any) bool {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			pod, ok := obj.(*corev1.Pod)
+			if !ok {
+				return false
+			}
+			_, grouped := topology.GroupOf(pod)
+			return grouped
+		},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj any) {
+				pod := obj.(*corev1.Pod)
+				if pod.Spec.NodeName != "" || !topology.IsActiveMember(pod) {
+					return
+				}
+				// The queue does not tell other pods about a new unscheduled
+				// pod, so the member that completes a group wakes its gated
+				// siblings here, once, as the group reaches minMember.
+				key, _ := topology.GroupOf(pod)
+				if pg := g.podGroup(key); pg != nil && g.members(key).active == pg.Spec.MinMember {
+					g.activate(logger, key)
+				}
+			},
+			UpdateFunc: func(_, obj any) {
+				pod := obj.(*corev1.Pod)
+				if pod.Spec.NodeName != "" {
+					key, _ := topology.GroupOf(pod)
+					g.attempts.forgetReservation(key, pod.UID)
+				}
+			},
+			DeleteFunc: func(obj any) {
+				if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = tombstone.Obj
+				}
+				pod := obj.(*corev1.Pod)
+				key, _ := topology.GroupOf(pod)
+				g.attempts.forgetReservation(key, pod.UID)
+				if g.members(key).active == 0 {
+					g.attempts.forget(key)
+				}
+			},
+		},
+	}
+}

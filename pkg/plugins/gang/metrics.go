@@ -1,0 +1,45 @@
+package gang
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+const subsystem = "muster"
+
+var (
+	admissionDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Subsystem:      subsystem,
+		Name:           "gang_admission_duration_seconds",
+		Help:           "Time from a gang's first member passing PreEnqueue to its quorum being allowed at Permit.",
+		Buckets:        metrics.ExponentialBuckets(0.01, 2, 17),
+		StabilityLevel: metrics.ALPHA,
+	})
+	attemptsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      subsystem,
+		Name:           "gang_attempts_total",
+		Help:           "Gang scheduling attempts by result: admitted or rejected.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	waitingGangs = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem:      subsystem,
+		Name:           "gangs_waiting",
+		Help:           "Gangs with members reserved and waiting at Permit for the rest of their quorum.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	registerMetrics sync.Once
+)
+
+const (
+	resultAdmitted = "admitted"
+	resultRejected = "rejected"
+)
+
+// The scheduler serves legacyregistry on its /metrics endpoint.
+func register() {
+	registerMetrics.Do(func() {
+		legacyregistry.MustRegister(admissionDuration, attemptsTotal, waitingGangs)
+	})
+}

@@ -1,0 +1,46 @@
+// Package topology is the pure model of one group of pods: who belongs to
+// it and, from its PodGroup's annotations, its roles and their order. It
+// reads API objects and never talks to an API server.
+package topology
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+)
+
+// GroupLabel names the PodGroup a pod belongs to.
+const GroupLabel = v1alpha1.PodGroupLabel
+
+// GroupOf returns the key of the PodGroup the pod belongs to: the value of
+// GroupLabel, in the pod's own namespace. A group never reaches across
+// namespaces.
+func GroupOf(pod *corev1.Pod) (types.NamespacedName, bool) {
+	name := pod.Labels[GroupLabel]
+	if name == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: pod.Namespace, Name: name}, true
+}
+
+// IsActiveMember reports whether a member counts toward its group: it is not
+// being deleted and has not finished.
+func IsActiveMember(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp == nil &&
+		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+// WaitingForPodGroupMessage says why a member waits when its PodGroup does
+// not exist.
+func WaitingForPodGroupMessage(group types.NamespacedName) string {
+	return fmt.Sprintf("waiting for PodGroup %s to be created (named by label %s)", group, GroupLabel)
+}
+
+// WaitingForMembersMessage says why a member waits when its group has fewer
+// active pods than minMember, for example
+// "waiting for 3 more pods of group ns/name (5/8)".
+func WaitingForMembersMessage(group types.NamespacedName, active, minMember int32) string {
+	return fmt.Sprintf("waiting for %d more pods of group %s (%d/%d)", minMember-active, group, active, minMember)
+}
