@@ -17,10 +17,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
 	"github.com/muster-dev/muster/pkg/localcluster"
 )
@@ -34,6 +36,8 @@ var (
 	// Config and Client reach the package's cluster as an admin.
 	Config *rest.Config
 	Client kubernetes.Interface
+	// PodGroups reaches the scheduling.x-k8s.io API as an admin.
+	PodGroups schedulingclient.Interface
 )
 
 // BinDir is where the control plane's binaries are: $MUSTER_BIN_DIR, else
@@ -92,6 +96,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "creating the client:", err)
 		return 1
 	}
+	if PodGroups, err = schedulingclient.NewForConfig(Config); err != nil {
+		fmt.Fprintln(os.Stderr, "creating the PodGroup client:", err)
+		return 1
+	}
 	return m.Run()
 }
 
@@ -126,7 +134,10 @@ func NewNamespace(t *testing.T) string {
 	t.Cleanup(func() {
 		if err := Client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 			t.Errorf("deleting namespace %s: %v", name, err)
+			return
 		}
+		// The next test must not find this one's pods holding capacity.
+		deletePods(t, name)
 	})
 	// Pods are refused until the namespace's default ServiceAccount exists.
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, Timeout, true, func(ctx context.Context) (bool, error) {
@@ -137,6 +148,76 @@ func NewNamespace(t *testing.T) string {
 		t.Fatalf("waiting for the default ServiceAccount of %s: %v", name, err)
 	}
 	return name
+}
+
+// PoolLabel and PoolTaint keep a test's own nodes to its own pods.
+const PoolLabel = "muster.dev/test-pool"
+
+// NodePool creates count simulated nodes, each with the given allocatable
+// CPU, labelled and tainted for the test's namespace so that only pods of
+// that test use them; capacity-sensitive tests reason about these nodes
+// alone. They are deleted when the test ends, after the namespace's pods:
+// a pod left on a deleted node would wait for the pod garbage collector.
+func NodePool(t *testing.T, namespace string, count int, cpu string) {
+	t.Helper()
+	for i := range count {
+		AddPoolNode(t, namespace, fmt.Sprintf("%s-%d", namespace, i), cpu)
+	}
+}
+
+// deletePods deletes the namespace's pods and waits until they are gone.
+func deletePods(t *testing.T, namespace string) {
+	ctx := context.Background()
+	err := Client.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	if err != nil {
+		t.Errorf("deleting the pods of %s: %v", namespace, err)
+		return
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, Timeout, true, func(ctx context.Context) (bool, error) {
+		pods, err := Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("waiting for the pods of %s to go: %v", namespace, err)
+	}
+}
+
+// AddPoolNode adds one node to the test's pool. When the test ends, the
+// namespace's pods go first, then the node.
+func AddPoolNode(t *testing.T, namespace, name, cpu string) {
+	t.Helper()
+	resources := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(cpu),
+		corev1.ResourceMemory: resource.MustParse("64Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      map[string]string{PoolLabel: namespace, corev1.LabelHostname: name},
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+		},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: PoolLabel, Value: namespace, Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{Capacity: resources, Allocatable: resources},
+	}
+	if _, err := Client.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating node %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		deletePods(t, namespace)
+		if err := Client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting node %s: %v", name, err)
+		}
+	})
+}
+
+// InPool places a pod on the test's node pool.
+func InPool(pod *corev1.Pod, namespace string) *corev1.Pod {
+	pod.Spec.NodeSelector = map[string]string{PoolLabel: namespace}
+	pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{
+		Key: PoolLabel, Operator: corev1.TolerationOpEqual, Value: namespace, Effect: corev1.TaintEffectNoSchedule,
+	})
+	return pod
 }
 
 // WaitForPod polls the pod until cond holds and returns it. It fails the

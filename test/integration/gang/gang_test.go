@@ -1,0 +1,191 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/muster-dev/muster/test/integration/framework"
+)
+
+// TestGangThatFitsIsBoundWhole: a gang of 8 on nodes with room for 8.
+func TestGangThatFitsIsBoundWhole(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 2, "4")
+	createPodGroup(t, ns, "job", 8)
+	createGang(t, ns, "job", 8, "1", "")
+
+	waitForBound(t, ns, "job", 8)
+	note := waitForEvent(t, ns, "job", "GangAdmitted")
+	if want := "8/8 members placed; all are allowed to bind"; note != want {
+		t.Errorf("GangAdmitted says %q, want %q", note, want)
+	}
+}
+
+// TestGangThatDoesNotFitWaitsWhole: a gang of 8 where only 7 fit binds
+// nothing, says why, and is bound whole once a node is added.
+func TestGangThatDoesNotFitWaitsWhole(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "7")
+	watch := watchGangs(t, ns, map[string]int{"job": 8})
+	createPodGroup(t, ns, "job", 8)
+	createGang(t, ns, "job", 8, "1", "")
+
+	note := waitForEvent(t, ns, "job", "GangRejected")
+	if want := "fits on no node"; !strings.Contains(note, want) {
+		t.Errorf("GangRejected says %q, want it to say %q", note, want)
+	}
+	if n := watch.everBoundCount("job"); n != 0 {
+		t.Fatalf("%d of 8 members were bound while only 7 fit", n)
+	}
+
+	framework.AddPoolNode(t, ns, ns+"-extra", "2")
+	waitForBound(t, ns, "job", 8)
+}
+
+// TestCompetingGangsDoNotDeadlock: two gangs each needing 60% of the nodes,
+// submitted at the same moment. One is bound whole and the other not at
+// all; when the first finishes, the second is bound whole.
+func TestCompetingGangsDoNotDeadlock(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 2, "5")
+	watch := watchGangs(t, ns, map[string]int{"a": 6, "b": 6})
+	createPodGroup(t, ns, "a", 6)
+	createPodGroup(t, ns, "b", 6)
+	createInterleaved(t, ns, map[string]int{"a": 6, "b": 6}, "3s")
+
+	// Whichever wins, it wins whole, and the other has nothing bound.
+	var winner, loser string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, framework.Timeout, true, func(context.Context) (bool, error) {
+		switch {
+		case watch.everBoundCount("a") == 6:
+			winner, loser = "a", "b"
+		case watch.everBoundCount("b") == 6:
+			winner, loser = "b", "a"
+		}
+		return winner != "", nil
+	})
+	if err != nil {
+		t.Fatalf("neither gang was bound whole: a has %d, b has %d", watch.everBoundCount("a"), watch.everBoundCount("b"))
+	}
+	if n := watch.everBoundCount(loser); n != 0 {
+		t.Errorf("gang %s has %d pods bound while %s holds the room", loser, n, winner)
+	}
+
+	waitForBound(t, ns, loser, 6)
+	if n := watch.finishedCount(winner); n != 6 {
+		t.Errorf("gang %s was bound before %s finished (%d/6 finished)", loser, winner, n)
+	}
+	watch.check(t)
+}
+
+// TestManyGangsNeverHalfBound: 20 gangs of random sizes compete for room
+// for about half of them. No gang is ever left partially bound, and every
+// gang runs once earlier ones finish.
+func TestManyGangsNeverHalfBound(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	random := rand.New(rand.NewPCG(20, 26))
+	sizes := map[string]int{}
+	total := 0
+	for i := range 20 {
+		size := 2 + random.IntN(5)
+		sizes[fmt.Sprintf("g%02d", i)] = size
+		total += size
+	}
+	// Room for about half of the pods at once, and for the largest gang,
+	// on 3 nodes that the gangs do not fill exactly: some gang always meets
+	// a full cluster with part of its members placed.
+	perNode := total/6 + 1
+	framework.NodePool(t, ns, 3, fmt.Sprint(perNode))
+	t.Logf("20 gangs, %d pods, %d CPUs", total, 3*perNode)
+
+	watch := watchGangs(t, ns, sizes)
+	for group, size := range sizes {
+		createPodGroup(t, ns, group, int32(size))
+	}
+	createInterleaved(t, ns, sizes, "2s")
+
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 2*framework.Timeout, true, func(context.Context) (bool, error) {
+		for group, size := range sizes {
+			if watch.finishedCount(group) < size {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		for group, size := range sizes {
+			t.Logf("gang %s: %d/%d bound, %d finished", group, watch.everBoundCount(group), size, watch.finishedCount(group))
+		}
+		t.Fatalf("not every gang ran: %v", err)
+	}
+	watch.check(t)
+}
+
+// TestSameNamedGroupsInTwoNamespacesAreApart: a group never counts pods of
+// another namespace, even under the same name.
+func TestSameNamedGroupsInTwoNamespacesAreApart(t *testing.T) {
+	complete := framework.NewNamespace(t)
+	incomplete := framework.NewNamespace(t)
+	framework.NodePool(t, complete, 1, "8")
+	framework.NodePool(t, incomplete, 1, "8")
+	createPodGroup(t, complete, "job", 3)
+	createPodGroup(t, incomplete, "job", 3)
+	createGang(t, incomplete, "job", 2, "1", "")
+	createGang(t, complete, "job", 3, "1", "")
+
+	waitForBound(t, complete, "job", 3)
+	// Had the incomplete group counted the other namespace's pods, it would
+	// have been released together with them.
+	if n := boundCount(t, incomplete, "job"); n != 0 {
+		t.Errorf("the incomplete group in %s has %d pods bound", incomplete, n)
+	}
+	createPods(t, framework.InPool(gangPod(incomplete, "job", 2, "1").Obj(), incomplete))
+	waitForBound(t, incomplete, "job", 3)
+}
+
+// TestPodsWithoutAGroupAndWithAMissingGroup: a pod without the group label
+// is scheduled as usual by the same profile; a pod naming a PodGroup that
+// does not exist waits, and is scheduled once the PodGroup is created.
+func TestPodsWithoutAGroupAndWithAMissingGroup(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "8")
+	orphan := framework.InPool(gangPod(ns, "later", 0, "1").Obj(), ns)
+	plain := framework.InPool(gangPod(ns, "none", 0, "1").Obj(), ns)
+	delete(plain.Labels, "scheduling.x-k8s.io/pod-group")
+	createPods(t, orphan, plain)
+
+	framework.WaitForPod(t, ns, plain.Name, "bound", framework.IsBound)
+	if n := boundCount(t, ns, "later"); n != 0 {
+		t.Fatalf("a pod whose PodGroup does not exist was bound")
+	}
+	createPodGroup(t, ns, "later", 1)
+	framework.WaitForPod(t, ns, orphan.Name, "bound", framework.IsBound)
+}
+
+// TestMinMemberAbovePodCountWaitsForTheMissingPods: a gang with fewer pods
+// than minMember waits, and is admitted once the missing pods exist.
+func TestMinMemberAbovePodCountWaitsForTheMissingPods(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "8")
+	createPodGroup(t, ns, "job", 4)
+	createGang(t, ns, "job", 3, "1", "")
+	// Proof that the scheduler has been at work in this namespace: a pod
+	// of the same pool without a group is bound meanwhile.
+	plain := framework.InPool(gangPod(ns, "none", 0, "1").Obj(), ns)
+	delete(plain.Labels, "scheduling.x-k8s.io/pod-group")
+	createPods(t, plain)
+	framework.WaitForPod(t, ns, plain.Name, "bound", framework.IsBound)
+	if n := boundCount(t, ns, "job"); n != 0 {
+		t.Fatalf("%d members of a gang short of its minMember were bound", n)
+	}
+
+	createPods(t, framework.InPool(gangPod(ns, "job", 3, "1").Obj(), ns))
+	waitForBound(t, ns, "job", 4)
+}
+

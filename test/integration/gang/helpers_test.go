@@ -1,0 +1,237 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/localcluster"
+	"github.com/muster-dev/muster/pkg/topology"
+	"github.com/muster-dev/muster/test/integration/framework"
+)
+
+func createPodGroup(t *testing.T, namespace, name string, minMember int32) *v1alpha1.PodGroup {
+	t.Helper()
+	pg := &v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       v1alpha1.PodGroupSpec{MinMember: minMember},
+	}
+	created, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(namespace).Create(context.Background(), pg, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating PodGroup %s/%s: %v", namespace, name, err)
+	}
+	return created
+}
+
+// gangPod is a member of group asking for cpu on the test's node pool.
+func gangPod(namespace, group string, index int, cpu string) *st.PodWrapper {
+	return st.MakePod().Namespace(namespace).Name(fmt.Sprintf("%s-%d", group, index)).
+		SchedulerName(localcluster.SchedulerName).
+		Label(topology.GroupLabel, group).
+		Container("registry.k8s.io/pause:3.10").
+		Req(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu})
+}
+
+func createPods(t *testing.T, pods ...*corev1.Pod) {
+	t.Helper()
+	for _, pod := range pods {
+		if _, err := framework.Client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating pod %s/%s: %v", pod.Namespace, pod.Name, err)
+		}
+	}
+}
+
+// createGang creates size members of group, each asking for cpu, on the
+// test's node pool; runFor, when set, makes them finish that long after
+// they become Ready.
+func createGang(t *testing.T, namespace, group string, size int, cpu, runFor string) {
+	t.Helper()
+	for i := range size {
+		pod := gangPod(namespace, group, i, cpu)
+		if runFor != "" {
+			pod = pod.Annotation(localcluster.SimRunForAnnotation, runFor)
+		}
+		createPods(t, framework.InPool(pod.Obj(), namespace))
+	}
+}
+
+// createInterleaved creates the members of several gangs, one CPU each, in
+// turn: the first member of each gang, then the second, and so on, so that
+// no gang is complete long before the others.
+func createInterleaved(t *testing.T, namespace string, sizes map[string]int, runFor string) {
+	t.Helper()
+	groups := sets.List(sets.KeySet(sizes))
+	for i := 0; ; i++ {
+		created := false
+		for _, group := range groups {
+			if i < sizes[group] {
+				pod := gangPod(namespace, group, i, "1").Annotation(localcluster.SimRunForAnnotation, runFor)
+				createPods(t, framework.InPool(pod.Obj(), namespace))
+				created = true
+			}
+		}
+		if !created {
+			return
+		}
+	}
+}
+
+func boundCount(t *testing.T, namespace, group string) int {
+	t.Helper()
+	pods, err := framework.Client.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{
+		LabelSelector: topology.GroupLabel + "=" + group,
+	})
+	if err != nil {
+		t.Fatalf("listing pods of %s: %v", group, err)
+	}
+	n := 0
+	for _, pod := range pods.Items {
+		if pod.Spec.NodeName != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func waitForBound(t *testing.T, namespace, group string, want int) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, framework.Timeout, true, func(context.Context) (bool, error) {
+		return boundCount(t, namespace, group) == want, nil
+	})
+	if err != nil {
+		t.Fatalf("group %s/%s never had %d pods bound (has %d): %v", namespace, group, want, boundCount(t, namespace, group), err)
+	}
+}
+
+// waitForEvent returns the first event on the PodGroup with the reason.
+func waitForEvent(t *testing.T, namespace, group, reason string) string {
+	t.Helper()
+	var note string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, framework.Timeout, true, func(ctx context.Context) (bool, error) {
+		events, err := framework.Client.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("reason", reason).String(),
+		})
+		if err != nil {
+			return false, nil
+		}
+		for _, e := range events.Items {
+			if e.Regarding.Kind == "PodGroup" && e.Regarding.Name == group {
+				note = e.Note
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s event on PodGroup %s/%s: %v", reason, namespace, group, err)
+	}
+	return note
+}
+
+// gangWatch follows every pod of a namespace, in the order the API server
+// reports their changes, and checks the gang invariant at each moment a pod
+// finishes: no gang holds some but not all of its minMember pods bound. A
+// pod counts as bound from its binding on, through its end, so a gang whose
+// pods finish one by one is not mistaken for a partial one. Bindings of a
+// gang land within milliseconds of each other, while a pod runs for
+// seconds, so a gang left partial by the scheduler is caught at the next
+// finish.
+type gangWatch struct {
+	mu         sync.Mutex
+	minMember  map[string]int
+	everBound  map[string]sets.Set[string]
+	finished   map[string]sets.Set[string]
+	violations []string
+	stop       chan struct{}
+}
+
+func watchGangs(t *testing.T, namespace string, minMember map[string]int) *gangWatch {
+	t.Helper()
+	w := &gangWatch{
+		minMember: minMember,
+		everBound: map[string]sets.Set[string]{},
+		finished:  map[string]sets.Set[string]{},
+		stop:      make(chan struct{}),
+	}
+	lw := cache.NewListWatchFromClient(framework.Client.CoreV1().RESTClient(), "pods", namespace, fields.Everything())
+	informer := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.observe(obj.(*corev1.Pod)) },
+		UpdateFunc: func(_, obj any) { w.observe(obj.(*corev1.Pod)) },
+	}); err != nil {
+		t.Fatalf("watching pods: %v", err)
+	}
+	go informer.Run(w.stop)
+	t.Cleanup(func() { close(w.stop) })
+	if !cache.WaitForCacheSync(w.stop, informer.HasSynced) {
+		t.Fatalf("syncing the pod watch")
+	}
+	return w
+}
+
+func (w *gangWatch) observe(pod *corev1.Pod) {
+	group := pod.Labels[topology.GroupLabel]
+	if group == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if pod.Spec.NodeName != "" {
+		if w.everBound[group] == nil {
+			w.everBound[group] = sets.New[string]()
+		}
+		w.everBound[group].Insert(pod.Name)
+	}
+	if pod.Status.Phase != corev1.PodSucceeded {
+		return
+	}
+	if w.finished[group] == nil {
+		w.finished[group] = sets.New[string]()
+	}
+	if w.finished[group].Has(pod.Name) {
+		return
+	}
+	w.finished[group].Insert(pod.Name)
+	var partial []string
+	for g, bound := range w.everBound {
+		if n := bound.Len(); n > 0 && n < w.minMember[g] {
+			partial = append(partial, fmt.Sprintf("%s (%d/%d)", g, n, w.minMember[g]))
+		}
+	}
+	if len(partial) > 0 {
+		w.violations = append(w.violations, fmt.Sprintf("when %s finished, partially bound: %s", pod.Name, strings.Join(partial, ", ")))
+	}
+}
+
+func (w *gangWatch) check(t *testing.T) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, v := range w.violations {
+		t.Error(v)
+	}
+}
+
+func (w *gangWatch) everBoundCount(group string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.everBound[group].Len()
+}
+
+func (w *gangWatch) finishedCount(group string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.finished[group].Len()
+}
