@@ -25,8 +25,9 @@ TOOLS := \
 	kwok=sigs.k8s.io/kwok/cmd/kwok
 
 .PHONY: build
-build: ## Build muster-scheduler and muster-local into bin/.
+build: ## Build muster-scheduler, muster-controller and muster-local into bin/.
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/muster-scheduler ./cmd/scheduler
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/muster-controller ./cmd/controller
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/muster-local ./cmd/muster-local
 
 .PHONY: tools

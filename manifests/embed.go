@@ -21,3 +21,8 @@ var SchedulerConfig []byte
 //
 //go:embed rbac/scheduler-clusterrole.yaml
 var SchedulerClusterRole []byte
+
+// ControllerClusterRole is what muster-controller needs.
+//
+//go:embed rbac/controller-clusterrole.yaml
+var ControllerClusterRole []byte

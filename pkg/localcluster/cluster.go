@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -44,6 +45,9 @@ const (
 	stepTimeout = 2 * time.Minute
 )
 
+// programs are the binaries a cluster runs, in the order it starts them.
+var programs = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "muster-scheduler", "muster-controller"}
+
 //go:embed kwok-stages.yaml
 var kwokStages []byte
 
@@ -51,8 +55,8 @@ var kwokStages []byte
 type Options struct {
 	// Dir holds the cluster's state, credentials and logs. Down removes it.
 	Dir string
-	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kwok and
-	// muster-scheduler.
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kwok,
+	// muster-scheduler and muster-controller.
 	BinDir string
 	// Nodes is how many simulated nodes to create.
 	Nodes int
@@ -138,7 +142,7 @@ func (o Options) validate() error {
 			return fmt.Errorf("%s=%q is not a quantity (for example 32 or 256Gi): %w", flag, value, err)
 		}
 	}
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "muster-scheduler"} {
+	for _, name := range programs {
 		if _, err := os.Stat(filepath.Join(o.BinDir, name)); err != nil {
 			return fmt.Errorf("%s is missing from %s: run `make tools build` first", name, o.BinDir)
 		}
@@ -185,6 +189,23 @@ func (c *Cluster) RESTConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("loading %s: %w", c.Kubeconfig, err)
 	}
 	return config, nil
+}
+
+// Endpoint returns the base URL a program serves on, such as
+// https://127.0.0.1:10259 for muster-scheduler, or "" when the cluster does
+// not run it or it serves nothing.
+func (c *Cluster) Endpoint(program string) string {
+	for _, p := range c.Processes {
+		if p.Name != program || p.Health == "" {
+			continue
+		}
+		u, err := url.Parse(p.Health)
+		if err != nil {
+			return ""
+		}
+		return u.Scheme + "://" + u.Host
+	}
+	return ""
 }
 
 // ProcessStatus is what Status reports of one program.

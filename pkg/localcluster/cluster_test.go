@@ -13,7 +13,7 @@ import (
 func fakeBinDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "muster-scheduler"} {
+	for _, name := range programs {
 		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o700); err != nil {
 			t.Fatal(err)
 		}

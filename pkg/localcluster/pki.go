@@ -36,6 +36,7 @@ type pki struct {
 	tokenAuthFile string
 	admin         identity
 	scheduler     identity
+	controller    identity
 	controllers   identity
 	kubelet       identity
 }
@@ -57,7 +58,8 @@ func newPKI(dir string) (*pki, error) {
 		// The scheduler runs with kube-scheduler's own built-in RBAC
 		// identity, so that a permission muster-scheduler lacks in a real
 		// cluster is missing here too.
-		scheduler: identity{name: "system:kube-scheduler"},
+		scheduler:  identity{name: "system:kube-scheduler"},
+		controller: identity{name: "muster-controller"},
 		// kube-controller-manager and kwok stand in for the cluster's
 		// infrastructure, not for anything muster ships.
 		controllers: identity{name: "system:kube-controller-manager", groups: []string{"system:masters"}},
@@ -80,7 +82,7 @@ func newPKI(dir string) (*pki, error) {
 	}
 
 	var tokens strings.Builder
-	for _, id := range []*identity{&p.admin, &p.scheduler, &p.controllers, &p.kubelet} {
+	for _, id := range []*identity{&p.admin, &p.scheduler, &p.controller, &p.controllers, &p.kubelet} {
 		if id.token, err = randomToken(); err != nil {
 			return nil, err
 		}

@@ -39,6 +39,7 @@ type starter struct {
 // ports are the loopback ports the programs listen on.
 type ports struct {
 	etcdClient, etcdPeer, apiServer, controllerManager, scheduler int
+	controllerMetrics, controllerHealth                           int
 }
 
 func (s *starter) logf(format string, args ...any) {
@@ -52,11 +53,14 @@ func (s *starter) run(ctx context.Context) error {
 	if s.pki, err = newPKI(s.path("pki")); err != nil {
 		return err
 	}
-	free, err := freePorts(5)
+	free, err := freePorts(7)
 	if err != nil {
 		return err
 	}
-	s.ports = ports{etcdClient: free[0], etcdPeer: free[1], apiServer: free[2], controllerManager: free[3], scheduler: free[4]}
+	s.ports = ports{
+		etcdClient: free[0], etcdPeer: free[1], apiServer: free[2], controllerManager: free[3], scheduler: free[4],
+		controllerMetrics: free[5], controllerHealth: free[6],
+	}
 	steps := []struct {
 		what string
 		do   func(context.Context) error
@@ -67,6 +71,7 @@ func (s *starter) run(ctx context.Context) error {
 		{"kube-controller-manager", s.startControllerManager},
 		{"kwok and nodes", s.startNodes},
 		{"muster-scheduler", s.startScheduler},
+		{"muster-controller", s.startController},
 	}
 	for _, step := range steps {
 		began := time.Now()
@@ -165,7 +170,7 @@ func (s *starter) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	for name, id := range map[string]identity{
-		"kubeconfig": s.pki.admin, "scheduler.kubeconfig": s.pki.scheduler,
+		"kubeconfig": s.pki.admin, "scheduler.kubeconfig": s.pki.scheduler, "controller.kubeconfig": s.pki.controller,
 		"controller-manager.kubeconfig": s.pki.controllers, "kwok.kubeconfig": s.pki.kubelet,
 	} {
 		if err := s.writeKubeconfig(s.path(name), id); err != nil {
@@ -211,7 +216,10 @@ func (s *starter) installCRDs(ctx context.Context) error {
 	if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
 	}
-	if err := s.grantScheduler(ctx); err != nil {
+	if err := s.grant(ctx, manifests.SchedulerClusterRole, s.pki.scheduler); err != nil {
+		return err
+	}
+	if err := s.grant(ctx, manifests.ControllerClusterRole, s.pki.controller); err != nil {
 		return err
 	}
 	// Ready means served: the typed client that muster's plugins use can
@@ -226,12 +234,12 @@ func (s *starter) installCRDs(ctx context.Context) error {
 	})
 }
 
-// grantScheduler gives the scheduler's user muster-scheduler's ClusterRole
-// from manifests/, on top of its built-in system:kube-scheduler role.
-func (s *starter) grantScheduler(ctx context.Context) error {
+// grant binds a ClusterRole from manifests/ to one of the cluster's users,
+// so that muster's programs run with the permissions they ship with.
+func (s *starter) grant(ctx context.Context, manifest []byte, user identity) error {
 	role := &rbacv1.ClusterRole{}
-	if err := yaml.UnmarshalStrict(manifests.SchedulerClusterRole, role); err != nil {
-		return fmt.Errorf("decoding the scheduler's ClusterRole: %w", err)
+	if err := yaml.UnmarshalStrict(manifest, role); err != nil {
+		return fmt.Errorf("decoding a ClusterRole for %s: %w", user.name, err)
 	}
 	if _, err := s.client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating ClusterRole %s: %w", role.Name, err)
@@ -239,7 +247,7 @@ func (s *starter) grantScheduler(ctx context.Context) error {
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: s.pki.scheduler.name}},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user.name}},
 	}
 	if _, err := s.client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating ClusterRoleBinding %s: %w", binding.Name, err)
@@ -353,11 +361,29 @@ func (s *starter) startScheduler(ctx context.Context) error {
 	port := s.ports.scheduler
 	p, err := s.start("muster-scheduler", []string{
 		"--config=" + config,
+		// /metrics is served to callers the API server authorizes, as in a
+		// real cluster.
+		"--authentication-kubeconfig=" + s.path("scheduler.kubeconfig"),
+		"--authorization-kubeconfig=" + s.path("scheduler.kubeconfig"),
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
 		"--v=2",
 	}, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz")
+	if err != nil {
+		return err
+	}
+	return s.waitHealthy(ctx, p)
+}
+
+func (s *starter) startController(ctx context.Context) error {
+	p, err := s.start("muster-controller", []string{
+		"--kubeconfig=" + s.path("controller.kubeconfig"),
+		"--leader-elect=false",
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(s.ports.controllerMetrics),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(s.ports.controllerHealth),
+		"--v=2",
+	}, "http://127.0.0.1:"+strconv.Itoa(s.ports.controllerHealth)+"/readyz")
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func TestMusterLocalUpStatusDown(t *testing.T) {
 	if !strings.Contains(out, "export KUBECONFIG="+cluster.Kubeconfig) {
 		t.Errorf("muster-local up does not say how to use the cluster:\n%s", out)
 	}
-	wantPrograms := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "muster-scheduler"}
+	wantPrograms := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "muster-scheduler", "muster-controller"}
 	var names []string
 	for _, p := range cluster.Processes {
 		names = append(names, p.Name)

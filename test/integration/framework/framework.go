@@ -4,20 +4,24 @@
 package framework
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -197,7 +201,7 @@ func AddPoolNode(t *testing.T, namespace, name, cpu string) {
 			Labels:      map[string]string{PoolLabel: namespace, corev1.LabelHostname: name},
 			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
 		},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: PoolLabel, Value: namespace, Effect: corev1.TaintEffectNoSchedule}}},
+		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: PoolLabel, Value: namespace, Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{Capacity: resources, Allocatable: resources},
 	}
 	if _, err := Client.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
@@ -218,6 +222,45 @@ func InPool(pod *corev1.Pod, namespace string) *corev1.Pod {
 		Key: PoolLabel, Operator: corev1.TolerationOpEqual, Value: namespace, Effect: corev1.TaintEffectNoSchedule,
 	})
 	return pod
+}
+
+// SchedulerMetrics scrapes muster-scheduler's /metrics as the admin and
+// returns each sample by its name and labels, as written in the exposition.
+func SchedulerMetrics(t *testing.T) map[string]float64 {
+	t.Helper()
+	endpoint := cluster.Endpoint("muster-scheduler")
+	req, err := http.NewRequest(http.MethodGet, endpoint+"/metrics", nil)
+	if err != nil {
+		t.Fatalf("building the /metrics request: %v", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+Config.BearerToken)
+	// The scheduler serves a self-signed certificate on loopback.
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("scraping %s/metrics: %v", endpoint, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scraping %s/metrics: %s", endpoint, resp.Status)
+	}
+	samples := map[string]float64{}
+	scanner := bufio.NewScanner(resp.Body)
+	scanner.Buffer(make([]byte, 1<<20), 1<<20)
+	for scanner.Scan() {
+		line := scanner.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if value, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			samples[line[:i]] = value
+		}
+	}
+	return samples
 }
 
 // WaitForPod polls the pod until cond holds and returns it. It fails the

@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
 
@@ -145,6 +148,19 @@ func TestSameNamedGroupsInTwoNamespacesAreApart(t *testing.T) {
 	if n := boundCount(t, incomplete, "job"); n != 0 {
 		t.Errorf("the incomplete group in %s has %d pods bound", incomplete, n)
 	}
+	done := waitForPodGroup(t, complete, "job", "Running with 3 running", func(pg *v1alpha1.PodGroup) bool {
+		return pg.Status.Phase == v1alpha1.PodGroupRunning && pg.Status.Running == 3
+	})
+	if done.Status.ScheduleStartTime.IsZero() {
+		t.Errorf("the complete group has no scheduleStartTime")
+	}
+	waiting := waitForPodGroup(t, incomplete, "job", "Pending", func(pg *v1alpha1.PodGroup) bool {
+		return pg.Status.Phase == v1alpha1.PodGroupPending
+	})
+	if waiting.Status.Running != 0 || !waiting.Status.ScheduleStartTime.IsZero() {
+		t.Errorf("the incomplete group's status counts another namespace's pods: %+v", waiting.Status)
+	}
+	waitForCondition(t, incomplete, "job-0", "waiting for 1 more pods of group "+incomplete+"/job (2/3)")
 	createPods(t, framework.InPool(gangPod(incomplete, "job", 2, "1").Obj(), incomplete))
 	waitForBound(t, incomplete, "job", 3)
 }
@@ -164,6 +180,7 @@ func TestPodsWithoutAGroupAndWithAMissingGroup(t *testing.T) {
 	if n := boundCount(t, ns, "later"); n != 0 {
 		t.Fatalf("a pod whose PodGroup does not exist was bound")
 	}
+	waitForCondition(t, ns, orphan.Name, topology.WaitingForPodGroupMessage(types.NamespacedName{Namespace: ns, Name: "later"}))
 	createPodGroup(t, ns, "later", 1)
 	framework.WaitForPod(t, ns, orphan.Name, "bound", framework.IsBound)
 }
@@ -184,8 +201,31 @@ func TestMinMemberAbovePodCountWaitsForTheMissingPods(t *testing.T) {
 	if n := boundCount(t, ns, "job"); n != 0 {
 		t.Fatalf("%d members of a gang short of its minMember were bound", n)
 	}
+	waitForCondition(t, ns, "job-0", "waiting for 1 more pods of group "+ns+"/job (3/4)")
 
 	createPods(t, framework.InPool(gangPod(ns, "job", 3, "1").Obj(), ns))
 	waitForBound(t, ns, "job", 4)
 }
 
+// TestGangMetricsAreServed: the scheduler's /metrics carries the gang
+// admission latency, the attempts by result and the waiting gangs.
+func TestGangMetricsAreServed(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "4")
+	createPodGroup(t, ns, "job", 2)
+	createGang(t, ns, "job", 2, "1", "")
+	waitForBound(t, ns, "job", 2)
+
+	metrics := framework.SchedulerMetrics(t)
+	for _, want := range []string{
+		"muster_gang_admission_duration_seconds_count",
+		`muster_gang_attempts_total{result="admitted"}`,
+		"muster_gangs_waiting",
+	} {
+		if value, ok := metrics[want]; !ok {
+			t.Errorf("/metrics has no %s", want)
+		} else if strings.HasPrefix(want, "muster_gang_") && value < 1 {
+			t.Errorf("%s = %v after a gang was admitted, want at least 1", want, value)
+		}
+	}
+}

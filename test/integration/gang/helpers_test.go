@@ -140,6 +140,34 @@ func waitForEvent(t *testing.T, namespace, group, reason string) string {
 	return note
 }
 
+// waitForCondition waits until the pod's PodScheduled condition says why it
+// waits, with exactly the message.
+func waitForCondition(t *testing.T, namespace, name, message string) {
+	t.Helper()
+	framework.WaitForPod(t, namespace, name, "PodScheduled="+message, func(pod *corev1.Pod) bool {
+		c := framework.Condition(pod, corev1.PodScheduled)
+		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonSchedulingGated && c.Message == message
+	})
+}
+
+// waitForPodGroup waits until the PodGroup's status satisfies cond.
+func waitForPodGroup(t *testing.T, namespace, name, what string, cond func(*v1alpha1.PodGroup) bool) *v1alpha1.PodGroup {
+	t.Helper()
+	var last *v1alpha1.PodGroup
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, framework.Timeout, true, func(ctx context.Context) (bool, error) {
+		pg, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = pg
+		return cond(pg), nil
+	})
+	if err != nil {
+		t.Fatalf("PodGroup %s/%s never became %s: %v; last status %+v", namespace, name, what, err, last)
+	}
+	return last
+}
+
 // gangWatch follows every pod of a namespace, in the order the API server
 // reports their changes, and checks the gang invariant at each moment a pod
 // finishes: no gang holds some but not all of its minMember pods bound. A

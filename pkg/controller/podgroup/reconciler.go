@@ -1,0 +1,196 @@
+// Package podgroup keeps PodGroups' status current, and tells the members of
+// a group that cannot be scheduled yet why, in their PodScheduled condition.
+package podgroup
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// groupField indexes cached pods by the PodGroup they name, so that a
+// group's members are read from one namespace's index entry, never by
+// listing the cluster.
+const groupField = "muster.dev/group"
+
+// WaitingReason is the reason of the PodScheduled condition of a member
+// whose group holds it back; kubectl shows it as the pod's status.
+const WaitingReason = corev1.PodReasonSchedulingGated
+
+// StatusReconciler keeps a PodGroup's status current from its members, and
+// writes why unscheduled members wait while the group is incomplete or its
+// PodGroup is missing.
+type StatusReconciler struct {
+	Client   client.Client
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+}
+
+// SetupWithManager registers the reconciler: it runs for a PodGroup when
+// the PodGroup or one of its pods changes.
+func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, groupField, func(obj client.Object) []string {
+		if key, ok := topology.GroupOf(obj.(*corev1.Pod)); ok {
+			return []string{key.Name}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("indexing pods by group: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("podgroup-status").
+		For(&v1alpha1.PodGroup{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(groupOfPod),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
+				_, ok := topology.GroupOf(obj.(*corev1.Pod))
+				return ok
+			}))).
+		Complete(r)
+}
+
+func groupOfPod(_ context.Context, obj client.Object) []reconcile.Request {
+	if key, ok := topology.GroupOf(obj.(*corev1.Pod)); ok {
+		return []reconcile.Request{{NamespacedName: key}}
+	}
+	return nil
+}
+
+// Reconcile brings one group's status and its waiting members' conditions
+// in line with what its pods show.
+func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	logger := klog.FromContext(ctx).WithValues("podGroup", req.NamespacedName)
+	var members corev1.PodList
+	if err := r.Client.List(ctx, &members, client.InNamespace(req.Namespace), client.MatchingFields{groupField: req.Name}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing members of %s: %w", req.NamespacedName, err)
+	}
+	c := countMembers(members.Items)
+
+	pg := &v1alpha1.PodGroup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pg); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("reading PodGroup %s: %w", req.NamespacedName, err)
+		}
+		pg = nil
+	}
+	if pg != nil {
+		if err := r.updateStatus(ctx, pg, c); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	message := waitingMessage(pg, c, req.NamespacedName)
+	marked := 0
+	for i := range members.Items {
+		changed, err := r.markMember(ctx, &members.Items[i], message)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if changed && message != "" {
+			marked++
+		}
+	}
+	if pg != nil && marked > 0 {
+		r.Recorder.Eventf(pg, corev1.EventTypeNormal, "WaitingForMembers", "%s; told %d pending members", message, marked)
+	}
+	logger.V(4).Info("Reconciled", "active", c.active, "scheduled", c.scheduled, "waiting", message)
+	return reconcile.Result{}, nil
+}
+
+func (r *StatusReconciler) updateStatus(ctx context.Context, pg *v1alpha1.PodGroup, c census) error {
+	status := desiredStatus(pg, c, metav1.NewTime(r.Clock.Now()))
+	if equality.Semantic.DeepEqual(status, pg.Status) {
+		return nil
+	}
+	previous := pg.Status.Phase
+	pg.Status = status
+	if err := r.Client.Status().Update(ctx, pg); err != nil {
+		return fmt.Errorf("updating the status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
+	}
+	if previous != status.Phase {
+		r.Recorder.Eventf(pg, corev1.EventTypeNormal, "Phase", "%s: %d scheduled, %d running, %d succeeded, %d failed of minMember %d",
+			status.Phase, c.scheduled, c.running, c.succeeded, c.failed, pg.Spec.MinMember)
+	}
+	return nil
+}
+
+// markMember writes, on an unscheduled member, the PodScheduled condition
+// that says why it waits; and takes it away again once nothing in the group
+// holds the member back, so that it never tells a stale story. The update
+// carries the pod's resourceVersion: it fails, and is retried, rather than
+// overwrite a newer status such as the scheduler's binding.
+func (r *StatusReconciler) markMember(ctx context.Context, pod *corev1.Pod, message string) (changed bool, err error) {
+	if pod.Spec.NodeName != "" || !topology.IsActiveMember(pod) {
+		return false, nil
+	}
+	current := podScheduledCondition(pod)
+	ours := current != nil && current.Reason == WaitingReason && current.Status == corev1.ConditionFalse
+	switch {
+	case message != "" && ours && current.Message == message:
+		return false, nil
+	case message != "":
+		setPodScheduledCondition(pod, corev1.PodCondition{
+			Type:               corev1.PodScheduled,
+			Status:             corev1.ConditionFalse,
+			Reason:             WaitingReason,
+			Message:            message,
+			LastTransitionTime: metav1.NewTime(r.Clock.Now()),
+		})
+	case ours:
+		removePodScheduledCondition(pod)
+	default:
+		return false, nil
+	}
+	if err := r.Client.Status().Update(ctx, pod); err != nil {
+		return false, fmt.Errorf("updating the PodScheduled condition of %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if message != "" {
+		r.Recorder.Event(pod, corev1.EventTypeNormal, "WaitingForGroup", message)
+	}
+	return true, nil
+}
+
+func podScheduledCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodScheduled {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func setPodScheduledCondition(pod *corev1.Pod, condition corev1.PodCondition) {
+	if current := podScheduledCondition(pod); current != nil {
+		if current.Status == condition.Status {
+			condition.LastTransitionTime = current.LastTransitionTime
+		}
+		*current = condition
+		return
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, condition)
+}
+
+func removePodScheduledCondition(pod *corev1.Pod) {
+	kept := pod.Status.Conditions[:0]
+	for _, c := range pod.Status.Conditions {
+		if c.Type != corev1.PodScheduled {
+			kept = append(kept, c)
+		}
+	}
+	pod.Status.Conditions = kept
+}

@@ -1,0 +1,90 @@
+package podgroup
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	testingclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+func newReconciler(t *testing.T, objs ...client.Object) (*StatusReconciler, client.Client) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithStatusSubresource(&v1alpha1.PodGroup{}, &corev1.Pod{}).
+		WithIndex(&corev1.Pod{}, groupField, func(obj client.Object) []string {
+			if key, ok := topology.GroupOf(obj.(*corev1.Pod)); ok {
+				return []string{key.Name}
+			}
+			return nil
+		}).Build()
+	return &StatusReconciler{Client: c, Recorder: record.NewFakeRecorder(100), Clock: testingclock.NewFakeClock(epoch.Time)}, c
+}
+
+func reconcileGroup(t *testing.T, r *StatusReconciler) {
+	t.Helper()
+	_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "job"}})
+	require.NoError(t, err)
+}
+
+func condition(t *testing.T, c client.Client, name string) *corev1.PodCondition {
+	t.Helper()
+	pod := &corev1.Pod{}
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, pod))
+	return podScheduledCondition(pod)
+}
+
+func TestReconcileTellsWaitingMembersWhy(t *testing.T) {
+	r, c := newReconciler(t, podGroup(3, v1alpha1.PodGroupStatus{}), member("a").Obj(), member("b").Obj(),
+		member("other").Namespace("team-b").Obj())
+	reconcileGroup(t, r)
+
+	for _, name := range []string{"a", "b"} {
+		cond := condition(t, c, name)
+		require.NotNil(t, cond, "pod %s has no PodScheduled condition", name)
+		assert.Equal(t, corev1.ConditionFalse, cond.Status)
+		assert.Equal(t, WaitingReason, cond.Reason)
+		assert.Equal(t, "waiting for 1 more pods of group team-a/job (2/3)", cond.Message, "the pod of team-b must not count")
+	}
+
+	// The missing member arrives: the stale message goes.
+	require.NoError(t, c.Create(context.Background(), member("c").Obj()))
+	reconcileGroup(t, r)
+	for _, name := range []string{"a", "b", "c"} {
+		assert.Nil(t, condition(t, c, name), "pod %s still says it waits", name)
+	}
+	pg := &v1alpha1.PodGroup{}
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "job"}, pg))
+	assert.True(t, epoch.Time.Equal(pg.Status.ScheduleStartTime.Time), "scheduling starts when the group is complete, not at %v", pg.Status.ScheduleStartTime)
+}
+
+func TestReconcileLeavesTheSchedulersConditionAlone(t *testing.T) {
+	pod := member("a").Obj()
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/4 nodes are available"}}
+	r, c := newReconciler(t, podGroup(1, v1alpha1.PodGroupStatus{}), pod)
+	reconcileGroup(t, r)
+	assert.Equal(t, "0/4 nodes are available", condition(t, c, "a").Message)
+}
+
+func TestReconcileWithoutPodGroup(t *testing.T) {
+	r, c := newReconciler(t, member("a").Obj())
+	reconcileGroup(t, r)
+	cond := condition(t, c, "a")
+	require.NotNil(t, cond)
+	assert.Equal(t, topology.WaitingForPodGroupMessage(types.NamespacedName{Namespace: ns, Name: "job"}), cond.Message)
+}

@@ -1,0 +1,87 @@
+package podgroup
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// census counts a group's members by state.
+type census struct {
+	active    int32 // neither finished nor being deleted
+	scheduled int32 // active and bound to a node
+	running   int32
+	succeeded int32
+	failed    int32
+}
+
+func countMembers(pods []corev1.Pod) census {
+	var c census
+	for i := range pods {
+		pod := &pods[i]
+		switch pod.Status.Phase {
+		case corev1.PodSucceeded:
+			c.succeeded++
+		case corev1.PodFailed:
+			c.failed++
+		case corev1.PodRunning:
+			c.running++
+		}
+		if topology.IsActiveMember(pod) {
+			c.active++
+			if pod.Spec.NodeName != "" {
+				c.scheduled++
+			}
+		}
+	}
+	return c
+}
+
+// desiredStatus is the PodGroup's status as its members show it. The
+// phases are scheduler-plugins' own:
+//
+//	Pending     fewer than minMember members are bound
+//	Scheduling  minMember members are bound, fewer than minMember run
+//	Running     minMember members run
+//	Finished    minMember members succeeded
+//	Failed      a member failed before minMember succeeded
+//
+// scheduleStartTime is when the group first had minMember active members,
+// that is when it could first be scheduled; it is never moved after.
+func desiredStatus(pg *v1alpha1.PodGroup, c census, now metav1.Time) v1alpha1.PodGroupStatus {
+	status := pg.Status
+	status.Running, status.Succeeded, status.Failed = c.running, c.succeeded, c.failed
+	min := pg.Spec.MinMember
+	switch {
+	case c.succeeded >= min:
+		status.Phase = v1alpha1.PodGroupFinished
+	case c.failed > 0:
+		status.Phase = v1alpha1.PodGroupFailed
+	case c.running >= min:
+		status.Phase = v1alpha1.PodGroupRunning
+	case c.scheduled >= min:
+		status.Phase = v1alpha1.PodGroupScheduling
+	default:
+		status.Phase = v1alpha1.PodGroupPending
+	}
+	if status.ScheduleStartTime.IsZero() && c.active+c.succeeded+c.failed >= min {
+		status.ScheduleStartTime = now
+	}
+	return status
+}
+
+// waitingMessage says why the group's unscheduled members cannot be
+// scheduled yet, or "" when nothing in the group holds them back. It is
+// the message Gang's PreEnqueue gives.
+func waitingMessage(pg *v1alpha1.PodGroup, c census, group types.NamespacedName) string {
+	if pg == nil {
+		return topology.WaitingForPodGroupMessage(group)
+	}
+	if c.active < pg.Spec.MinMember {
+		return topology.WaitingForMembersMessage(group, c.active, pg.Spec.MinMember)
+	}
+	return ""
+}
