@@ -37,6 +37,33 @@ echo
 echo "hello-* were bound by muster-scheduler to simulated nodes and run there;"
 echo "hello-slow became Ready 5s after it started (muster.dev/sim-ready-after)."
 echo "not-for-muster asks for the default scheduler, so muster-scheduler left it Pending."
+
+say "Gangs: applying manifests/examples/gangs.yaml"
+kubectl apply -f "$root/manifests/examples/gangs.yaml"
+kubectl wait --namespace muster-demo --for=condition=Ready pod --selector scheduling.x-k8s.io/pod-group=train --timeout=120s
+kubectl wait --namespace muster-demo --for=jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}'=SchedulingGated pod/short-0 pod/short-1 --timeout=120s
+# The huge gang's rejection is an event on its PodGroup.
+for _ in $(seq 100); do
+	kubectl get events.events.k8s.io --namespace muster-demo --field-selector reason=GangRejected -o name | grep -q . && break
+	sleep 0.2
+done
+
+say "PodGroups"
+kubectl get podgroups --namespace muster-demo
+
+say "Gang members and why they wait"
+kubectl get pods --namespace muster-demo --selector scheduling.x-k8s.io/pod-group --sort-by .metadata.name \
+	-o custom-columns='POD:.metadata.name,GROUP:.metadata.labels.scheduling\.x-k8s\.io/pod-group,NODE:.spec.nodeName,PHASE:.status.phase,WHY:.status.conditions[?(@.type=="PodScheduled")].message'
+
+say "What the scheduler and the controller said about the groups"
+kubectl get events.events.k8s.io --namespace muster-demo --sort-by .metadata.resourceVersion \
+	-o custom-columns='GROUP:.regarding.name,REASON:.reason,FROM:.reportingController,NOTE:.note' \
+	| awk 'NR == 1 || $2 ~ /^Gang|^Phase|^WaitingForMembers/'
+
+echo
+echo "train was admitted whole: its 4 pods were bound in one step."
+echo "short has 2 of its 3 pods; they wait, and say so, until the third exists."
+echo "huge cannot fit on any node; it was rejected whole, with nothing bound, and backs off."
 if [[ ${KEEP:-} == 1 ]]; then
 	echo
 	echo "The cluster keeps running (KEEP=1):"

@@ -122,7 +122,8 @@ func (r *StatusReconciler) updateStatus(ctx context.Context, pg *v1alpha1.PodGro
 	if err := r.Client.Status().Update(ctx, pg); err != nil {
 		return fmt.Errorf("updating the status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
 	}
-	if previous != status.Phase {
+	// A new group starts Pending; only a change from a phase is news.
+	if previous != status.Phase && previous != "" {
 		r.Recorder.Eventf(pg, corev1.EventTypeNormal, "Phase", "%s: %d scheduled, %d running, %d succeeded, %d failed of minMember %d",
 			status.Phase, c.scheduled, c.running, c.succeeded, c.failed, pg.Spec.MinMember)
 	}
