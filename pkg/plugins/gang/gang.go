@@ -196,10 +196,8 @@ func (g *Gang) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, n
 	if pg == nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key))
 	}
-	now := g.clock.Now()
-	if until := g.attempts.backoffUntil(key); now.Before(until) {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-			fmt.Sprintf("group %s backs off after a failed attempt, for %s more", key, until.Sub(now).Round(time.Second)))
+	if status := g.backoffStatus(key); status != nil {
+		return nil, status
 	}
 	g.attempts.begin(key)
 	if len(pg.Spec.MinResources) > 0 && g.attempts.placed(key, g.members(key).bound) == 0 {
@@ -228,6 +226,10 @@ func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod
 	}
 	if g.hasQuorum(key, pg) {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	// Turned away at PreFilter: the attempt already failed.
+	if status := g.backoffStatus(key); status != nil {
+		return nil, status
 	}
 	reason := fmt.Sprintf("member %s fits on no node", pod.Name)
 	g.rejectGroup(ctx, key, pg, reason)
@@ -318,6 +320,16 @@ func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1
 		g.clock.AfterFunc(backoff, func() { g.activate(klog.FromContext(ctx), key) })
 	}
 	g.recordEvent(pg, corev1.EventTypeWarning, "GangRejected", "Rejected", note)
+}
+
+// backoffStatus rejects a member while its group backs off, or returns nil.
+func (g *Gang) backoffStatus(key types.NamespacedName) *fwk.Status {
+	now := g.clock.Now()
+	if until := g.attempts.backoffUntil(key); now.Before(until) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("group %s backs off after a failed attempt, for %s more", key, until.Sub(now).Round(time.Second)))
+	}
+	return nil
 }
 
 // activate moves the group's pending members back to the active queue.

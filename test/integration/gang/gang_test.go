@@ -172,8 +172,7 @@ func TestPodsWithoutAGroupAndWithAMissingGroup(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "8")
 	orphan := framework.InPool(gangPod(ns, "later", 0, "1").Obj(), ns)
-	plain := framework.InPool(gangPod(ns, "none", 0, "1").Obj(), ns)
-	delete(plain.Labels, "scheduling.x-k8s.io/pod-group")
+	plain := plainPod(ns)
 	createPods(t, orphan, plain)
 
 	framework.WaitForPod(t, ns, plain.Name, "bound", framework.IsBound)
@@ -194,8 +193,7 @@ func TestMinMemberAbovePodCountWaitsForTheMissingPods(t *testing.T) {
 	createGang(t, ns, "job", 3, "1", "")
 	// Proof that the scheduler has been at work in this namespace: a pod
 	// of the same pool without a group is bound meanwhile.
-	plain := framework.InPool(gangPod(ns, "none", 0, "1").Obj(), ns)
-	delete(plain.Labels, "scheduling.x-k8s.io/pod-group")
+	plain := plainPod(ns)
 	createPods(t, plain)
 	framework.WaitForPod(t, ns, plain.Name, "bound", framework.IsBound)
 	if n := boundCount(t, ns, "job"); n != 0 {

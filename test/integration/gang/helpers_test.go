@@ -44,6 +44,13 @@ func gangPod(namespace, group string, index int, cpu string) *st.PodWrapper {
 		Req(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu})
 }
 
+// plainPod is a pod of the test's node pool that belongs to no group.
+func plainPod(namespace string) *corev1.Pod {
+	pod := gangPod(namespace, "plain", 0, "1").Obj()
+	delete(pod.Labels, topology.GroupLabel)
+	return framework.InPool(pod, namespace)
+}
+
 func createPods(t *testing.T, pods ...*corev1.Pod) {
 	t.Helper()
 	for _, pod := range pods {
