@@ -5,6 +5,7 @@ package topology
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,4 +44,22 @@ func WaitingForPodGroupMessage(group types.NamespacedName) string {
 // "waiting for 3 more pods of group ns/name (5/8)".
 func WaitingForMembersMessage(group types.NamespacedName, active, minMember int32) string {
 	return fmt.Sprintf("waiting for %d more pods of group %s (%d/%d)", minMember-active, group, active, minMember)
+}
+
+// Role labels: muster's own, and Kubeflow's as a fallback.
+const (
+	RoleLabel         = "muster.dev/role"
+	KubeflowRoleLabel = "training.kubeflow.org/replica-type"
+)
+
+// RoleOf returns the pod's role: the label muster.dev/role, else Kubeflow's
+// replica type in lower case.
+func RoleOf(pod *corev1.Pod) (string, bool) {
+	if role := pod.Labels[RoleLabel]; role != "" {
+		return role, true
+	}
+	if role := pod.Labels[KubeflowRoleLabel]; role != "" {
+		return strings.ToLower(role), true
+	}
+	return "", false
 }

@@ -1,0 +1,315 @@
+package topology
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Annotations of a PodGroup that describe its topology.
+const (
+	FrameworkAnnotation         = "muster.dev/framework"
+	RolesAnnotation             = "muster.dev/roles"
+	LaunchOrderAnnotation       = "muster.dev/launch-order"
+	StartAfterAnnotation        = "muster.dev/start-after"
+	PortAnnotation              = "muster.dev/port"
+	SlotsAnnotation             = "muster.dev/slots"
+	MPIImplementationAnnotation = "muster.dev/mpi-implementation"
+	NProcPerNodeAnnotation      = "muster.dev/nproc-per-node"
+	ElasticAnnotation           = "muster.dev/elastic"
+	TFEvaluatorAnnotation       = "muster.dev/tf-evaluator"
+)
+
+// Framework is the training framework a group runs.
+type Framework string
+
+const (
+	TensorFlow Framework = "tensorflow"
+	PyTorch    Framework = "pytorch"
+	MPI        Framework = "mpi"
+	MXNet      Framework = "mxnet"
+	Generic    Framework = "generic"
+)
+
+var frameworks = []Framework{TensorFlow, PyTorch, MPI, MXNet, Generic}
+
+// StartAfter is the state every pod of a predecessor role must reach
+// before its successors may bind.
+type StartAfter string
+
+const (
+	StartAfterReady     StartAfter = "Ready"
+	StartAfterRunning   StartAfter = "Running"
+	StartAfterScheduled StartAfter = "Scheduled"
+)
+
+// Range is an inclusive range of node counts, for PyTorch elastic.
+type Range struct{ Min, Max int32 }
+
+// Topology is the model of one group, from its PodGroup's annotations.
+type Topology struct {
+	Framework Framework
+	// Roles lists the roles in the order the roles annotation names them.
+	Roles []string
+	// Replicas is the number of pods of each role.
+	Replicas map[string]int32
+	// predecessors maps a role to the roles that must reach StartAfter
+	// before it binds.
+	predecessors map[string][]string
+	StartAfter   StartAfter
+	// Port is the framework's port; 0 for generic.
+	Port int32
+	// Slots is the MPI slots per worker; 0 means the worker's GPU count,
+	// else 1.
+	Slots             int32
+	MPIImplementation string
+	// NProcPerNode is "auto" or a positive number.
+	NProcPerNode string
+	// Elastic is the PyTorch elastic range; nil when off.
+	Elastic *Range
+	// EvaluatorInCluster lists the TensorFlow evaluator in every pod's
+	// TF_CONFIG rather than only in its own.
+	EvaluatorInCluster bool
+}
+
+// defaultOrders are the launch orders a framework gets when its PodGroup
+// names none, as chains; roles that are absent drop out of a chain.
+var defaultOrders = map[Framework][][]string{
+	MPI:        {{"worker", "launcher"}},
+	TensorFlow: {{"ps", "chief"}, {"ps", "worker"}, {"ps", "evaluator"}},
+	MXNet:      {{"scheduler", "server", "worker"}},
+	PyTorch:    {{"master", "worker"}},
+}
+
+var defaultPorts = map[Framework]int32{TensorFlow: 2222, PyTorch: 23456, MXNet: 9091, MPI: 22}
+
+var mpiImplementations = []string{"openmpi", "intel", "mpich"}
+
+func annotationPath(name string) *field.Path {
+	return field.NewPath("metadata", "annotations").Key(name)
+}
+
+// Parse reads a topology from a PodGroup's annotations. It returns every
+// problem it finds, each naming the annotation and how to fix it; the
+// topology is meaningful only when there is none.
+func Parse(annotations map[string]string) (*Topology, field.ErrorList) {
+	t := &Topology{Replicas: map[string]int32{}, predecessors: map[string][]string{}}
+	var errs field.ErrorList
+
+	t.Framework = Generic
+	if v, ok := annotations[FrameworkAnnotation]; ok {
+		t.Framework = Framework(v)
+		if !slices.Contains(frameworks, t.Framework) {
+			errs = append(errs, field.NotSupported(annotationPath(FrameworkAnnotation), v, frameworkNames()))
+		}
+	}
+	errs = append(errs, t.parseRoles(annotations)...)
+	errs = append(errs, t.parseOrder(annotations)...)
+
+	t.StartAfter = StartAfterReady
+	if v, ok := annotations[StartAfterAnnotation]; ok {
+		t.StartAfter = StartAfter(v)
+		if !slices.Contains([]StartAfter{StartAfterReady, StartAfterRunning, StartAfterScheduled}, t.StartAfter) {
+			errs = append(errs, field.NotSupported(annotationPath(StartAfterAnnotation), v, []string{"Ready", "Running", "Scheduled"}))
+		}
+	}
+
+	t.Port = defaultPorts[t.Framework]
+	if v, ok := annotations[PortAnnotation]; ok {
+		port, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || port < 1 || port > 65535 {
+			errs = append(errs, field.Invalid(annotationPath(PortAnnotation), v, "must be a port number from 1 to 65535"))
+		}
+		t.Port = int32(port)
+	}
+	if v, ok := annotations[SlotsAnnotation]; ok {
+		slots, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || slots < 1 {
+			errs = append(errs, field.Invalid(annotationPath(SlotsAnnotation), v, "must be a positive number of MPI slots per worker, or absent to use the worker's nvidia.com/gpu limit"))
+		}
+		t.Slots = int32(slots)
+	}
+	t.MPIImplementation = "openmpi"
+	if v, ok := annotations[MPIImplementationAnnotation]; ok {
+		t.MPIImplementation = v
+		if !slices.Contains(mpiImplementations, v) {
+			errs = append(errs, field.NotSupported(annotationPath(MPIImplementationAnnotation), v, mpiImplementations))
+		}
+	}
+	t.NProcPerNode = "auto"
+	if v, ok := annotations[NProcPerNodeAnnotation]; ok {
+		t.NProcPerNode = v
+		if n, err := strconv.ParseInt(v, 10, 32); v != "auto" && (err != nil || n < 1) {
+			errs = append(errs, field.Invalid(annotationPath(NProcPerNodeAnnotation), v, `must be "auto" or a positive number of processes per node`))
+		}
+	}
+	if v, ok := annotations[ElasticAnnotation]; ok {
+		r, err := parseRange(v)
+		if err != nil {
+			errs = append(errs, field.Invalid(annotationPath(ElasticAnnotation), v, err.Error()))
+		}
+		t.Elastic = r
+	}
+	if v, ok := annotations[TFEvaluatorAnnotation]; ok {
+		t.EvaluatorInCluster = v == "cluster"
+		if !t.EvaluatorInCluster {
+			errs = append(errs, field.NotSupported(annotationPath(TFEvaluatorAnnotation), v, []string{"cluster"}))
+		}
+	}
+	return t, errs
+}
+
+func frameworkNames() []string {
+	names := make([]string, 0, len(frameworks))
+	for _, f := range frameworks {
+		names = append(names, string(f))
+	}
+	return names
+}
+
+func (t *Topology) parseRoles(annotations map[string]string) field.ErrorList {
+	path := annotationPath(RolesAnnotation)
+	v, ok := annotations[RolesAnnotation]
+	if !ok {
+		if t.Framework != Generic && slices.Contains(frameworks, t.Framework) {
+			return field.ErrorList{field.Required(path, fmt.Sprintf("framework %s needs its roles and replicas, for example ps=2,worker=3", t.Framework))}
+		}
+		return nil
+	}
+	var errs field.ErrorList
+	for _, pair := range strings.Split(v, ",") {
+		role, count, found := strings.Cut(strings.TrimSpace(pair), "=")
+		if !found {
+			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("%q is not role=replicas; write the roles as ps=2,worker=3", pair)))
+			continue
+		}
+		if msgs := validation.IsDNS1123Label(role); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("role %q must be a DNS label (lower-case letters, digits and '-'), as it becomes part of host names: %s", role, strings.Join(msgs, "; "))))
+			continue
+		}
+		n, err := strconv.ParseInt(count, 10, 32)
+		if err != nil || n < 1 {
+			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("role %s has replicas %q; it must be a positive whole number", role, count)))
+			continue
+		}
+		if _, dup := t.Replicas[role]; dup {
+			errs = append(errs, field.Duplicate(path, role))
+			continue
+		}
+		t.Roles = append(t.Roles, role)
+		t.Replicas[role] = int32(n)
+	}
+	return errs
+}
+
+func (t *Topology) parseOrder(annotations map[string]string) field.ErrorList {
+	path := annotationPath(LaunchOrderAnnotation)
+	v, given := annotations[LaunchOrderAnnotation]
+	if given && v == "none" {
+		return nil
+	}
+	if !given {
+		for _, chain := range defaultOrders[t.Framework] {
+			var present []string
+			for _, role := range chain {
+				if _, ok := t.Replicas[role]; ok {
+					present = append(present, role)
+				}
+			}
+			t.addChain(present)
+		}
+		return nil
+	}
+	var errs field.ErrorList
+	for _, spec := range strings.Split(v, ",") {
+		chain := strings.Split(strings.TrimSpace(spec), ">")
+		valid := len(chain) >= 2
+		if !valid {
+			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("%q is not a chain; write chains as a>b>c joined by commas, or none", spec)))
+			continue
+		}
+		for i, role := range chain {
+			chain[i] = strings.TrimSpace(role)
+			if _, ok := t.Replicas[chain[i]]; !ok {
+				errs = append(errs, field.Invalid(path, v, fmt.Sprintf("names role %q, which %s does not list; add it there or remove it from the order", chain[i], RolesAnnotation)))
+				valid = false
+			}
+		}
+		if valid {
+			t.addChain(chain)
+		}
+	}
+	if cycle := t.cycle(); cycle != nil {
+		errs = append(errs, field.Invalid(path, v, fmt.Sprintf("the order has a cycle, %s; a role cannot wait for itself", strings.Join(cycle, ">"))))
+	}
+	return errs
+}
+
+func (t *Topology) addChain(chain []string) {
+	for i := 1; i < len(chain); i++ {
+		if !slices.Contains(t.predecessors[chain[i]], chain[i-1]) {
+			t.predecessors[chain[i]] = append(t.predecessors[chain[i]], chain[i-1])
+		}
+	}
+}
+
+// cycle returns one cycle of the order, as the roles around it with the
+// first repeated at the end, or nil when the order is a DAG.
+func (t *Topology) cycle() []string {
+	const (
+		unvisited = iota
+		onPath
+		done
+	)
+	state := map[string]int{}
+	var path []string
+	var visit func(role string) []string
+	visit = func(role string) []string {
+		state[role] = onPath
+		path = append(path, role)
+		for _, pred := range t.predecessors[role] {
+			switch state[pred] {
+			case onPath:
+				start := slices.Index(path, pred)
+				cycle := append(slices.Clone(path[start:]), pred)
+				slices.Reverse(cycle)
+				return cycle
+			case unvisited:
+				if c := visit(pred); c != nil {
+					return c
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		state[role] = done
+		return nil
+	}
+	for _, role := range t.Roles {
+		if state[role] == unvisited {
+			if c := visit(role); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// Predecessors returns the roles whose pods must reach StartAfter before a
+// pod of role may bind.
+func (t *Topology) Predecessors(role string) []string {
+	return t.predecessors[role]
+}
+
+func parseRange(v string) (*Range, error) {
+	lo, hi, found := strings.Cut(v, ":")
+	minNodes, errMin := strconv.ParseInt(lo, 10, 32)
+	maxNodes, errMax := strconv.ParseInt(hi, 10, 32)
+	if !found || errMin != nil || errMax != nil || minNodes < 1 || maxNodes < minNodes {
+		return nil, fmt.Errorf("must be min:max nodes with 1 <= min <= max, for example 2:4")
+	}
+	return &Range{Min: int32(minNodes), Max: int32(maxNodes)}, nil
+}

@@ -1,0 +1,232 @@
+package topology
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseDefaults(t *testing.T) {
+	tests := []struct {
+		name          string
+		annotations   map[string]string
+		wantPreds     map[string][]string
+		wantPort      int32
+		wantFramework Framework
+	}{
+		{
+			name:          "mpi: workers before the launcher",
+			annotations:   map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=4"},
+			wantPreds:     map[string][]string{"launcher": {"worker"}},
+			wantPort:      22,
+			wantFramework: MPI,
+		},
+		{
+			name:          "tensorflow: ps before chief, workers and evaluator",
+			annotations:   map[string]string{FrameworkAnnotation: "tensorflow", RolesAnnotation: "ps=2,chief=1,worker=3,evaluator=1"},
+			wantPreds:     map[string][]string{"chief": {"ps"}, "worker": {"ps"}, "evaluator": {"ps"}},
+			wantPort:      2222,
+			wantFramework: TensorFlow,
+		},
+		{
+			name:          "tensorflow without ps has no order",
+			annotations:   map[string]string{FrameworkAnnotation: "tensorflow", RolesAnnotation: "chief=1,worker=3"},
+			wantPreds:     map[string][]string{},
+			wantPort:      2222,
+			wantFramework: TensorFlow,
+		},
+		{
+			name:          "mxnet: the three-stage chain",
+			annotations:   map[string]string{FrameworkAnnotation: "mxnet", RolesAnnotation: "scheduler=1,server=2,worker=2"},
+			wantPreds:     map[string][]string{"server": {"scheduler"}, "worker": {"server"}},
+			wantPort:      9091,
+			wantFramework: MXNet,
+		},
+		{
+			name:          "mxnet without servers: the chain closes over the gap",
+			annotations:   map[string]string{FrameworkAnnotation: "mxnet", RolesAnnotation: "scheduler=1,worker=2"},
+			wantPreds:     map[string][]string{"worker": {"scheduler"}},
+			wantPort:      9091,
+			wantFramework: MXNet,
+		},
+		{
+			name:          "pytorch: master before workers",
+			annotations:   map[string]string{FrameworkAnnotation: "pytorch", RolesAnnotation: "master=1,worker=2"},
+			wantPreds:     map[string][]string{"worker": {"master"}},
+			wantPort:      23456,
+			wantFramework: PyTorch,
+		},
+		{
+			name:          "generic: no roles needed, no order",
+			annotations:   nil,
+			wantPreds:     map[string][]string{},
+			wantFramework: Generic,
+		},
+		{
+			name:          "an explicit order replaces the default",
+			annotations:   map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=4", LaunchOrderAnnotation: "launcher>worker"},
+			wantPreds:     map[string][]string{"worker": {"launcher"}},
+			wantPort:      22,
+			wantFramework: MPI,
+		},
+		{
+			name:          "none turns ordering off",
+			annotations:   map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=4", LaunchOrderAnnotation: "none"},
+			wantPreds:     map[string][]string{},
+			wantPort:      22,
+			wantFramework: MPI,
+		},
+		{
+			name:          "several chains",
+			annotations:   map[string]string{RolesAnnotation: "a=1,b=1,c=1,d=1", LaunchOrderAnnotation: "a>b>c, a>d"},
+			wantPreds:     map[string][]string{"b": {"a"}, "c": {"b"}, "d": {"a"}},
+			wantFramework: Generic,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			topo, errs := Parse(tt.annotations)
+			require.Empty(t, errs)
+			assert.Equal(t, tt.wantFramework, topo.Framework)
+			assert.Equal(t, tt.wantPort, topo.Port)
+			assert.Equal(t, StartAfterReady, topo.StartAfter)
+			got := map[string][]string{}
+			for _, role := range topo.Roles {
+				if preds := topo.Predecessors(role); len(preds) > 0 {
+					got[role] = preds
+				}
+			}
+			assert.Equal(t, tt.wantPreds, got)
+		})
+	}
+}
+
+func TestParseOptions(t *testing.T) {
+	topo, errs := Parse(map[string]string{
+		FrameworkAnnotation:         "pytorch",
+		RolesAnnotation:             "master=1,worker=3",
+		StartAfterAnnotation:        "Scheduled",
+		PortAnnotation:              "29500",
+		NProcPerNodeAnnotation:      "8",
+		ElasticAnnotation:           "2:4",
+		MPIImplementationAnnotation: "mpich",
+		SlotsAnnotation:             "2",
+	})
+	require.Empty(t, errs)
+	assert.Equal(t, StartAfterScheduled, topo.StartAfter)
+	assert.Equal(t, int32(29500), topo.Port)
+	assert.Equal(t, "8", topo.NProcPerNode)
+	assert.Equal(t, &Range{Min: 2, Max: 4}, topo.Elastic)
+	assert.Equal(t, "mpich", topo.MPIImplementation)
+	assert.Equal(t, int32(2), topo.Slots)
+	assert.Equal(t, []string{"master", "worker"}, topo.Roles)
+	assert.Equal(t, map[string]int32{"master": 1, "worker": 3}, topo.Replicas)
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		want        []string
+	}{
+		{
+			name:        "a cycle",
+			annotations: map[string]string{RolesAnnotation: "a=1,b=1,c=1", LaunchOrderAnnotation: "a>b>c>a"},
+			want:        []string{`metadata.annotations[muster.dev/launch-order]: Invalid value: "a>b>c>a": the order has a cycle, a>b>c>a`},
+		},
+		{
+			name:        "a cycle across chains",
+			annotations: map[string]string{RolesAnnotation: "a=1,b=1", LaunchOrderAnnotation: "a>b,b>a"},
+			want:        []string{"the order has a cycle, a>b>a"},
+		},
+		{
+			name:        "an unknown role in the order",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", LaunchOrderAnnotation: "workers>launcher"},
+			want:        []string{`names role "workers", which muster.dev/roles does not list`},
+		},
+		{
+			name:        "a bad count",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=zero"},
+			want:        []string{`role worker has replicas "zero"; it must be a positive whole number`},
+		},
+		{
+			name:        "a zero count",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=0"},
+			want:        []string{`role launcher has replicas "0"`},
+		},
+		{
+			name:        "an unknown framework",
+			annotations: map[string]string{FrameworkAnnotation: "jax"},
+			want:        []string{`metadata.annotations[muster.dev/framework]: Unsupported value: "jax": supported values: "tensorflow", "pytorch", "mpi", "mxnet", "generic"`},
+		},
+		{
+			name:        "roles missing for a framework",
+			annotations: map[string]string{FrameworkAnnotation: "tensorflow"},
+			want:        []string{"metadata.annotations[muster.dev/roles]: Required value: framework tensorflow needs its roles and replicas, for example ps=2,worker=3"},
+		},
+		{
+			name: "every problem at once",
+			annotations: map[string]string{
+				FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,Worker=2", StartAfterAnnotation: "ready",
+				PortAnnotation: "70000", ElasticAnnotation: "4:2", NProcPerNodeAnnotation: "many",
+			},
+			want: []string{
+				`role "Worker" must be a DNS label`,
+				`muster.dev/start-after]: Unsupported value: "ready"`,
+				"must be a port number from 1 to 65535",
+				`must be "auto" or a positive number`,
+				"must be min:max nodes with 1 <= min <= max",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errs := Parse(tt.annotations)
+			require.Len(t, errs, len(tt.want), "errors: %v", errs)
+			for i, want := range tt.want {
+				assert.Contains(t, errs[i].Error(), want)
+			}
+		})
+	}
+}
+
+// FuzzParse checks that any annotations parse without panicking, and that a
+// topology without errors is sound: its order names only its roles and has
+// no cycle. The seed corpus is in testdata/fuzz/FuzzParse.
+func FuzzParse(f *testing.F) {
+	f.Add("mpi", "launcher=1,worker=4", "", "")
+	f.Add("tensorflow", "ps=2,chief=1,worker=3", "ps>chief,ps>worker", "Running")
+	f.Add("generic", "a=1,b=1", "a>b>a", "Ready")
+	f.Fuzz(func(t *testing.T, framework, roles, order, startAfter string) {
+		annotations := map[string]string{}
+		for k, v := range map[string]string{FrameworkAnnotation: framework, RolesAnnotation: roles, LaunchOrderAnnotation: order, StartAfterAnnotation: startAfter} {
+			if v != "" {
+				annotations[k] = v
+			}
+		}
+		topo, errs := Parse(annotations)
+		if len(errs) > 0 {
+			for _, err := range errs {
+				if !strings.HasPrefix(err.Field, "metadata.annotations[muster.dev/") {
+					t.Fatalf("error %v does not name its annotation", err)
+				}
+			}
+			return
+		}
+		for _, role := range topo.Roles {
+			if topo.Replicas[role] < 1 {
+				t.Fatalf("role %s has %d replicas", role, topo.Replicas[role])
+			}
+			for _, pred := range topo.Predecessors(role) {
+				if _, ok := topo.Replicas[pred]; !ok {
+					t.Fatalf("role %s waits for unknown role %s", role, pred)
+				}
+			}
+		}
+		if cycle := topo.cycle(); cycle != nil {
+			t.Fatalf("accepted a cyclic order %v", cycle)
+		}
+	})
+}
