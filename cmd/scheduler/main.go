@@ -12,6 +12,7 @@ import (
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/muster-dev/muster/pkg/plugins/gang"
+	"github.com/muster-dev/muster/pkg/plugins/launchorder"
 	"github.com/muster-dev/muster/pkg/version"
 )
 
@@ -19,6 +20,7 @@ import (
 // here can be enabled in a profile of the KubeSchedulerConfiguration.
 var plugins = []app.Option{
 	app.WithPlugin(gang.Name, gang.New),
+	app.WithPlugin(launchorder.Name, launchorder.New),
 }
 
 func main() {

@@ -182,6 +182,35 @@ func (c *Cluster) Down() error {
 	return nil
 }
 
+// Restart stops one program of the cluster and starts it again with the
+// same arguments, as a crash and a restart by a supervisor would, and waits
+// until it serves again.
+func (c *Cluster) Restart(ctx context.Context, program string) error {
+	for i, p := range c.Processes {
+		if p.Name != program {
+			continue
+		}
+		if err := p.stop(stopGrace); err != nil {
+			return err
+		}
+		detach := p.exited == nil
+		restarted, err := startProcess(p.Name, p.Binary, p.Args, filepath.Dir(p.Log), detach)
+		if err != nil {
+			return err
+		}
+		restarted.Health = p.Health
+		c.Processes[i] = restarted
+		if err := c.save(); err != nil {
+			return err
+		}
+		if restarted.Health == "" {
+			return nil
+		}
+		return waitFor(ctx, restarted, restarted.Health, func(ctx context.Context) bool { return healthy(ctx, restarted.Health) })
+	}
+	return fmt.Errorf("the cluster runs no %s", program)
+}
+
 // RESTConfig returns an admin client configuration.
 func (c *Cluster) RESTConfig() (*rest.Config, error) {
 	config, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)

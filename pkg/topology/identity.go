@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
@@ -62,4 +63,10 @@ func RoleOf(pod *corev1.Pod) (string, bool) {
 		return strings.ToLower(role), true
 	}
 	return "", false
+}
+
+// InvalidMessage says why a group with an invalid topology is not
+// scheduled: every problem, each naming its annotation and the fix.
+func InvalidMessage(group types.NamespacedName, errs field.ErrorList) string {
+	return fmt.Sprintf("invalid topology in PodGroup %s: %s", group, errs.ToAggregate().Error())
 }

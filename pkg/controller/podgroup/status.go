@@ -75,10 +75,13 @@ func desiredStatus(pg *v1alpha1.PodGroup, c census, now metav1.Time) v1alpha1.Po
 
 // waitingMessage says why the group's unscheduled members cannot be
 // scheduled yet, or "" when nothing in the group holds them back. It is
-// the message Gang's PreEnqueue gives.
+// the message Gang's or LaunchOrder's PreEnqueue gives.
 func waitingMessage(pg *v1alpha1.PodGroup, c census, group types.NamespacedName) string {
 	if pg == nil {
 		return topology.WaitingForPodGroupMessage(group)
+	}
+	if _, errs := topology.Parse(pg.Annotations); len(errs) > 0 {
+		return topology.InvalidMessage(group, errs)
 	}
 	if c.active < pg.Spec.MinMember {
 		return topology.WaitingForMembersMessage(group, c.active, pg.Spec.MinMember)

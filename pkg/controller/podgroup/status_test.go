@@ -103,6 +103,16 @@ func TestWaitingMessage(t *testing.T) {
 		{"no PodGroup", nil, pods(member("a")), topology.WaitingForPodGroupMessage(key)},
 		{"short of minMember", podGroup(8, v1alpha1.PodGroupStatus{}), pods(member("a"), member("b"), member("c"), member("d"), member("e")), "waiting for 3 more pods of group team-a/job (5/8)"},
 		{"complete", podGroup(1, v1alpha1.PodGroupStatus{}), pods(member("a")), ""},
+		{
+			"an invalid topology",
+			func() *v1alpha1.PodGroup {
+				pg := podGroup(1, v1alpha1.PodGroupStatus{})
+				pg.Annotations = map[string]string{topology.RolesAnnotation: "a=1,b=1", topology.LaunchOrderAnnotation: "a>b>a"}
+				return pg
+			}(),
+			pods(member("a")),
+			`invalid topology in PodGroup team-a/job: metadata.annotations[muster.dev/launch-order]: Invalid value: "a>b>a": the order has a cycle, a>b>a; a role cannot wait for itself`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

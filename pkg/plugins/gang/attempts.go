@@ -143,6 +143,13 @@ func (s *attempts) fail(key types.NamespacedName, now time.Time, backoff time.Du
 	return reserved, first
 }
 
+// isAdmitted reports whether the group reached quorum in this attempt.
+func (s *attempts) isAdmitted(key types.NamespacedName) bool {
+	var admitted bool
+	s.read(key, func(a *attempt) { admitted = a.admitted })
+	return admitted
+}
+
 // backoffUntil is when the group may be tried again.
 func (s *attempts) backoffUntil(key types.NamespacedName) time.Time {
 	var until time.Time

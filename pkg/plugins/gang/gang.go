@@ -31,10 +31,9 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
-	schedulinginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -50,10 +49,6 @@ var (
 	_ framework.PermitPlugin      = &Gang{}
 	_ framework.EnqueueExtensions = &Gang{}
 )
-
-// podsByGroup indexes the scheduler's pod informer by "namespace/group", so
-// that a member's siblings are found without scanning the cluster's pods.
-const podsByGroup = "muster.dev/pod-group"
 
 // Gang places a PodGroup's pods all-or-nothing.
 type Gang struct {
@@ -71,32 +66,18 @@ func New(ctx context.Context, obj runtime.Object, handle framework.Handle) (fram
 	if err != nil {
 		return nil, err
 	}
-	client, err := schedulingclient.NewForConfig(handle.KubeConfig())
+	podInformer, err := group.PodIndexer(handle)
 	if err != nil {
-		return nil, fmt.Errorf("creating the PodGroup client: %w", err)
-	}
-	podGroupInformers := schedulinginformers.NewSharedInformerFactory(client, 0)
-	podGroups := podGroupInformers.Scheduling().V1alpha1().PodGroups()
-
-	podInformer := handle.SharedInformerFactory().Core().V1().Pods().Informer()
-	if err := podInformer.AddIndexers(cache.Indexers{podsByGroup: indexByGroup}); err != nil {
-		return nil, fmt.Errorf("indexing pods by group: %w", err)
+		return nil, err
 	}
 	register()
-	g := newGang(handle, args, podGroups.Lister(), podInformer.GetIndexer(), clock.RealClock{})
-
+	g := newGang(handle, args, nil, podInformer.GetIndexer(), clock.RealClock{})
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
-	if _, err := podGroups.Informer().AddEventHandler(g.podGroupHandler(logger)); err != nil {
-		return nil, fmt.Errorf("watching PodGroups: %w", err)
+	if g.podGroups, err = group.PodGroupInformer(ctx, handle, g.podGroupHandler(logger)); err != nil {
+		return nil, err
 	}
 	if _, err := podInformer.AddEventHandler(g.podHandler(logger)); err != nil {
 		return nil, fmt.Errorf("watching pods: %w", err)
-	}
-	podGroupInformers.Start(ctx.Done())
-	for typ, synced := range podGroupInformers.WaitForCacheSync(ctx.Done()) {
-		if !synced {
-			return nil, fmt.Errorf("syncing the informer of %v", typ)
-		}
 	}
 	return g, nil
 }
@@ -114,17 +95,6 @@ func newGang(handle framework.Handle, args Args, podGroups schedulinglisters.Pod
 
 // Name returns the plugin's name.
 func (g *Gang) Name() string { return Name }
-
-func indexByGroup(obj any) ([]string, error) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, nil
-	}
-	if key, ok := topology.GroupOf(pod); ok {
-		return []string{key.String()}, nil
-	}
-	return nil, nil
-}
 
 // PreEnqueue keeps a member out of the queue until its PodGroup exists and
 // the group has at least minMember active pods.
@@ -247,8 +217,8 @@ func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ s
 }
 
 // Unreserve runs when a reserved member is rejected, times out at Permit or
-// fails to bind. A group that loses its quorum that way is rolled back like
-// one that failed before it.
+// fails to bind. A group that loses its quorum that way before it was
+// admitted is rolled back like one that failed at PostFilter.
 func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
 	key, ok := topology.GroupOf(pod)
 	if !ok {
@@ -256,7 +226,9 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	}
 	g.attempts.unreserve(key, pod.UID)
 	pg := g.podGroup(key)
-	if pg == nil || g.hasQuorum(key, pg) {
+	// An admitted gang is not torn down by one member's failure, such as a
+	// bind error or a launch-order hold that timed out: the member retries.
+	if pg == nil || g.hasQuorum(key, pg) || g.attempts.isAdmitted(key) {
 		return
 	}
 	g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s lost its reservation before the group was complete", pod.Name))
@@ -334,14 +306,14 @@ func (g *Gang) backoffStatus(key types.NamespacedName) *fwk.Status {
 
 // activate moves the group's pending members back to the active queue.
 func (g *Gang) activate(logger klog.Logger, key types.NamespacedName) {
-	objs, err := g.pods.ByIndex(podsByGroup, key.String())
+	members, err := group.Members(g.pods, key)
 	if err != nil {
-		logger.Error(err, "Listing members", "podGroup", key)
+		logger.Error(err, "Waking members", "podGroup", key)
 		return
 	}
 	pending := map[string]*corev1.Pod{}
-	for _, obj := range objs {
-		if pod := obj.(*corev1.Pod); pod.Spec.NodeName == "" && topology.IsActiveMember(pod) {
+	for _, pod := range members {
+		if pod.Spec.NodeName == "" && topology.IsActiveMember(pod) {
 			pending[pod.Namespace+"/"+pod.Name] = pod
 		}
 	}
@@ -383,13 +355,12 @@ type membership struct {
 
 func (g *Gang) members(key types.NamespacedName) membership {
 	m := membership{bound: sets.New[types.UID]()}
-	objs, err := g.pods.ByIndex(podsByGroup, key.String())
+	pods, err := group.Members(g.pods, key)
 	if err != nil {
-		klog.Background().Error(err, "Listing members", "podGroup", key)
+		klog.Background().Error(err, "Counting members", "podGroup", key)
 		return m
 	}
-	for _, obj := range objs {
-		pod := obj.(*corev1.Pod)
+	for _, pod := range pods {
 		if !topology.IsActiveMember(pod) {
 			continue
 		}

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -60,7 +61,7 @@ func newFixture(t *testing.T, args Args, podGroups []*v1alpha1.PodGroup, pods []
 	_, ctx := ktesting.NewTestContext(t)
 	f := &fixture{
 		ctx:       ctx,
-		pods:      cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{podsByGroup: indexByGroup}),
+		pods:      cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{group.IndexName: group.IndexFunc}),
 		podGroups: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
 		clock:     testingclock.NewFakeClock(epoch),
 		events:    events.NewFakeRecorder(100),
@@ -448,4 +449,22 @@ func TestWaitingGaugeFollowsTheGroups(t *testing.T) {
 	s.fail(b, epoch, 0)
 	s.unreserve(b, "b0")
 	assert.Equal(t, 0.0, waiting)
+}
+
+func TestUnreserveAfterAdmissionKeepsTheGroup(t *testing.T) {
+	// An admitted member that fails later, such as a launcher whose
+	// launch-order hold timed out, retries alone: its bound siblings stay
+	// and the group does not back off.
+	members := []*corev1.Pod{member("job", "w0").Obj(), member("job", "w1").Obj(), member("job", "launcher").Obj()}
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 3).Obj()}, members)
+	_, _ = f.gang.PreFilter(f.ctx, nil, members[0], nil)
+	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, members[0]).Code())
+	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, members[1]).Code())
+	require.True(t, f.reserveAndPermit(t, members[2]).IsSuccess())
+	f.drainEvents()
+
+	f.gang.Unreserve(f.ctx, nil, members[2], "node-1")
+	assert.Empty(t, f.drainEvents(), "nothing is torn down")
+	_, status := f.gang.PreFilter(f.ctx, nil, members[2], nil)
+	assert.True(t, status.IsSuccess(), "the member retries at once: %v", status)
 }

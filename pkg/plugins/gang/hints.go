@@ -2,23 +2,16 @@ package gang
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/topology"
 )
-
-// podGroupResource is how the scheduler names PodGroup events: the
-// resource.version.group of the CRD, watched through a dynamic informer.
-var podGroupResource = fwk.EventResource(fmt.Sprintf("podgroups.%s.%s", v1alpha1.SchemeGroupVersion.Version, v1alpha1.SchemeGroupVersion.Group))
 
 // EventsToRegister lists the events that can make a member rejected by this
 // plugin schedulable, each with a hint that wakes only the pods it can help.
@@ -33,7 +26,7 @@ func (g *Gang) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, er
 		// was freed.
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: isRoomFreed},
 		// The PodGroup is created or changed, for example its minMember.
-		{Event: fwk.ClusterEvent{Resource: podGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: isOwnPodGroup},
+		{Event: fwk.ClusterEvent{Resource: group.PodGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: group.IsOwnPodGroup},
 		// A node arrives or grows.
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}, QueueingHintFn: queueAlways},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.UpdateNodeAllocatable}, QueueingHintFn: isAllocatableGrown},
@@ -57,18 +50,6 @@ func isRoomFreed(_ klog.Logger, _ *corev1.Pod, oldObj, _ any) (fwk.QueueingHint,
 		return fwk.QueueSkip, nil
 	}
 	return fwk.Queue, nil
-}
-
-func isOwnPodGroup(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
-	obj, err := meta.Accessor(newObj)
-	if err != nil {
-		return fwk.Queue, fmt.Errorf("reading a PodGroup event: %w", err)
-	}
-	key, ok := topology.GroupOf(pod)
-	if ok && key == (types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}) {
-		return fwk.Queue, nil
-	}
-	return fwk.QueueSkip, nil
 }
 
 func queueAlways(klog.Logger, *corev1.Pod, any, any) (fwk.QueueingHint, error) {
@@ -104,19 +85,16 @@ func queueIfSameGroup(pod, other *corev1.Pod) fwk.QueueingHint {
 // handler covers the case where the lister is the one behind.
 func (g *Gang) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
 	wake := func(obj any) {
-		if pg, ok := obj.(*v1alpha1.PodGroup); ok {
-			g.activate(logger, types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name})
+		if key, ok := group.KeyOf(obj); ok {
+			g.activate(logger, key)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { wake(obj) },
 		UpdateFunc: func(_, obj any) { wake(obj) },
 		DeleteFunc: func(obj any) {
-			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tombstone.Obj
-			}
-			if pg, ok := obj.(*v1alpha1.PodGroup); ok {
-				g.attempts.forget(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name})
+			if key, ok := group.KeyOf(obj); ok {
+				g.attempts.forget(key)
 			}
 		},
 	}

@@ -10,6 +10,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 )
 
 func TestIsSiblingAdded(t *testing.T) {
@@ -75,7 +77,7 @@ func TestIsOwnPodGroup(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			logger, _ := ktesting.NewTestContext(t)
-			got, err := isOwnPodGroup(logger, member("job", "p0").Obj(), nil, tt.podGroup)
+			got, err := group.IsOwnPodGroup(logger, member("job", "p0").Obj(), nil, tt.podGroup)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})

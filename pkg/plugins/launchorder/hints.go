@@ -1,0 +1,118 @@
+package launchorder
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/util"
+
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// EventsToRegister lists the events that can help a pod this plugin turned
+// away: its PodGroup fixed, or a sibling's state changing.
+func (l *LaunchOrder) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: group.PodGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: group.IsOwnPodGroup},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Update}, QueueingHintFn: isSiblingUpdated},
+	}, nil
+}
+
+func isSiblingUpdated(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+	_, updated, err := util.As[*corev1.Pod](nil, newObj)
+	if err != nil {
+		return fwk.Queue, err
+	}
+	key, ok := topology.GroupOf(pod)
+	other, otherOK := topology.GroupOf(updated)
+	if ok && otherOK && key == other && updated.UID != pod.UID {
+		return fwk.Queue, nil
+	}
+	return fwk.QueueSkip, nil
+}
+
+// podHandler acts when a member reaches its group's start-after state: it
+// releases the held successors that now may bind, and wakes those that
+// went back to the queue after a hold timed out, as the queue is not told
+// of a bound pod's status changes. Only such transitions count, so a
+// member's routine status updates cost nothing.
+func (l *LaunchOrder) podHandler(logger klog.Logger) cache.ResourceEventHandler {
+	reachedNow := func(oldPod, newPod *corev1.Pod) {
+		key, ok := topology.GroupOf(newPod)
+		if !ok {
+			return
+		}
+		topo, err := l.topology(key)
+		if err != nil || topo == nil {
+			return
+		}
+		if !hasReached(newPod, topo.StartAfter) || (oldPod != nil && hasReached(oldPod, topo.StartAfter)) {
+			return
+		}
+		l.release(logger, key, l.clock.Now())
+		l.wake(logger, key, topo)
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				reachedNow(nil, pod)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			oldPod, okOld := oldObj.(*corev1.Pod)
+			newPod, okNew := newObj.(*corev1.Pod)
+			if okOld && okNew {
+				reachedNow(oldPod, newPod)
+			}
+		},
+	}
+}
+
+// podGroupHandler re-evaluates a group's holds when its PodGroup changes,
+// for example its start-after.
+func (l *LaunchOrder) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) {
+			if key, ok := group.KeyOf(obj); ok {
+				l.release(logger, key, l.clock.Now())
+			}
+		},
+	}
+}
+
+// wake moves the group's unbound, unheld successors whose predecessors are
+// up back to the active queue: those that left Permit on a timeout.
+func (l *LaunchOrder) wake(logger klog.Logger, key types.NamespacedName, topo *topology.Topology) {
+	members, err := group.Members(l.pods, key)
+	if err != nil {
+		logger.Error(err, "Waking successors", "podGroup", key)
+		return
+	}
+	l.mu.Lock()
+	held := l.held[key]
+	pending := map[string]*corev1.Pod{}
+	for _, pod := range members {
+		role, ok := topology.RoleOf(pod)
+		if !ok || pod.Spec.NodeName != "" || !topology.IsActiveMember(pod) || len(topo.Predecessors(role)) == 0 {
+			continue
+		}
+		if _, isHeld := held[pod.UID]; !isHeld {
+			pending[pod.Namespace+"/"+pod.Name] = pod
+		}
+	}
+	l.mu.Unlock()
+	for name, pod := range pending {
+		role, _ := topology.RoleOf(pod)
+		if len(l.unmet(key, topo, role)) > 0 {
+			delete(pending, name)
+		}
+	}
+	if len(pending) > 0 {
+		l.handle.Activate(logger, pending)
+	}
+}

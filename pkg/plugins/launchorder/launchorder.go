@@ -1,0 +1,282 @@
+// Package launchorder implements the LaunchOrder scheduler plugin: within a
+// PodGroup, a pod whose role has predecessors (MPI workers before the
+// launcher, parameter servers before workers) waits at Permit, with its
+// reservation kept, until every pod of each predecessor role has reached
+// the group's start-after state. Next to Gang, the whole gang is reserved at
+// once and its roles then bind in order.
+package launchorder
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// Name is the plugin's name in the registry and in scheduler configurations.
+const Name = "LaunchOrder"
+
+// maxHold is the framework's cap on a Permit wait.
+const maxHold = 15 * time.Minute
+
+var (
+	_ framework.PreEnqueuePlugin  = &LaunchOrder{}
+	_ framework.ReservePlugin     = &LaunchOrder{}
+	_ framework.PermitPlugin      = &LaunchOrder{}
+	_ framework.EnqueueExtensions = &LaunchOrder{}
+)
+
+// LaunchOrder holds successors at Permit until their predecessors are up.
+type LaunchOrder struct {
+	handle    framework.Handle
+	podGroups schedulinglisters.PodGroupLister
+	pods      cache.Indexer
+	clock     clock.PassiveClock
+
+	mu sync.Mutex
+	// held are the successors waiting at Permit, by group. It is rebuilt
+	// by Permit itself after a restart.
+	held map[types.NamespacedName]map[types.UID]hold
+}
+
+type hold struct {
+	pod   *corev1.Pod
+	since time.Time
+}
+
+// New builds the plugin from the framework's handle. It takes no args.
+func New(ctx context.Context, _ runtime.Object, handle framework.Handle) (framework.Plugin, error) {
+	podInformer, err := group.PodIndexer(handle)
+	if err != nil {
+		return nil, err
+	}
+	register()
+	l := newLaunchOrder(handle, nil, podInformer.GetIndexer(), clock.RealClock{})
+	logger := klog.FromContext(ctx).WithValues("plugin", Name)
+	if l.podGroups, err = group.PodGroupInformer(ctx, handle, l.podGroupHandler(logger)); err != nil {
+		return nil, err
+	}
+	if _, err := podInformer.AddEventHandler(l.podHandler(logger)); err != nil {
+		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+	return l, nil
+}
+
+func newLaunchOrder(handle framework.Handle, podGroups schedulinglisters.PodGroupLister, pods cache.Indexer, clk clock.PassiveClock) *LaunchOrder {
+	return &LaunchOrder{
+		handle:    handle,
+		podGroups: podGroups,
+		pods:      pods,
+		clock:     clk,
+		held:      map[types.NamespacedName]map[types.UID]hold{},
+	}
+}
+
+// Name returns the plugin's name.
+func (l *LaunchOrder) Name() string { return Name }
+
+// PreEnqueue keeps every member of a group with an invalid topology out of
+// the queue, so that such a group is never scheduled half right.
+func (l *LaunchOrder) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return nil
+	}
+	if _, err := l.topology(key); err != nil {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	return nil
+}
+
+// Reserve does nothing: a hold begins at Permit.
+func (l *LaunchOrder) Reserve(context.Context, fwk.CycleState, *corev1.Pod, string) *fwk.Status {
+	return nil
+}
+
+// Unreserve forgets a hold that ended without a release: the pod was
+// rejected, or its wait timed out.
+func (l *LaunchOrder) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	h, held := l.held[key][pod.UID]
+	delete(l.held[key], pod.UID)
+	l.mu.Unlock()
+	if !held {
+		return
+	}
+	waited := l.clock.Since(h.since)
+	if waited >= maxHold {
+		note := fmt.Sprintf("held for %s, the longest a Permit wait may last; back to the queue, still waiting for %s",
+			waited.Round(time.Second), l.describeUnmet(key, pod))
+		klog.FromContext(ctx).Info("Launch hold timed out", "pod", klog.KObj(pod), "waited", waited)
+		l.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, "LaunchHoldTimedOut", "Hold", "%s", note)
+	}
+}
+
+// Permit holds a pod whose role has predecessors until every pod of those
+// roles has reached the group's start-after state. The reservation is kept
+// meanwhile, so the pod still counts toward its gang's quorum.
+func (l *LaunchOrder) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return nil, 0
+	}
+	topo, err := l.topology(key)
+	if err != nil {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error()), 0
+	}
+	if topo == nil {
+		return nil, 0
+	}
+	role, ok := topology.RoleOf(pod)
+	if !ok || len(topo.Predecessors(role)) == 0 {
+		return nil, 0
+	}
+	unmet := l.unmet(key, topo, role)
+	if len(unmet) == 0 {
+		return nil, 0
+	}
+	l.mu.Lock()
+	if l.held[key] == nil {
+		l.held[key] = map[types.UID]hold{}
+	}
+	l.held[key][pod.UID] = hold{pod: pod, since: l.clock.Now()}
+	l.mu.Unlock()
+	heldPods.Inc()
+	note := "held until " + strings.Join(unmet, ", ")
+	klog.FromContext(ctx).V(2).Info("Launch held", "pod", klog.KObj(pod), "waitingFor", unmet)
+	l.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, "LaunchHeld", "Hold", "%s", note)
+	return fwk.NewStatus(fwk.Wait, note), maxHold
+}
+
+// topology returns the group's parsed topology: nil when its PodGroup does
+// not exist (Gang waits for it), or an error naming every problem.
+func (l *LaunchOrder) topology(key types.NamespacedName) (*topology.Topology, error) {
+	pg, err := l.podGroups.PodGroups(key.Namespace).Get(key.Name)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading PodGroup %s: %w", key, err)
+	}
+	return parse(pg)
+}
+
+func parse(pg *v1alpha1.PodGroup) (*topology.Topology, error) {
+	topo, errs := topology.Parse(pg.Annotations)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", topology.InvalidMessage(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, errs))
+	}
+	return topo, nil
+}
+
+// unmet describes, for each predecessor role of role not yet at start-after,
+// how far it is, for example "worker is Ready (2/4)".
+func (l *LaunchOrder) unmet(key types.NamespacedName, topo *topology.Topology, role string) []string {
+	members, err := group.Members(l.pods, key)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	reached := map[string]int32{}
+	for _, pod := range members {
+		if r, ok := topology.RoleOf(pod); ok && topology.IsActiveMember(pod) && hasReached(pod, topo.StartAfter) {
+			reached[r]++
+		}
+	}
+	var unmet []string
+	for _, pred := range topo.Predecessors(role) {
+		if want := topo.Replicas[pred]; reached[pred] < want {
+			unmet = append(unmet, fmt.Sprintf("%s is %s (%d/%d)", pred, topo.StartAfter, reached[pred], want))
+		}
+	}
+	return unmet
+}
+
+func (l *LaunchOrder) describeUnmet(key types.NamespacedName, pod *corev1.Pod) string {
+	topo, err := l.topology(key)
+	if err != nil || topo == nil {
+		return "its PodGroup"
+	}
+	role, _ := topology.RoleOf(pod)
+	return strings.Join(l.unmet(key, topo, role), ", ")
+}
+
+// hasReached reports whether a predecessor pod is in the state its
+// successors wait for.
+func hasReached(pod *corev1.Pod, state topology.StartAfter) bool {
+	switch state {
+	case topology.StartAfterScheduled:
+		return pod.Spec.NodeName != ""
+	case topology.StartAfterRunning:
+		return pod.Status.Phase == corev1.PodRunning
+	default:
+		return pod.Status.Phase == corev1.PodRunning && podutil.IsPodReady(pod)
+	}
+}
+
+// release allows every held pod of the group whose predecessors are now
+// up. observedAt is when the scheduler saw the change that may free them.
+func (l *LaunchOrder) release(logger klog.Logger, key types.NamespacedName, observedAt time.Time) {
+	l.mu.Lock()
+	holds := make([]hold, 0, len(l.held[key]))
+	for _, h := range l.held[key] {
+		holds = append(holds, h)
+	}
+	l.mu.Unlock()
+	if len(holds) == 0 {
+		return
+	}
+	topo, err := l.topology(key)
+	if err != nil || topo == nil {
+		return
+	}
+	for _, h := range holds {
+		role, _ := topology.RoleOf(h.pod)
+		if len(l.unmet(key, topo, role)) > 0 {
+			continue
+		}
+		wp := l.handle.GetWaitingPod(h.pod.UID)
+		l.mu.Lock()
+		delete(l.held[key], h.pod.UID)
+		l.mu.Unlock()
+		if wp == nil {
+			continue
+		}
+		wp.Allow(Name)
+		now := l.clock.Now()
+		heldPods.Dec()
+		releaseDelay.Observe(now.Sub(observedAt).Seconds())
+		holdDuration.Observe(now.Sub(h.since).Seconds())
+		note := fmt.Sprintf("released after %s: %s", now.Sub(h.since).Round(10*time.Millisecond), strings.Join(predecessorsReached(topo, role), ", "))
+		logger.V(2).Info("Launch released", "pod", klog.KObj(h.pod), "held", now.Sub(h.since))
+		l.handle.EventRecorder().Eventf(h.pod, nil, corev1.EventTypeNormal, "LaunchReleased", "Release", "%s", note)
+	}
+}
+
+func predecessorsReached(topo *topology.Topology, role string) []string {
+	var reached []string
+	for _, pred := range topo.Predecessors(role) {
+		reached = append(reached, fmt.Sprintf("%s is %s (%d/%d)", pred, topo.StartAfter, topo.Replicas[pred], topo.Replicas[pred]))
+	}
+	return reached
+}

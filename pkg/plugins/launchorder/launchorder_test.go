@@ -1,0 +1,180 @@
+package launchorder
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
+	testingclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+const ns = "team-a"
+
+type activator struct{ activated []string }
+
+func (a *activator) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
+	for key := range pods {
+		a.activated = append(a.activated, key)
+	}
+}
+
+type fixture struct {
+	ctx       context.Context
+	logger    klog.Logger
+	fw        framework.Framework
+	plugin    *LaunchOrder
+	pods      cache.Indexer
+	events    *events.FakeRecorder
+	activator *activator
+}
+
+func newFixture(t *testing.T, annotations map[string]string, pods ...*corev1.Pod) *fixture {
+	t.Helper()
+	logger, ctx := ktesting.NewTestContext(t)
+	f := &fixture{
+		ctx: ctx, logger: logger,
+		pods:      cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{group.IndexName: group.IndexFunc}),
+		events:    events.NewFakeRecorder(100),
+		activator: &activator{},
+	}
+	podGroups := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	require.NoError(t, podGroups.Add(&v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "job", Annotations: annotations},
+		Spec:       v1alpha1.PodGroupSpec{MinMember: 1},
+	}))
+	for _, pod := range pods {
+		require.NoError(t, f.pods.Add(pod))
+	}
+	factory := func(_ context.Context, _ runtime.Object, h framework.Handle) (framework.Plugin, error) {
+		f.plugin = newLaunchOrder(h, schedulinglisters.NewPodGroupLister(podGroups), f.pods, testingclock.NewFakeClock(time.Now()))
+		return f.plugin, nil
+	}
+	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
+		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
+		tf.RegisterPluginAsExtensions(Name, factory, "Reserve", "Permit"),
+		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
+	}, "muster-scheduler",
+		frameworkruntime.WithEventRecorder(f.events),
+		frameworkruntime.WithPodActivator(f.activator),
+		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+	)
+	require.NoError(t, err)
+	f.fw = fw
+	return f
+}
+
+func rolePod(role, name string) *st.PodWrapper {
+	return st.MakePod().Namespace(ns).Name(name).UID(name).
+		Label(topology.GroupLabel, "job").Label(topology.RoleLabel, role)
+}
+
+func ready(w *st.PodWrapper) *st.PodWrapper {
+	pod := w.Node("node-1").Phase(corev1.PodRunning).Obj()
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	return &st.PodWrapper{Pod: *pod}
+}
+
+var mpi = map[string]string{topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2"}
+
+func TestPermitHoldsTheLauncherUntilTheWorkersAreReady(t *testing.T) {
+	launcher := rolePod("launcher", "launcher").Obj()
+	notReady := rolePod("worker", "w1").Node("node-1").Phase(corev1.PodRunning).Obj()
+	f := newFixture(t, mpi, launcher, ready(rolePod("worker", "w0")).Obj(), notReady)
+
+	state := framework.NewCycleState()
+	status := f.fw.RunPermitPlugins(f.ctx, state, launcher, "node-1")
+	require.Equal(t, fwk.Wait, status.Code())
+	assert.Equal(t, "Normal LaunchHeld held until worker is Ready (1/2)", <-f.events.Events)
+
+	// A worker that is updated without becoming Ready frees nothing.
+	f.plugin.release(f.logger, types.NamespacedName{Namespace: ns, Name: "job"}, time.Now())
+	assert.NotNil(t, f.fw.GetWaitingPod(launcher.UID), "still held")
+
+	nowReady := ready(rolePod("worker", "w1")).Obj()
+	require.NoError(t, f.pods.Update(nowReady))
+	handler := f.plugin.podHandler(f.logger).(cache.ResourceEventHandlerFuncs)
+	handler.UpdateFunc(notReady, nowReady)
+	assert.True(t, f.fw.WaitOnPermit(f.ctx, launcher).IsSuccess(), "released when the last worker turns Ready")
+	assert.Contains(t, <-f.events.Events, "LaunchReleased released after")
+}
+
+func TestPermitLetsPodsWithoutPredecessorsThrough(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		pod         *corev1.Pod
+	}{
+		{"a worker has no predecessor", mpi, rolePod("worker", "w0").Obj()},
+		{"launch-order none", map[string]string{topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2", topology.LaunchOrderAnnotation: "none"}, rolePod("launcher", "l").Obj()},
+		{"a pod without a role", mpi, st.MakePod().Namespace(ns).Name("x").Label(topology.GroupLabel, "job").Obj()},
+		{"a pod without a group", mpi, st.MakePod().Namespace(ns).Name("x").Obj()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.annotations, tt.pod)
+			assert.True(t, f.fw.RunPermitPlugins(f.ctx, framework.NewCycleState(), tt.pod, "node-1").IsSuccess())
+		})
+	}
+}
+
+func TestHasReached(t *testing.T) {
+	bound := rolePod("worker", "w").Node("n").Obj()
+	running := rolePod("worker", "w").Node("n").Phase(corev1.PodRunning).Obj()
+	readyPod := ready(rolePod("worker", "w")).Obj()
+	tests := []struct {
+		state topology.StartAfter
+		pod   *corev1.Pod
+		want  bool
+	}{
+		{topology.StartAfterScheduled, rolePod("worker", "w").Obj(), false},
+		{topology.StartAfterScheduled, bound, true},
+		{topology.StartAfterRunning, bound, false},
+		{topology.StartAfterRunning, running, true},
+		{topology.StartAfterReady, running, false},
+		{topology.StartAfterReady, readyPod, true},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, hasReached(tt.pod, tt.state), "%s on %s/%v", tt.state, tt.pod.Status.Phase, tt.pod.Spec.NodeName)
+	}
+}
+
+func TestPreEnqueueRefusesAnInvalidTopology(t *testing.T) {
+	f := newFixture(t, map[string]string{topology.RolesAnnotation: "a=1,b=1", topology.LaunchOrderAnnotation: "a>b>a"})
+	status := f.plugin.PreEnqueue(f.ctx, rolePod("a", "a0").Obj())
+	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
+	assert.Contains(t, status.Message(), "the order has a cycle, a>b>a")
+	assert.Nil(t, f.plugin.PreEnqueue(f.ctx, st.MakePod().Namespace(ns).Name("plain").Obj()))
+}
+
+func TestWakeActivatesSuccessorsWhosePredecessorsAreUp(t *testing.T) {
+	// A launcher whose hold timed out is back in the queue; the queue is
+	// not told when the workers turn Ready, so the plugin wakes it.
+	launcher := rolePod("launcher", "launcher").Obj()
+	f := newFixture(t, mpi, launcher, ready(rolePod("worker", "w0")).Obj(), ready(rolePod("worker", "w1")).Obj())
+	topo, errs := topology.Parse(mpi)
+	require.Empty(t, errs)
+	f.plugin.wake(f.logger, types.NamespacedName{Namespace: ns, Name: "job"}, topo)
+	assert.Equal(t, []string{"team-a/launcher"}, f.activator.activated)
+}
