@@ -64,6 +64,23 @@ echo
 echo "train was admitted whole: its 4 pods were bound in one step."
 echo "short has 2 of its 3 pods; they wait, and say so, until the third exists."
 echo "huge cannot fit on any node; it was rejected whole, with nothing bound, and backs off."
+say "Launch order: applying manifests/examples/mpi-launch-order.yaml"
+kubectl apply -f "$root/manifests/examples/mpi-launch-order.yaml"
+kubectl wait --namespace muster-demo --for=condition=Ready pod/mpi-job-launcher-0 --timeout=120s
+
+say "MPI job timeline (bound = PodScheduled, ready = Ready; kwok's clock, whole seconds)"
+kubectl get pods --namespace muster-demo --selector scheduling.x-k8s.io/pod-group=mpi-job \
+	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.muster\.dev/role,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime' \
+	| { read -r header; echo "$header"; sort -k3,3 -k1,1; }
+
+say "What LaunchOrder said about the launcher"
+kubectl get events.events.k8s.io --namespace muster-demo --field-selector regarding.name=mpi-job-launcher-0 \
+	-o custom-columns='REASON:.reason,NOTE:.note' | awk 'NR == 1 || $1 ~ /^Launch/'
+
+echo
+echo "All 5 pods were reserved together; the workers were bound at once, and the"
+echo "launcher was held, its room kept, until the last worker was Ready."
+
 if [[ ${KEEP:-} == 1 ]]; then
 	echo
 	echo "The cluster keeps running (KEEP=1):"
