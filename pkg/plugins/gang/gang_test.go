@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -29,21 +28,13 @@ import (
 	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
 const ns = "team-a"
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// recordingActivator records the pods the plugin asks the queue to retry.
-type recordingActivator struct{ activated []string }
-
-func (r *recordingActivator) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
-	for key := range pods {
-		r.activated = append(r.activated, key)
-	}
-}
 
 type fixture struct {
 	ctx       context.Context
@@ -53,7 +44,7 @@ type fixture struct {
 	podGroups cache.Indexer
 	clock     *testingclock.FakeClock
 	events    *events.FakeRecorder
-	activator *recordingActivator
+	activator *plugintest.Activator
 }
 
 func newFixture(t *testing.T, args Args, podGroups []*v1alpha1.PodGroup, pods []*corev1.Pod) *fixture {
@@ -65,7 +56,7 @@ func newFixture(t *testing.T, args Args, podGroups []*v1alpha1.PodGroup, pods []
 		podGroups: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
 		clock:     testingclock.NewFakeClock(epoch),
 		events:    events.NewFakeRecorder(100),
-		activator: &recordingActivator{},
+		activator: &plugintest.Activator{},
 	}
 	for _, pg := range podGroups {
 		require.NoError(t, f.podGroups.Add(pg))
@@ -354,7 +345,7 @@ func TestPostFilterBeforeQuorumRejectsTheGroup(t *testing.T) {
 	assert.Contains(t, status.Message(), "backs off after a failed attempt", "a member turned away by the backoff says so")
 	assert.Empty(t, f.drainEvents(), "the backoff is not a new failure")
 	f.clock.Step(10 * time.Second)
-	assert.ElementsMatch(t, []string{"team-a/p0", "team-a/p1", "team-a/p2"}, f.activator.activated)
+	assert.ElementsMatch(t, []string{"team-a/p0", "team-a/p1", "team-a/p2"}, f.activator.Activated)
 	_, status = f.gang.PreFilter(f.ctx, nil, members[0], nil)
 	assert.True(t, status.IsSuccess(), "tried again once the backoff ends")
 }

@@ -74,12 +74,19 @@ func (l *LaunchOrder) podHandler(logger klog.Logger) cache.ResourceEventHandler 
 }
 
 // podGroupHandler re-evaluates a group's holds when its PodGroup changes,
-// for example its start-after.
+// for example its start-after, and forgets a deleted group's topology.
 func (l *LaunchOrder) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) {
 			if key, ok := group.KeyOf(obj); ok {
 				l.release(logger, key, l.clock.Now())
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if key, ok := group.KeyOf(obj); ok {
+				l.mu.Lock()
+				delete(l.parsed, key)
+				l.mu.Unlock()
 			}
 		},
 	}

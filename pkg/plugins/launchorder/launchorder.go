@@ -54,6 +54,16 @@ type LaunchOrder struct {
 	// held are the successors waiting at Permit, by group. It is rebuilt
 	// by Permit itself after a restart.
 	held map[types.NamespacedName]map[types.UID]hold
+	// parsed caches each PodGroup's topology for the version it was read
+	// from: Permit and every member's status update need it.
+	parsed map[types.NamespacedName]parsedTopology
+}
+
+type parsedTopology struct {
+	uid             types.UID
+	resourceVersion string
+	topology        *topology.Topology
+	err             error
 }
 
 type hold struct {
@@ -86,6 +96,7 @@ func newLaunchOrder(handle framework.Handle, podGroups schedulinglisters.PodGrou
 		pods:      pods,
 		clock:     clk,
 		held:      map[types.NamespacedName]map[types.UID]hold{},
+		parsed:    map[types.NamespacedName]parsedTopology{},
 	}
 }
 
@@ -179,7 +190,17 @@ func (l *LaunchOrder) topology(key types.NamespacedName) (*topology.Topology, er
 		}
 		return nil, fmt.Errorf("reading PodGroup %s: %w", key, err)
 	}
-	return parse(pg)
+	l.mu.Lock()
+	cached, ok := l.parsed[key]
+	l.mu.Unlock()
+	if ok && cached.uid == pg.UID && cached.resourceVersion == pg.ResourceVersion {
+		return cached.topology, cached.err
+	}
+	topo, err := parse(pg)
+	l.mu.Lock()
+	l.parsed[key] = parsedTopology{uid: pg.UID, resourceVersion: pg.ResourceVersion, topology: topo, err: err}
+	l.mu.Unlock()
+	return topo, err
 }
 
 func parse(pg *v1alpha1.PodGroup) (*topology.Topology, error) {

@@ -27,18 +27,11 @@ import (
 	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
 const ns = "team-a"
-
-type activator struct{ activated []string }
-
-func (a *activator) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
-	for key := range pods {
-		a.activated = append(a.activated, key)
-	}
-}
 
 type fixture struct {
 	ctx       context.Context
@@ -47,7 +40,7 @@ type fixture struct {
 	plugin    *LaunchOrder
 	pods      cache.Indexer
 	events    *events.FakeRecorder
-	activator *activator
+	activator *plugintest.Activator
 }
 
 func newFixture(t *testing.T, annotations map[string]string, pods ...*corev1.Pod) *fixture {
@@ -57,7 +50,7 @@ func newFixture(t *testing.T, annotations map[string]string, pods ...*corev1.Pod
 		ctx: ctx, logger: logger,
 		pods:      cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{group.IndexName: group.IndexFunc}),
 		events:    events.NewFakeRecorder(100),
-		activator: &activator{},
+		activator: &plugintest.Activator{},
 	}
 	podGroups := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	require.NoError(t, podGroups.Add(&v1alpha1.PodGroup{
@@ -176,5 +169,5 @@ func TestWakeActivatesSuccessorsWhosePredecessorsAreUp(t *testing.T) {
 	topo, errs := topology.Parse(mpi)
 	require.Empty(t, errs)
 	f.plugin.wake(f.logger, types.NamespacedName{Namespace: ns, Name: "job"}, topo)
-	assert.Equal(t, []string{"team-a/launcher"}, f.activator.activated)
+	assert.Equal(t, []string{"team-a/launcher"}, f.activator.Activated)
 }

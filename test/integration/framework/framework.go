@@ -22,10 +22,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
 	"github.com/muster-dev/muster/pkg/localcluster"
@@ -261,6 +263,46 @@ func SchedulerMetrics(t *testing.T) map[string]float64 {
 		}
 	}
 	return samples
+}
+
+// CreatePodGroup creates a PodGroup with the annotations, which may be nil.
+func CreatePodGroup(t *testing.T, namespace, name string, minMember int32, annotations map[string]string) *v1alpha1.PodGroup {
+	t.Helper()
+	pg := &v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Annotations: annotations},
+		Spec:       v1alpha1.PodGroupSpec{MinMember: minMember},
+	}
+	created, err := PodGroups.SchedulingV1alpha1().PodGroups(namespace).Create(context.Background(), pg, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating PodGroup %s/%s: %v", namespace, name, err)
+	}
+	return created
+}
+
+// WaitForEvent waits for an event with the reason about the named object
+// (a pod or a PodGroup) and returns its note.
+func WaitForEvent(t *testing.T, namespace, regarding, reason string) string {
+	t.Helper()
+	var note string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, Timeout, true, func(ctx context.Context) (bool, error) {
+		events, err := Client.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("reason", reason).String(),
+		})
+		if err != nil {
+			return false, nil
+		}
+		for _, e := range events.Items {
+			if e.Regarding.Name == regarding {
+				note = e.Note
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s event about %s/%s: %v", reason, namespace, regarding, err)
+	}
+	return note
 }
 
 // WaitForPod polls the pod until cond holds and returns it. It fails the

@@ -20,11 +20,11 @@ import (
 func TestGangThatFitsIsBoundWhole(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 2, "4")
-	createPodGroup(t, ns, "job", 8)
+	framework.CreatePodGroup(t, ns, "job", 8, nil)
 	createGang(t, ns, "job", 8, "1", "")
 
 	waitForBound(t, ns, "job", 8)
-	note := waitForEvent(t, ns, "job", "GangAdmitted")
+	note := framework.WaitForEvent(t, ns, "job", "GangAdmitted")
 	if want := "8/8 members placed; all are allowed to bind"; note != want {
 		t.Errorf("GangAdmitted says %q, want %q", note, want)
 	}
@@ -36,10 +36,10 @@ func TestGangThatDoesNotFitWaitsWhole(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "7")
 	watch := watchGangs(t, ns, map[string]int{"job": 8})
-	createPodGroup(t, ns, "job", 8)
+	framework.CreatePodGroup(t, ns, "job", 8, nil)
 	createGang(t, ns, "job", 8, "1", "")
 
-	note := waitForEvent(t, ns, "job", "GangRejected")
+	note := framework.WaitForEvent(t, ns, "job", "GangRejected")
 	if want := "fits on no node"; !strings.Contains(note, want) {
 		t.Errorf("GangRejected says %q, want it to say %q", note, want)
 	}
@@ -58,8 +58,8 @@ func TestCompetingGangsDoNotDeadlock(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 2, "5")
 	watch := watchGangs(t, ns, map[string]int{"a": 6, "b": 6})
-	createPodGroup(t, ns, "a", 6)
-	createPodGroup(t, ns, "b", 6)
+	framework.CreatePodGroup(t, ns, "a", 6, nil)
+	framework.CreatePodGroup(t, ns, "b", 6, nil)
 	createInterleaved(t, ns, map[string]int{"a": 6, "b": 6}, "3s")
 
 	// Whichever wins, it wins whole, and the other has nothing bound.
@@ -109,7 +109,7 @@ func TestManyGangsNeverHalfBound(t *testing.T) {
 
 	watch := watchGangs(t, ns, sizes)
 	for group, size := range sizes {
-		createPodGroup(t, ns, group, int32(size))
+		framework.CreatePodGroup(t, ns, group, int32(size), nil)
 	}
 	createInterleaved(t, ns, sizes, "2s")
 
@@ -137,8 +137,8 @@ func TestSameNamedGroupsInTwoNamespacesAreApart(t *testing.T) {
 	incomplete := framework.NewNamespace(t)
 	framework.NodePool(t, complete, 1, "8")
 	framework.NodePool(t, incomplete, 1, "8")
-	createPodGroup(t, complete, "job", 3)
-	createPodGroup(t, incomplete, "job", 3)
+	framework.CreatePodGroup(t, complete, "job", 3, nil)
+	framework.CreatePodGroup(t, incomplete, "job", 3, nil)
 	createGang(t, incomplete, "job", 2, "1", "")
 	createGang(t, complete, "job", 3, "1", "")
 
@@ -180,7 +180,7 @@ func TestPodsWithoutAGroupAndWithAMissingGroup(t *testing.T) {
 		t.Fatalf("a pod whose PodGroup does not exist was bound")
 	}
 	waitForCondition(t, ns, orphan.Name, topology.WaitingForPodGroupMessage(types.NamespacedName{Namespace: ns, Name: "later"}))
-	createPodGroup(t, ns, "later", 1)
+	framework.CreatePodGroup(t, ns, "later", 1, nil)
 	framework.WaitForPod(t, ns, orphan.Name, "bound", framework.IsBound)
 }
 
@@ -189,7 +189,7 @@ func TestPodsWithoutAGroupAndWithAMissingGroup(t *testing.T) {
 func TestMinMemberAbovePodCountWaitsForTheMissingPods(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "8")
-	createPodGroup(t, ns, "job", 4)
+	framework.CreatePodGroup(t, ns, "job", 4, nil)
 	createGang(t, ns, "job", 3, "1", "")
 	// Proof that the scheduler has been at work in this namespace: a pod
 	// of the same pool without a group is bound meanwhile.
@@ -210,7 +210,7 @@ func TestMinMemberAbovePodCountWaitsForTheMissingPods(t *testing.T) {
 func TestGangMetricsAreServed(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "4")
-	createPodGroup(t, ns, "job", 2)
+	framework.CreatePodGroup(t, ns, "job", 2, nil)
 	createGang(t, ns, "job", 2, "1", "")
 	waitForBound(t, ns, "job", 2)
 

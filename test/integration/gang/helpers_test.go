@@ -22,19 +22,6 @@ import (
 	"github.com/muster-dev/muster/test/integration/framework"
 )
 
-func createPodGroup(t *testing.T, namespace, name string, minMember int32) *v1alpha1.PodGroup {
-	t.Helper()
-	pg := &v1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec:       v1alpha1.PodGroupSpec{MinMember: minMember},
-	}
-	created, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(namespace).Create(context.Background(), pg, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating PodGroup %s/%s: %v", namespace, name, err)
-	}
-	return created
-}
-
 // gangPod is a member of group asking for cpu on the test's node pool.
 func gangPod(namespace, group string, index int, cpu string) *st.PodWrapper {
 	return st.MakePod().Namespace(namespace).Name(fmt.Sprintf("%s-%d", group, index)).
@@ -120,31 +107,6 @@ func waitForBound(t *testing.T, namespace, group string, want int) {
 	if err != nil {
 		t.Fatalf("group %s/%s never had %d pods bound (has %d): %v", namespace, group, want, boundCount(t, namespace, group), err)
 	}
-}
-
-// waitForEvent returns the first event on the PodGroup with the reason.
-func waitForEvent(t *testing.T, namespace, group, reason string) string {
-	t.Helper()
-	var note string
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, framework.Timeout, true, func(ctx context.Context) (bool, error) {
-		events, err := framework.Client.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{
-			FieldSelector: fields.OneTermEqualSelector("reason", reason).String(),
-		})
-		if err != nil {
-			return false, nil
-		}
-		for _, e := range events.Items {
-			if e.Regarding.Kind == "PodGroup" && e.Regarding.Name == group {
-				note = e.Note
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("no %s event on PodGroup %s/%s: %v", reason, namespace, group, err)
-	}
-	return note
 }
 
 // waitForCondition waits until the pod's PodScheduled condition says why it

@@ -14,23 +14,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
-
-func createPodGroup(t *testing.T, namespace, name string, minMember int32, annotations map[string]string) {
-	t.Helper()
-	pg := &v1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Annotations: annotations},
-		Spec:       v1alpha1.PodGroupSpec{MinMember: minMember},
-	}
-	if _, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(namespace).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating PodGroup %s/%s: %v", namespace, name, err)
-	}
-}
 
 // rolePods creates count pods of role in group, each asking for cpu on the
 // test's node pool and turning Ready readyAfter after they start.
@@ -152,30 +140,4 @@ func names(group, role string, count int) []string {
 		out[i] = fmt.Sprintf("%s-%s-%d", group, role, i)
 	}
 	return out
-}
-
-// podEvent waits for an event with the reason on the pod and returns its
-// note.
-func podEvent(t *testing.T, namespace, pod, reason string) string {
-	t.Helper()
-	var note string
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, framework.Timeout, true, func(ctx context.Context) (bool, error) {
-		events, err := framework.Client.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{
-			FieldSelector: fields.OneTermEqualSelector("reason", reason).String(),
-		})
-		if err != nil {
-			return false, nil
-		}
-		for _, e := range events.Items {
-			if e.Regarding.Name == pod {
-				note = e.Note
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("no %s event on pod %s: %v", reason, pod, err)
-	}
-	return note
 }

@@ -26,7 +26,7 @@ func TestMPIWorkersBeforeLauncher(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 2, "4")
 	h := record(t, ns)
-	createPodGroup(t, ns, "job", 5, mpi("launcher=1,worker=4"))
+	framework.CreatePodGroup(t, ns, "job", 5, mpi("launcher=1,worker=4"))
 	rolePods(t, ns, "job", "launcher", 1, "1", 0)
 	rolePods(t, ns, "job", "worker", 4, "1", 3*time.Second)
 	workers, launcher := names("job", "worker", 4), names("job", "launcher", 1)
@@ -38,11 +38,11 @@ func TestMPIWorkersBeforeLauncher(t *testing.T) {
 		t.Fatal("the launcher was never bound")
 	}
 
-	held := podEvent(t, ns, launcher[0], "LaunchHeld")
+	held := framework.WaitForEvent(t, ns, launcher[0], "LaunchHeld")
 	if want := "held until worker is Ready (0/4)"; held != want {
 		t.Errorf("LaunchHeld says %q, want %q", held, want)
 	}
-	released := podEvent(t, ns, launcher[0], "LaunchReleased")
+	released := framework.WaitForEvent(t, ns, launcher[0], "LaunchReleased")
 	if !strings.Contains(released, "worker is Ready (4/4)") {
 		t.Errorf("LaunchReleased says %q", released)
 	}
@@ -59,7 +59,7 @@ func TestTensorFlowParameterServersFirst(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 2, "4")
 	h := record(t, ns)
-	createPodGroup(t, ns, "tf", 6, map[string]string{topology.FrameworkAnnotation: "tensorflow", topology.RolesAnnotation: "ps=2,chief=1,worker=3"})
+	framework.CreatePodGroup(t, ns, "tf", 6, map[string]string{topology.FrameworkAnnotation: "tensorflow", topology.RolesAnnotation: "ps=2,chief=1,worker=3"})
 	rolePods(t, ns, "tf", "ps", 2, "1", 3*time.Second)
 	rolePods(t, ns, "tf", "chief", 1, "1", 0)
 	rolePods(t, ns, "tf", "worker", 3, "1", 0)
@@ -75,7 +75,7 @@ func TestMXNetChainStageByStage(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 2, "4")
 	h := record(t, ns)
-	createPodGroup(t, ns, "mx", 5, map[string]string{topology.FrameworkAnnotation: "mxnet", topology.RolesAnnotation: "scheduler=1,server=2,worker=2"})
+	framework.CreatePodGroup(t, ns, "mx", 5, map[string]string{topology.FrameworkAnnotation: "mxnet", topology.RolesAnnotation: "scheduler=1,server=2,worker=2"})
 	rolePods(t, ns, "mx", "scheduler", 1, "1", 2*time.Second)
 	rolePods(t, ns, "mx", "server", 2, "1", 2*time.Second)
 	rolePods(t, ns, "mx", "worker", 2, "1", 0)
@@ -92,13 +92,13 @@ func TestNoRoomForTheLauncherBindsNoWorker(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "4")
 	h := record(t, ns)
-	createPodGroup(t, ns, "job", 5, mpi("launcher=1,worker=4"))
+	framework.CreatePodGroup(t, ns, "job", 5, mpi("launcher=1,worker=4"))
 	rolePods(t, ns, "job", "worker", 4, "1", 0)
 	rolePods(t, ns, "job", "launcher", 1, "1", 0)
 
 	// The gang fails at the launcher, releases the workers' reservations
 	// and backs off; nothing may have been bound meanwhile.
-	rejected := podEvent(t, ns, "job", "GangRejected")
+	rejected := framework.WaitForEvent(t, ns, "job", "GangRejected")
 	if !strings.Contains(rejected, "fits on no node") {
 		t.Errorf("GangRejected says %q", rejected)
 	}
@@ -116,12 +116,12 @@ func TestHeldLauncherSurvivesSchedulerRestart(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 2, "4")
 	h := record(t, ns)
-	createPodGroup(t, ns, "job", 5, mpi("launcher=1,worker=4"))
+	framework.CreatePodGroup(t, ns, "job", 5, mpi("launcher=1,worker=4"))
 	rolePods(t, ns, "job", "launcher", 1, "1", 0)
 	rolePods(t, ns, "job", "worker", 4, "1", 8*time.Second)
 	workers, launcher := names("job", "worker", 4), names("job", "launcher", 1)
 
-	podEvent(t, ns, launcher[0], "LaunchHeld")
+	framework.WaitForEvent(t, ns, launcher[0], "LaunchHeld")
 	h.waitFor(t, h.bound, "bound", workers...)
 	ctx, cancel := context.WithTimeout(context.Background(), framework.Timeout)
 	defer cancel()
@@ -148,7 +148,7 @@ func TestOrderNoneAndStartAfterScheduled(t *testing.T) {
 		h := record(t, ns)
 		annotations := mpi("launcher=1,worker=2")
 		annotations[topology.LaunchOrderAnnotation] = "none"
-		createPodGroup(t, ns, "job", 3, annotations)
+		framework.CreatePodGroup(t, ns, "job", 3, annotations)
 		rolePods(t, ns, "job", "launcher", 1, "1", 0)
 		rolePods(t, ns, "job", "worker", 2, "1", 5*time.Second)
 		workers := names("job", "worker", 2)
@@ -163,7 +163,7 @@ func TestOrderNoneAndStartAfterScheduled(t *testing.T) {
 		h := record(t, ns)
 		annotations := mpi("launcher=1,worker=2")
 		annotations[topology.StartAfterAnnotation] = "Scheduled"
-		createPodGroup(t, ns, "job", 3, annotations)
+		framework.CreatePodGroup(t, ns, "job", 3, annotations)
 		rolePods(t, ns, "job", "launcher", 1, "1", 0)
 		rolePods(t, ns, "job", "worker", 2, "1", 5*time.Second)
 		workers := names("job", "worker", 2)
@@ -181,7 +181,7 @@ func TestCyclicOrderLeavesPodsPending(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "4")
 	h := record(t, ns)
-	createPodGroup(t, ns, "job", 2, map[string]string{topology.RolesAnnotation: "a=1,b=1", topology.LaunchOrderAnnotation: "a>b>a"})
+	framework.CreatePodGroup(t, ns, "job", 2, map[string]string{topology.RolesAnnotation: "a=1,b=1", topology.LaunchOrderAnnotation: "a>b>a"})
 	rolePods(t, ns, "job", "a", 1, "1", 0)
 	rolePods(t, ns, "job", "b", 1, "1", 0)
 
