@@ -171,3 +171,23 @@ func TestWakeActivatesSuccessorsWhosePredecessorsAreUp(t *testing.T) {
 	f.plugin.wake(f.logger, types.NamespacedName{Namespace: ns, Name: "job"}, topo)
 	assert.Equal(t, []string{"team-a/launcher"}, f.activator.Activated)
 }
+
+func TestAHoldThatTimesOutSaysWhatItWaitedFor(t *testing.T) {
+	launcher := rolePod("launcher", "launcher").Obj()
+	clock := testingclock.NewFakeClock(time.Now())
+	f := newFixture(t, mpi, launcher, rolePod("worker", "w0").Node("node-1").Obj())
+	f.plugin.clock = clock
+	require.Equal(t, fwk.Wait, f.fw.RunPermitPlugins(f.ctx, framework.NewCycleState(), launcher, "node-1").Code())
+	<-f.events.Events
+
+	clock.Step(maxHold)
+	f.plugin.Unreserve(f.ctx, nil, launcher, "node-1")
+	assert.Equal(t, "Warning LaunchHoldTimedOut held for 15m0s, the longest a Permit wait may last; back to the queue, still waiting for worker is Ready (0/2)", <-f.events.Events)
+
+	// A hold that ends early, because the gang was torn down, is no
+	// timeout.
+	require.Equal(t, fwk.Wait, f.fw.RunPermitPlugins(f.ctx, framework.NewCycleState(), launcher, "node-1").Code())
+	<-f.events.Events
+	f.plugin.Unreserve(f.ctx, nil, launcher, "node-1")
+	assert.Empty(t, f.events.Events)
+}

@@ -138,17 +138,23 @@ func waitForPodGroup(t *testing.T, namespace, name, what string, cond func(*v1al
 }
 
 // gangWatch follows every pod of a namespace, in the order the API server
-// reports their changes, and checks the gang invariant at each moment a pod
-// finishes: no gang holds some but not all of its minMember pods bound. A
-// pod counts as bound from its binding on, through its end, so a gang whose
-// pods finish one by one is not mistaken for a partial one. Bindings of a
-// gang land within milliseconds of each other, while a pod runs for
-// seconds, so a gang left partial by the scheduler is caught at the next
-// finish.
+// committed their changes, and checks the gang invariant: no gang stays
+// with some but not all of its minMember pods bound. A pod counts as bound
+// from its binding on, through its end, so a gang whose pods finish one by
+// one is not mistaken for a partial one.
+//
+// "Stays" is read from the order of events, not from a clock: a gang that
+// is still partial when a pod finishes that was bound after the gang's
+// first member has been partial for at least that pod's whole run
+// (seconds), while the bindings of an admitted gang land within
+// milliseconds of each other.
 type gangWatch struct {
 	mu         sync.Mutex
+	seq        int
 	minMember  map[string]int
 	everBound  map[string]sets.Set[string]
+	boundAt    map[string]int // pod -> position of its binding
+	firstBound map[string]int // gang -> position of its first binding
 	finished   map[string]sets.Set[string]
 	violations []string
 	stop       chan struct{}
@@ -157,10 +163,12 @@ type gangWatch struct {
 func watchGangs(t *testing.T, namespace string, minMember map[string]int) *gangWatch {
 	t.Helper()
 	w := &gangWatch{
-		minMember: minMember,
-		everBound: map[string]sets.Set[string]{},
-		finished:  map[string]sets.Set[string]{},
-		stop:      make(chan struct{}),
+		minMember:  minMember,
+		everBound:  map[string]sets.Set[string]{},
+		boundAt:    map[string]int{},
+		firstBound: map[string]int{},
+		finished:   map[string]sets.Set[string]{},
+		stop:       make(chan struct{}),
 	}
 	lw := cache.NewListWatchFromClient(framework.Client.CoreV1().RESTClient(), "pods", namespace, fields.Everything())
 	informer := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
@@ -185,9 +193,12 @@ func (w *gangWatch) observe(pod *corev1.Pod) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if pod.Spec.NodeName != "" {
+	w.seq++
+	if pod.Spec.NodeName != "" && w.boundAt[pod.Name] == 0 {
+		w.boundAt[pod.Name] = w.seq
 		if w.everBound[group] == nil {
 			w.everBound[group] = sets.New[string]()
+			w.firstBound[group] = w.seq
 		}
 		w.everBound[group].Insert(pod.Name)
 	}
@@ -203,12 +214,12 @@ func (w *gangWatch) observe(pod *corev1.Pod) {
 	w.finished[group].Insert(pod.Name)
 	var partial []string
 	for g, bound := range w.everBound {
-		if n := bound.Len(); n > 0 && n < w.minMember[g] {
+		if n := bound.Len(); n > 0 && n < w.minMember[g] && w.boundAt[pod.Name] > w.firstBound[g] {
 			partial = append(partial, fmt.Sprintf("%s (%d/%d)", g, n, w.minMember[g]))
 		}
 	}
 	if len(partial) > 0 {
-		w.violations = append(w.violations, fmt.Sprintf("when %s finished, partially bound: %s", pod.Name, strings.Join(partial, ", ")))
+		w.violations = append(w.violations, fmt.Sprintf("%s ran its whole course while these stayed partially bound: %s", pod.Name, strings.Join(partial, ", ")))
 	}
 }
 
