@@ -125,6 +125,7 @@ func TestManyGangsNeverHalfBound(t *testing.T) {
 		for group, size := range sizes {
 			t.Logf("gang %s: %d/%d bound, %d finished", group, watch.everBoundCount(group), size, watch.finishedCount(group))
 		}
+		watch.check(t)
 		t.Fatalf("not every gang ran: %v", err)
 	}
 	watch.check(t)
