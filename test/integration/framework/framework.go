@@ -77,9 +77,18 @@ func runMain(m *testing.M, configure func(*localcluster.Options)) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if cluster, err = localcluster.Up(ctx, opts); err != nil {
-		fmt.Fprintln(os.Stderr, "starting the local cluster:", err)
-		return 1
+	// Ports are picked free but bound by the programs a moment later; when
+	// packages start clusters side by side, one may lose a port to another.
+	// That costs a second start, never a failed run.
+	for attempt := 1; ; attempt++ {
+		if cluster, err = localcluster.Up(ctx, opts); err == nil {
+			break
+		}
+		if attempt == 2 || !strings.Contains(err.Error(), "address already in use") {
+			fmt.Fprintln(os.Stderr, "starting the local cluster:", err)
+			return 1
+		}
+		fmt.Fprintln(os.Stderr, "starting the local cluster again after a port clash:", err)
 	}
 	stopOnSignal()
 
