@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
@@ -312,6 +313,27 @@ func WaitForEvent(t *testing.T, namespace, regarding, reason string) string {
 		t.Fatalf("no %s event about %s/%s: %v", reason, namespace, regarding, err)
 	}
 	return note
+}
+
+// WatchPods calls observe with every change to the namespace's pods, in the
+// order the API server committed them (old is nil the first time a pod is
+// seen), from now until the test ends. observe runs on one goroutine.
+func WatchPods(t *testing.T, namespace string, observe func(old, pod *corev1.Pod)) {
+	t.Helper()
+	stop := make(chan struct{})
+	lw := cache.NewListWatchFromClient(Client.CoreV1().RESTClient(), "pods", namespace, fields.Everything())
+	informer := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { observe(nil, obj.(*corev1.Pod)) },
+		UpdateFunc: func(oldObj, obj any) { observe(oldObj.(*corev1.Pod), obj.(*corev1.Pod)) },
+	}); err != nil {
+		t.Fatalf("watching pods: %v", err)
+	}
+	go informer.Run(stop)
+	t.Cleanup(func() { close(stop) })
+	if !cache.WaitForCacheSync(stop, informer.HasSynced) {
+		t.Fatalf("syncing the watch of the pods of %s", namespace)
+	}
 }
 
 // WaitForPod polls the pod until cond holds and returns it. It fails the

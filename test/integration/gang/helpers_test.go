@@ -10,10 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/cache"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -157,7 +155,6 @@ type gangWatch struct {
 	firstBound map[string]int // gang -> position of its first binding
 	finished   map[string]sets.Set[string]
 	violations []string
-	stop       chan struct{}
 }
 
 func watchGangs(t *testing.T, namespace string, minMember map[string]int) *gangWatch {
@@ -168,25 +165,12 @@ func watchGangs(t *testing.T, namespace string, minMember map[string]int) *gangW
 		boundAt:    map[string]int{},
 		firstBound: map[string]int{},
 		finished:   map[string]sets.Set[string]{},
-		stop:       make(chan struct{}),
 	}
-	lw := cache.NewListWatchFromClient(framework.Client.CoreV1().RESTClient(), "pods", namespace, fields.Everything())
-	informer := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { w.observe(obj.(*corev1.Pod)) },
-		UpdateFunc: func(_, obj any) { w.observe(obj.(*corev1.Pod)) },
-	}); err != nil {
-		t.Fatalf("watching pods: %v", err)
-	}
-	go informer.Run(w.stop)
-	t.Cleanup(func() { close(w.stop) })
-	if !cache.WaitForCacheSync(w.stop, informer.HasSynced) {
-		t.Fatalf("syncing the pod watch")
-	}
+	framework.WatchPods(t, namespace, w.observe)
 	return w
 }
 
-func (w *gangWatch) observe(pod *corev1.Pod) {
+func (w *gangWatch) observe(_, pod *corev1.Pod) {
 	group := pod.Labels[topology.GroupLabel]
 	if group == "" {
 		return

@@ -9,9 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/cache"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
@@ -51,27 +49,12 @@ type history struct {
 	running map[string]int
 	ready   map[string]int
 	binds   map[string]int
-	stop    chan struct{}
 }
 
 func record(t *testing.T, namespace string) *history {
 	t.Helper()
-	h := &history{bound: map[string]int{}, running: map[string]int{}, ready: map[string]int{}, binds: map[string]int{}, stop: make(chan struct{})}
-	lw := cache.NewListWatchFromClient(framework.Client.CoreV1().RESTClient(), "pods", namespace, fields.Everything())
-	informer := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { h.observe(nil, obj.(*corev1.Pod)) },
-		UpdateFunc: func(oldObj, obj any) {
-			h.observe(oldObj.(*corev1.Pod), obj.(*corev1.Pod))
-		},
-	}); err != nil {
-		t.Fatalf("watching pods: %v", err)
-	}
-	go informer.Run(h.stop)
-	t.Cleanup(func() { close(h.stop) })
-	if !cache.WaitForCacheSync(h.stop, informer.HasSynced) {
-		t.Fatalf("syncing the pod watch")
-	}
+	h := &history{bound: map[string]int{}, running: map[string]int{}, ready: map[string]int{}, binds: map[string]int{}}
+	framework.WatchPods(t, namespace, h.observe)
 	return h
 }
 
