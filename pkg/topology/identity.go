@@ -5,6 +5,7 @@ package topology
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,42 @@ const (
 	RoleLabel         = "muster.dev/role"
 	KubeflowRoleLabel = "training.kubeflow.org/replica-type"
 )
+
+// Index sources, in the order they are read: muster's own label, an Indexed
+// Job's completion index, a StatefulSet's pod index, Kubeflow's replica
+// index.
+const (
+	IndexLabel            = "muster.dev/index"
+	JobCompletionIndex    = "batch.kubernetes.io/job-completion-index"
+	StatefulSetIndexLabel = "apps.kubernetes.io/pod-index"
+	KubeflowIndexLabel    = "training.kubeflow.org/replica-index"
+)
+
+// IndexOf returns the pod's index within its role from the first source
+// that has one; ok is false when none has, and err names the source whose
+// value is not a number.
+func IndexOf(pod *corev1.Pod) (index int32, ok bool, err error) {
+	sources := []struct {
+		name  string
+		value string
+	}{
+		{"label " + IndexLabel, pod.Labels[IndexLabel]},
+		{"annotation " + JobCompletionIndex, pod.Annotations[JobCompletionIndex]},
+		{"label " + StatefulSetIndexLabel, pod.Labels[StatefulSetIndexLabel]},
+		{"label " + KubeflowIndexLabel, pod.Labels[KubeflowIndexLabel]},
+	}
+	for _, source := range sources {
+		if source.value == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(source.value, 10, 32)
+		if err != nil || n < 0 {
+			return 0, true, fmt.Errorf("%s is %q; it must be a whole number from 0", source.name, source.value)
+		}
+		return int32(n), true, nil
+	}
+	return 0, false, nil
+}
 
 // RoleOf returns the pod's role: the label muster.dev/role, else Kubeflow's
 // replica type in lower case.

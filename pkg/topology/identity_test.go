@@ -51,3 +51,54 @@ func TestIsActiveMember(t *testing.T) {
 		})
 	}
 }
+
+func TestRoleOf(t *testing.T) {
+	tests := []struct {
+		name   string
+		pod    *corev1.Pod
+		want   string
+		wantOK bool
+	}{
+		{"muster's label", st.MakePod().Label(RoleLabel, "worker").Obj(), "worker", true},
+		{"Kubeflow's, lower-cased", st.MakePod().Label(KubeflowRoleLabel, "Worker").Obj(), "worker", true},
+		{"muster's label wins", st.MakePod().Label(RoleLabel, "launcher").Label(KubeflowRoleLabel, "Worker").Obj(), "launcher", true},
+		{"none", st.MakePod().Obj(), "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := RoleOf(tt.pod)
+			assert.Equal(t, tt.wantOK, ok)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestIndexOf(t *testing.T) {
+	tests := []struct {
+		name    string
+		pod     *corev1.Pod
+		want    int32
+		wantOK  bool
+		wantErr string
+	}{
+		{"muster's label", st.MakePod().Label(IndexLabel, "3").Obj(), 3, true, ""},
+		{"an Indexed Job", st.MakePod().Annotation(JobCompletionIndex, "2").Obj(), 2, true, ""},
+		{"a StatefulSet", st.MakePod().Label(StatefulSetIndexLabel, "1").Obj(), 1, true, ""},
+		{"Kubeflow", st.MakePod().Label(KubeflowIndexLabel, "4").Obj(), 4, true, ""},
+		{"the first source wins", st.MakePod().Label(IndexLabel, "0").Annotation(JobCompletionIndex, "5").Obj(), 0, true, ""},
+		{"none", st.MakePod().Obj(), 0, false, ""},
+		{"not a number", st.MakePod().Label(IndexLabel, "one").Obj(), 0, true, `label muster.dev/index is "one"; it must be a whole number from 0`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok, err := IndexOf(tt.pod)
+			assert.Equal(t, tt.wantOK, ok)
+			assert.Equal(t, tt.want, got)
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+			} else {
+				assert.EqualError(t, err, tt.wantErr)
+			}
+		})
+	}
+}

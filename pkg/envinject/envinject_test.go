@@ -1,0 +1,141 @@
+package envinject
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files from the current output")
+
+type member struct {
+	role  string
+	index int32
+}
+
+// TestGolden renders, for each framework case, the environment of its
+// members and the group's files, and compares the bytes with
+// testdata/<case>.golden. Run with -update to rewrite them, then read the
+// diff: these bytes are what the frameworks parse.
+func TestGolden(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		slots       int32
+		members     []member
+	}{
+		{
+			name:        "tensorflow",
+			annotations: map[string]string{topology.FrameworkAnnotation: "tensorflow", topology.RolesAnnotation: "ps=2,master=1,worker=2,evaluator=1"},
+			members:     []member{{"ps", 1}, {"master", 0}, {"worker", 1}, {"evaluator", 0}},
+		},
+		{
+			name: "tensorflow-evaluator-in-cluster",
+			annotations: map[string]string{topology.FrameworkAnnotation: "tensorflow", topology.RolesAnnotation: "chief=1,worker=1,evaluator=1",
+				topology.TFEvaluatorAnnotation: "cluster", topology.PortAnnotation: "3333"},
+			members: []member{{"worker", 0}},
+		},
+		{
+			name:        "pytorch",
+			annotations: map[string]string{topology.FrameworkAnnotation: "pytorch", topology.RolesAnnotation: "master=1,worker=2", topology.NProcPerNodeAnnotation: "4"},
+			members:     []member{{"master", 0}, {"worker", 1}},
+		},
+		{
+			name:        "pytorch-nproc-auto",
+			annotations: map[string]string{topology.FrameworkAnnotation: "pytorch", topology.RolesAnnotation: "master=1,worker=2"},
+			members:     []member{{"worker", 0}},
+		},
+		{
+			name:        "pytorch-elastic",
+			annotations: map[string]string{topology.FrameworkAnnotation: "pytorch", topology.RolesAnnotation: "worker=3", topology.ElasticAnnotation: "2:3"},
+			members:     []member{{"worker", 2}},
+		},
+		{
+			name:        "mpi-openmpi",
+			annotations: map[string]string{topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2"},
+			slots:       2,
+			members:     []member{{"launcher", 0}, {"worker", 1}},
+		},
+		{
+			name:        "mpi-intel",
+			annotations: map[string]string{topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2", topology.MPIImplementationAnnotation: "intel"},
+			slots:       8,
+			members:     []member{{"launcher", 0}},
+		},
+		{
+			name:        "mpi-mpich",
+			annotations: map[string]string{topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2", topology.MPIImplementationAnnotation: "mpich"},
+			slots:       1,
+			members:     []member{{"launcher", 0}},
+		},
+		{
+			name:        "mxnet",
+			annotations: map[string]string{topology.FrameworkAnnotation: "mxnet", topology.RolesAnnotation: "scheduler=1,server=2,worker=2"},
+			members:     []member{{"scheduler", 0}, {"server", 1}, {"worker", 1}},
+		},
+		{
+			name:        "generic",
+			annotations: map[string]string{topology.RolesAnnotation: "head=1,worker-gpu=2"},
+			members:     []member{{"worker-gpu", 1}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			topo, errs := topology.Parse(tt.annotations)
+			require.Empty(t, errs)
+			g := Group{Name: "job", Namespace: "team-a", UID: "2f1c8a4e-uid", Topology: topo, WorkerSlots: tt.slots}
+			var out strings.Builder
+			for _, m := range tt.members {
+				env, err := Env(g, m.role, m.index)
+				require.NoError(t, err)
+				fmt.Fprintf(&out, "# env of %s\n", g.Hostname(m.role, m.index))
+				for _, e := range env {
+					fmt.Fprintf(&out, "%s=%s\n", e.Name, e.Value)
+				}
+			}
+			files, err := Files(g)
+			require.NoError(t, err)
+			keys := make([]string, 0, len(files))
+			for key := range files {
+				keys = append(keys, key)
+			}
+			slices.Sort(keys)
+			for _, key := range keys {
+				fmt.Fprintf(&out, "# file %s\n%s", key, files[key])
+			}
+
+			path := filepath.Join("testdata", tt.name+".golden")
+			if *update {
+				require.NoError(t, os.WriteFile(path, []byte(out.String()), 0o644))
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "run go test ./pkg/envinject -update to create it")
+			assert.Equal(t, string(want), out.String())
+		})
+	}
+}
+
+func TestEnvRefusesAnUnknownMember(t *testing.T) {
+	topo, errs := topology.Parse(map[string]string{topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2"})
+	require.Empty(t, errs)
+	g := Group{Name: "job", Namespace: "team-a", Topology: topo, WorkerSlots: 1}
+	_, err := Env(g, "workers", 0)
+	assert.EqualError(t, err, `role "workers" is not one of the group's roles [launcher worker]`)
+	_, err = Env(g, "worker", 2)
+	assert.EqualError(t, err, "index 2 is out of range for role worker, which has 2 replicas")
+}
+
+func TestDNSSearch(t *testing.T) {
+	g := Group{Name: "job", Namespace: "team-a"}
+	assert.Equal(t, "job.team-a.svc.cluster.local", g.DNSSearch("cluster.local"))
+	assert.Equal(t, "job-worker-3.job.team-a.svc", g.Address("worker", 3))
+}
