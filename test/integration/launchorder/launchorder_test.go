@@ -138,40 +138,38 @@ func TestHeldLauncherSurvivesSchedulerRestart(t *testing.T) {
 	}
 }
 
+// slowWorkersJob creates an MPI group of a launcher and two workers that
+// turn Ready 5s after they start, with one more topology annotation.
+func slowWorkersJob(t *testing.T, annotation, value string) (*history, []string) {
+	t.Helper()
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 2, "4")
+	h := record(t, ns)
+	annotations := mpi("launcher=1,worker=2")
+	annotations[annotation] = value
+	framework.CreatePodGroup(t, ns, "job", 3, annotations)
+	rolePods(t, ns, "job", "launcher", 1, "1", 0)
+	rolePods(t, ns, "job", "worker", 2, "1", 5*time.Second)
+	return h, names("job", "worker", 2)
+}
+
 // TestOrderNoneAndStartAfterScheduled: launch-order none binds every role
 // at once; start-after Scheduled frees the launcher as soon as the workers
 // are bound, before they are Ready.
 func TestOrderNoneAndStartAfterScheduled(t *testing.T) {
+	launcher := []string{"job-launcher-0"}
 	t.Run("launch-order none", func(t *testing.T) {
-		ns := framework.NewNamespace(t)
-		framework.NodePool(t, ns, 2, "4")
-		h := record(t, ns)
-		annotations := mpi("launcher=1,worker=2")
-		annotations[topology.LaunchOrderAnnotation] = "none"
-		framework.CreatePodGroup(t, ns, "job", 3, annotations)
-		rolePods(t, ns, "job", "launcher", 1, "1", 0)
-		rolePods(t, ns, "job", "worker", 2, "1", 5*time.Second)
-		workers := names("job", "worker", 2)
-
-		h.waitFor(t, h.bound, "bound", "job-launcher-0")
+		h, workers := slowWorkersJob(t, topology.LaunchOrderAnnotation, "none")
+		h.waitFor(t, h.bound, "bound", launcher...)
 		h.waitFor(t, h.ready, "Ready", workers...)
-		h.after(t, h.ready, workers, h.bound, []string{"job-launcher-0"}, "the launcher is bound before the slow workers are Ready")
+		h.after(t, h.ready, workers, h.bound, launcher, "the launcher is bound before the slow workers are Ready")
 	})
 	t.Run("start-after Scheduled", func(t *testing.T) {
-		ns := framework.NewNamespace(t)
-		framework.NodePool(t, ns, 2, "4")
-		h := record(t, ns)
-		annotations := mpi("launcher=1,worker=2")
-		annotations[topology.StartAfterAnnotation] = "Scheduled"
-		framework.CreatePodGroup(t, ns, "job", 3, annotations)
-		rolePods(t, ns, "job", "launcher", 1, "1", 0)
-		rolePods(t, ns, "job", "worker", 2, "1", 5*time.Second)
-		workers := names("job", "worker", 2)
-
-		h.waitFor(t, h.bound, "bound", "job-launcher-0")
-		h.after(t, h.bound, []string{"job-launcher-0"}, h.bound, workers, "the launcher binds after the workers are bound")
+		h, workers := slowWorkersJob(t, topology.StartAfterAnnotation, "Scheduled")
+		h.waitFor(t, h.bound, "bound", launcher...)
+		h.after(t, h.bound, launcher, h.bound, workers, "the launcher binds after the workers are bound")
 		h.waitFor(t, h.ready, "Ready", workers...)
-		h.after(t, h.ready, workers, h.bound, []string{"job-launcher-0"}, "and before they are Ready")
+		h.after(t, h.ready, workers, h.bound, launcher, "and before they are Ready")
 	})
 }
 
