@@ -25,7 +25,7 @@ const (
 	// ConfigMap.
 	FilesDir = "/etc/muster"
 	// HostfilePath is the MPI hostfile.
-	HostfilePath = "/etc/mpi/hostfile"
+	HostfilePath = MPIDir + "/" + HostfileKey
 )
 
 // Group is one group as envinject sees it.

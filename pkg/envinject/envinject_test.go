@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"sigs.k8s.io/yaml"
 
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -102,8 +104,18 @@ func TestGolden(t *testing.T) {
 					fmt.Fprintf(&out, "%s=%s\n", e.Name, e.Value)
 				}
 			}
+			shown := tt.members[len(tt.members)-1]
+			pod := st.MakePod().Namespace("team-a").Name("p").Container("trainer:1").Obj()
+			require.Empty(t, Apply(pod, g, topology.Member{Role: shown.role, Index: shown.index}, "cluster.local"))
+			pod.Spec.Containers[0].Env = nil
+			spec, err := yaml.Marshal(pod.Spec)
+			require.NoError(t, err)
+			fmt.Fprintf(&out, "# pod spec of %s, its env as above\n%s", g.Hostname(shown.role, shown.index), spec)
 			files, err := Files(g)
 			require.NoError(t, err)
+			if topo.Framework == topology.MPI {
+				files[DiscoverHostsKey] = DiscoverHosts(g, []int32{1, 0})
+			}
 			keys := make([]string, 0, len(files))
 			for key := range files {
 				keys = append(keys, key)

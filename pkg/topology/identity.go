@@ -5,6 +5,7 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -106,4 +107,37 @@ func RoleOf(pod *corev1.Pod) (string, bool) {
 // scheduled: every problem, each naming its annotation and the fix.
 func InvalidMessage(group types.NamespacedName, errs field.ErrorList) string {
 	return fmt.Sprintf("invalid topology in PodGroup %s: %s", group, errs.ToAggregate().Error())
+}
+
+// Member is one pod's place in its group.
+type Member struct {
+	Role  string
+	Index int32
+}
+
+// Identify finds the pod's role and index and checks them against the
+// topology. Each problem names the label to set and how.
+func (t *Topology) Identify(pod *corev1.Pod) (Member, field.ErrorList) {
+	labels := field.NewPath("metadata", "labels")
+	var errs field.ErrorList
+	role, ok := RoleOf(pod)
+	switch {
+	case !ok:
+		errs = append(errs, field.Required(labels.Key(RoleLabel),
+			fmt.Sprintf("a member of a group with roles says which it is; set it to one of %v", t.Roles)))
+	case !slices.Contains(t.Roles, role):
+		errs = append(errs, field.NotSupported(labels.Key(RoleLabel), role, t.Roles))
+	}
+	index, ok, err := IndexOf(pod)
+	switch {
+	case err != nil:
+		errs = append(errs, field.Invalid(labels.Key(IndexLabel), index, err.Error()))
+	case !ok:
+		errs = append(errs, field.Required(labels.Key(IndexLabel),
+			fmt.Sprintf("a member says which replica of its role it is; set it, or create the pods with an Indexed Job (%s) or a StatefulSet (%s)", JobCompletionIndex, StatefulSetIndexLabel)))
+	case len(errs) == 0 && index >= t.Replicas[role]:
+		errs = append(errs, field.Invalid(labels.Key(IndexLabel), index,
+			fmt.Sprintf("role %s has %d replicas, so its index runs from 0 to %d; fix the index or raise %s", role, t.Replicas[role], t.Replicas[role]-1, RolesAnnotation)))
+	}
+	return Member{Role: role, Index: index}, errs
 }

@@ -102,3 +102,42 @@ func TestIndexOf(t *testing.T) {
 		})
 	}
 }
+
+func TestIdentify(t *testing.T) {
+	topo, errs := Parse(map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2"})
+	if len(errs) > 0 {
+		t.Fatalf("parsing: %v", errs)
+	}
+	member := func() *st.PodWrapper { return st.MakePod().Namespace("team-a").Name("p").Label(GroupLabel, "job") }
+	tests := []struct {
+		name      string
+		pod       *corev1.Pod
+		want      Member
+		wantField []string
+		wantFix   string
+	}{
+		{"muster labels", member().Label(RoleLabel, "worker").Label(IndexLabel, "1").Obj(), Member{Role: "worker", Index: 1}, nil, ""},
+		{"indexed job", member().Label(RoleLabel, "launcher").Annotation(JobCompletionIndex, "0").Obj(), Member{Role: "launcher", Index: 0}, nil, ""},
+		{"kubeflow", member().Label(KubeflowRoleLabel, "Worker").Label(KubeflowIndexLabel, "0").Obj(), Member{Role: "worker", Index: 0}, nil, ""},
+		{"no role", member().Label(IndexLabel, "0").Obj(), Member{Index: 0}, []string{"metadata.labels[muster.dev/role]"}, "[launcher worker]"},
+		{"unknown role", member().Label(RoleLabel, "ps").Label(IndexLabel, "0").Obj(), Member{Role: "ps"}, []string{"metadata.labels[muster.dev/role]"}, `"launcher", "worker"`},
+		{"no index", member().Label(RoleLabel, "worker").Obj(), Member{Role: "worker"}, []string{"metadata.labels[muster.dev/index]"}, "Indexed Job"},
+		{"index not a number", member().Label(RoleLabel, "worker").Label(IndexLabel, "one").Obj(), Member{Role: "worker"}, []string{"metadata.labels[muster.dev/index]"}, "whole number"},
+		{"index out of range", member().Label(RoleLabel, "worker").Label(IndexLabel, "2").Obj(), Member{Role: "worker", Index: 2}, []string{"metadata.labels[muster.dev/index]"}, "from 0 to 1"},
+		{"neither", member().Obj(), Member{}, []string{"metadata.labels[muster.dev/role]", "metadata.labels[muster.dev/index]"}, "set it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, errs := topo.Identify(tt.pod)
+			assert.Equal(t, tt.want, got)
+			var fields []string
+			for _, err := range errs {
+				fields = append(fields, err.Field)
+			}
+			assert.Equal(t, tt.wantField, fields)
+			if tt.wantFix != "" {
+				assert.Contains(t, errs.ToAggregate().Error(), tt.wantFix)
+			}
+		})
+	}
+}
