@@ -24,6 +24,13 @@ const (
 	TFEvaluatorAnnotation       = "muster.dev/tf-evaluator"
 )
 
+// Annotations lists every topology annotation, in the order the design
+// documents them.
+var Annotations = []string{
+	FrameworkAnnotation, RolesAnnotation, LaunchOrderAnnotation, StartAfterAnnotation, PortAnnotation,
+	SlotsAnnotation, MPIImplementationAnnotation, NProcPerNodeAnnotation, ElasticAnnotation, TFEvaluatorAnnotation,
+}
+
 // Framework is the training framework a group runs.
 type Framework string
 

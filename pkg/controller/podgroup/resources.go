@@ -1,0 +1,324 @@
+package podgroup
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"maps"
+
+	"golang.org/x/crypto/ssh"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/envinject"
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// ManagedByLabel marks the objects muster-controller keeps, so that its
+// cache holds those and no other Service, ConfigMap or Secret.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "muster-controller"
+)
+
+// Reasons of the events about a group's objects.
+const (
+	ReasonRestored          = "Restored"
+	ReasonOwnershipConflict = "OwnershipConflict"
+)
+
+// ResourceReconciler keeps, for each PodGroup with roles, the objects its
+// members rely on: the headless Service that names them, the ConfigMap with
+// their files, and for MPI the Secret with their SSH key pair. Each is
+// controlled by the PodGroup, so deleting the group deletes them; a change
+// made to one is undone; an object of the same name that the group does not
+// control is never touched.
+type ResourceReconciler struct {
+	// Client reads from the cache, which holds only managed objects;
+	// Reader reads from the API server, to tell a foreign object from a
+	// missing one.
+	Client   client.Client
+	Reader   client.Reader
+	Scheme   *runtime.Scheme
+	Recorder record.EventRecorder
+}
+
+// SetupWithManager registers the reconciler: it runs for a PodGroup when
+// the PodGroup, one of its objects or one of its pods changes.
+func (r *ResourceReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("podgroup-resources").
+		For(&v1alpha1.PodGroup{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Secret{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(groupOfPod)).
+		Complete(r)
+}
+
+// Reconcile brings one group's objects in line with its topology.
+func (r *ResourceReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pg := &v1alpha1.PodGroup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pg); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if pg.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	topo, errs := topology.Parse(pg.Annotations)
+	// An invalid topology is reported by the status reconciler; its
+	// members are refused, so nothing here would serve them.
+	if len(errs) > 0 || len(topo.Roles) == 0 {
+		return reconcile.Result{}, nil
+	}
+	var members corev1.PodList
+	if err := r.Client.List(ctx, &members, client.InNamespace(req.Namespace), client.MatchingFields{groupField: req.Name}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing members of %s: %w", req.NamespacedName, err)
+	}
+	worker, running := workers(members.Items)
+	g := envinject.Group{Name: pg.Name, Namespace: pg.Namespace, UID: pg.UID, Topology: topo, WorkerSlots: envinject.Slots(topo, worker)}
+
+	desired := []client.Object{desiredService(g)}
+	configMap, err := desiredConfigMap(g, running)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	desired = append(desired, configMap)
+	if topo.Framework == topology.MPI {
+		desired = append(desired, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: g.Namespace, Name: g.SSHSecretName()}})
+	}
+	for _, obj := range desired {
+		if err := r.ensure(ctx, pg, obj); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// workers returns one worker, whose GPU limit may give the MPI slots, and
+// the indices of the workers running now, for discover_hosts.sh.
+func workers(pods []corev1.Pod) (*corev1.Pod, []int32) {
+	var any *corev1.Pod
+	var running []int32
+	for i := range pods {
+		pod := &pods[i]
+		if role, _ := topology.RoleOf(pod); role != "worker" {
+			continue
+		}
+		if any == nil {
+			any = pod
+		}
+		if index, ok, err := topology.IndexOf(pod); ok && err == nil && pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
+			running = append(running, index)
+		}
+	}
+	return any, running
+}
+
+func desiredService(g envinject.Group) *corev1.Service {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: g.Namespace, Name: g.ServiceName()},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  map[string]string{topology.GroupLabel: g.Name},
+			// Members find each other before they are Ready: a launcher
+			// reaches workers that are still starting sshd.
+			PublishNotReadyAddresses: true,
+		},
+	}
+	if g.Topology.Port > 0 {
+		svc.Spec.Ports = []corev1.ServicePort{{Name: envinject.PortName, Port: g.Topology.Port, Protocol: corev1.ProtocolTCP}}
+	}
+	return svc
+}
+
+func desiredConfigMap(g envinject.Group, runningWorkers []int32) (*corev1.ConfigMap, error) {
+	files, err := envinject.Files(g)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the files of group %s/%s: %w", g.Namespace, g.Name, err)
+	}
+	if g.Topology.Framework == topology.MPI {
+		files[envinject.DiscoverHostsKey] = envinject.DiscoverHosts(g, runningWorkers)
+	}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: g.Namespace, Name: g.ConfigMapName()}, Data: files}, nil
+}
+
+// ensure creates desired if it is missing, and puts back what it manages if
+// someone changed it. An object of that name that pg does not control is
+// reported and left alone.
+func (r *ResourceReconciler) ensure(ctx context.Context, pg *v1alpha1.PodGroup, desired client.Object) error {
+	logger := klog.FromContext(ctx)
+	kind := kindOf(desired)
+	key := client.ObjectKeyFromObject(desired)
+	current := desired.DeepCopyObject().(client.Object)
+	err := r.Client.Get(ctx, key, current)
+	if apierrors.IsNotFound(err) {
+		// Not in the cache: missing, or not labelled as ours.
+		err = r.Reader.Get(ctx, key, current)
+		if apierrors.IsNotFound(err) {
+			return r.create(ctx, pg, desired, kind)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s %s: %w", kind, key, err)
+	}
+	if !metav1.IsControlledBy(current, pg) {
+		r.Recorder.Eventf(pg, corev1.EventTypeWarning, ReasonOwnershipConflict,
+			"%s %s exists and does not belong to this PodGroup, so muster leaves it alone and the group's members lack it; rename or delete it",
+			kind, key.Name)
+		logger.Info("Left alone an object the group does not own", "kind", kind, "object", key, "podGroup", klog.KObj(pg))
+		return nil
+	}
+	changed, err := restore(current, desired)
+	if err != nil {
+		return fmt.Errorf("restoring %s %s: %w", kind, key, err)
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	if err := r.Client.Update(ctx, current); err != nil {
+		return fmt.Errorf("restoring %s %s: %w", kind, key, err)
+	}
+	r.Recorder.Eventf(pg, corev1.EventTypeWarning, ReasonRestored, "%s %s had been changed; restored %v", kind, key.Name, changed)
+	logger.Info("Restored a changed object", "kind", kind, "object", key, "fields", changed)
+	return nil
+}
+
+func (r *ResourceReconciler) create(ctx context.Context, pg *v1alpha1.PodGroup, obj client.Object, kind string) error {
+	obj.SetLabels(map[string]string{ManagedByLabel: ManagedBy, topology.GroupLabel: pg.Name})
+	if secret, ok := obj.(*corev1.Secret); ok {
+		if err := fillKeyPair(secret); err != nil {
+			return err
+		}
+	}
+	if err := controllerutil.SetControllerReference(pg, obj, r.Scheme); err != nil {
+		return fmt.Errorf("owning %s %s: %w", kind, obj.GetName(), err)
+	}
+	if err := r.Client.Create(ctx, obj); err != nil {
+		return fmt.Errorf("creating %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Created", "kind", kind, "object", klog.KObj(obj), "podGroup", klog.KObj(pg))
+	return nil
+}
+
+func kindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *corev1.Service:
+		return "Service"
+	case *corev1.ConfigMap:
+		return "ConfigMap"
+	case *corev1.Secret:
+		return "Secret"
+	}
+	return fmt.Sprintf("%T", obj)
+}
+
+// restore sets on current what desired manages and returns the names of
+// the fields it had to change.
+func restore(current, desired client.Object) ([]string, error) {
+	var changed []string
+	if current.GetLabels()[ManagedByLabel] != ManagedBy {
+		labels := maps.Clone(current.GetLabels())
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[ManagedByLabel] = ManagedBy
+		current.SetLabels(labels)
+		changed = append(changed, "metadata.labels["+ManagedByLabel+"]")
+	}
+	switch current := current.(type) {
+	case *corev1.Service:
+		want := desired.(*corev1.Service).Spec
+		if !equality.Semantic.DeepEqual(current.Spec.Selector, want.Selector) {
+			current.Spec.Selector = want.Selector
+			changed = append(changed, "spec.selector")
+		}
+		if current.Spec.PublishNotReadyAddresses != want.PublishNotReadyAddresses {
+			current.Spec.PublishNotReadyAddresses = want.PublishNotReadyAddresses
+			changed = append(changed, "spec.publishNotReadyAddresses")
+		}
+		if !samePorts(current.Spec.Ports, want.Ports) {
+			current.Spec.Ports = want.Ports
+			changed = append(changed, "spec.ports")
+		}
+	case *corev1.ConfigMap:
+		want := desired.(*corev1.ConfigMap).Data
+		if !equality.Semantic.DeepEqual(current.Data, want) {
+			current.Data = want
+			changed = append(changed, "data")
+		}
+	case *corev1.Secret:
+		// A key pair cannot be put back as it was, only replaced whole
+		// when it no longer is one.
+		if !isKeyPair(current.Data) {
+			if err := fillKeyPair(current); err != nil {
+				return nil, err
+			}
+			changed = append(changed, "data")
+		}
+	}
+	return changed, nil
+}
+
+// samePorts compares the fields muster sets; the API server fills in the
+// rest, such as targetPort.
+func samePorts(have, want []corev1.ServicePort) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	for i := range have {
+		if have[i].Name != want[i].Name || have[i].Port != want[i].Port || have[i].Protocol != want[i].Protocol {
+			return false
+		}
+	}
+	return true
+}
+
+// fillKeyPair writes a new ed25519 key pair into secret: the private key in
+// OpenSSH's format, the public key as an authorized_keys line.
+func fillKeyPair(secret *corev1.Secret) error {
+	public, private, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return fmt.Errorf("generating an SSH key: %w", err)
+	}
+	block, err := ssh.MarshalPrivateKey(private, "muster "+secret.Namespace+"/"+secret.Name)
+	if err != nil {
+		return fmt.Errorf("encoding an SSH key: %w", err)
+	}
+	sshPublic, err := ssh.NewPublicKey(public)
+	if err != nil {
+		return fmt.Errorf("encoding an SSH public key: %w", err)
+	}
+	secret.Type = corev1.SecretTypeSSHAuth
+	secret.Data = map[string][]byte{
+		envinject.SSHPrivateKeyKey: pem.EncodeToMemory(block),
+		envinject.SSHPublicKeyKey:  ssh.MarshalAuthorizedKey(sshPublic),
+	}
+	return nil
+}
+
+// isKeyPair reports whether data holds a private key and its public key.
+func isKeyPair(data map[string][]byte) bool {
+	private, err := ssh.ParsePrivateKey(data[envinject.SSHPrivateKeyKey])
+	if err != nil {
+		return false
+	}
+	public, _, _, _, err := ssh.ParseAuthorizedKey(data[envinject.SSHPublicKeyKey])
+	if err != nil {
+		return false
+	}
+	return string(private.PublicKey().Marshal()) == string(public.Marshal())
+}

@@ -1,0 +1,154 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+func scheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(s))
+	require.NoError(t, v1alpha1.AddToScheme(s))
+	return s
+}
+
+func podGroup(name string, minMember int32, annotations map[string]string) *v1alpha1.PodGroup {
+	return &v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name, UID: "uid-" + "name", Annotations: annotations},
+		Spec:       v1alpha1.PodGroupSpec{MinMember: minMember},
+	}
+}
+
+func request(t *testing.T, op admissionv1.Operation, obj, old runtime.Object) admission.Request {
+	t.Helper()
+	raw, err := json.Marshal(obj)
+	require.NoError(t, err)
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: op, Namespace: "team-a", Object: runtime.RawExtension{Raw: raw}}}
+	if old != nil {
+		oldRaw, err := json.Marshal(old)
+		require.NoError(t, err)
+		req.OldObject = runtime.RawExtension{Raw: oldRaw}
+	}
+	return req
+}
+
+// patched applies the response's patch to the pod, as the API server would.
+func patched(t *testing.T, pod *corev1.Pod, resp admission.Response) *corev1.Pod {
+	t.Helper()
+	raw, err := json.Marshal(pod)
+	require.NoError(t, err)
+	ops, err := json.Marshal(resp.Patches)
+	require.NoError(t, err)
+	patch, err := jsonpatch.DecodePatch(ops)
+	require.NoError(t, err)
+	doc, err := patch.Apply(raw)
+	require.NoError(t, err)
+	out := &corev1.Pod{}
+	require.NoError(t, json.Unmarshal(doc, out))
+	return out
+}
+
+func TestPodMutator(t *testing.T) {
+	mpi := map[string]string{topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2"}
+	objects := []client.Object{
+		podGroup("mpi", 3, mpi),
+		podGroup("gang", 3, nil),
+		podGroup("cyclic", 2, map[string]string{topology.RolesAnnotation: "a=1,b=1", topology.LaunchOrderAnnotation: "a>b>a"}),
+	}
+	member := func(group string) *st.PodWrapper {
+		return st.MakePod().Namespace("team-a").Name("p").Label(topology.GroupLabel, group).Container("trainer:1")
+	}
+	tests := []struct {
+		name        string
+		pod         *corev1.Pod
+		wantAllowed bool
+		wantPatched bool
+		wantMessage string
+	}{
+		{"not grouped", st.MakePod().Namespace("team-a").Name("p").Container("c").Obj(), true, false, "not a member"},
+		{"gang only", member("gang").Obj(), true, false, "gang scheduling only"},
+		{"no PodGroup yet, no role", member("later").Obj(), true, false, "waits for it"},
+		{"no PodGroup yet, with a role", member("later").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0").Obj(), false, false, "create the PodGroup before its pods"},
+		{"a member", member("mpi").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "1").Obj(), true, true, ""},
+		{"no role", member("mpi").Label(topology.IndexLabel, "0").Obj(), false, false, "metadata.labels[muster.dev/role]: Required value"},
+		{"index out of range", member("mpi").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "2").Obj(), false, false, "index runs from 0 to 1"},
+		{"invalid topology", member("cyclic").Label(topology.RoleLabel, "a").Label(topology.IndexLabel, "0").Obj(), false, false, "the order has a cycle, a>b>a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objects...).Build()
+			m := &PodMutator{Client: c, Reader: c, Decoder: admission.NewDecoder(scheme(t)), ClusterDomain: "cluster.local"}
+			resp := m.Handle(context.Background(), request(t, admissionv1.Create, tt.pod, nil))
+			assert.Equal(t, tt.wantAllowed, resp.Allowed, resp.Result)
+			assert.Equal(t, tt.wantPatched, len(resp.Patches) > 0)
+			if tt.wantMessage != "" {
+				assert.Contains(t, string(resp.Result.Reason)+resp.Result.Message, tt.wantMessage)
+			}
+			if !tt.wantPatched {
+				return
+			}
+			out := patched(t, tt.pod, resp)
+			assert.Equal(t, "mpi-worker-1", out.Spec.Hostname)
+			assert.Contains(t, out.Spec.Containers[0].Env, corev1.EnvVar{Name: "OMPI_MCA_orte_default_hostfile", Value: "/etc/mpi/hostfile"})
+			again := m.Handle(context.Background(), request(t, admissionv1.Create, out, nil))
+			assert.True(t, again.Allowed)
+			assert.Empty(t, again.Patches, "a pod that has its environment is left as it is")
+		})
+	}
+}
+
+func TestPodGroupValidator(t *testing.T) {
+	tf := map[string]string{topology.FrameworkAnnotation: "tensorflow", topology.RolesAnnotation: "ps=2,worker=3"}
+	tfMoreWorkers := map[string]string{topology.FrameworkAnnotation: "tensorflow", topology.RolesAnnotation: "ps=2,worker=4"}
+	cyclic := map[string]string{topology.RolesAnnotation: "a=1,b=1", topology.LaunchOrderAnnotation: "a>b>a"}
+	tests := []struct {
+		name        string
+		op          admissionv1.Operation
+		pg, old     *v1alpha1.PodGroup
+		wantAllowed bool
+		wantMessage string
+	}{
+		{"valid", admissionv1.Create, podGroup("job", 5, tf), nil, true, ""},
+		{"gang only", admissionv1.Create, podGroup("job", 5, nil), nil, true, ""},
+		{"a cycle", admissionv1.Create, podGroup("job", 2, cyclic), nil, false, "the order has a cycle, a>b>a"},
+		{"negative replicas", admissionv1.Create, podGroup("job", 1, map[string]string{topology.RolesAnnotation: "worker=-1"}), nil, false,
+			`metadata.annotations[muster.dev/roles]: Invalid value: "worker=-1": role worker has replicas "-1"; it must be a positive whole number`},
+		{"minMember above the roles", admissionv1.Create, podGroup("job", 6, tf), nil, false, "spec.minMember: Invalid value: 6"},
+		{"same topology, new minMember", admissionv1.Update, podGroup("job", 4, tf), podGroup("job", 5, tf), true, ""},
+		{"a changed topology", admissionv1.Update, podGroup("job", 5, tfMoreWorkers), podGroup("job", 5, tf), false,
+			"metadata.annotations[muster.dev/roles]: Forbidden: the topology cannot change once set"},
+		{"fixing an invalid stored topology", admissionv1.Update, podGroup("job", 2, map[string]string{topology.RolesAnnotation: "a=1,b=1"}), podGroup("job", 2, cyclic), true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := &PodGroupValidator{Decoder: admission.NewDecoder(scheme(t))}
+			var old runtime.Object
+			if tt.old != nil {
+				old = tt.old
+			}
+			resp := v.Handle(context.Background(), request(t, tt.op, tt.pg, old))
+			assert.Equal(t, tt.wantAllowed, resp.Allowed, resp.Result)
+			if tt.wantMessage != "" {
+				assert.Contains(t, resp.Result.Message, tt.wantMessage)
+			}
+		})
+	}
+}
