@@ -26,3 +26,9 @@ var SchedulerClusterRole []byte
 //
 //go:embed rbac/controller-clusterrole.yaml
 var ControllerClusterRole []byte
+
+// WebhookConfigurations are muster-controller's Mutating- and
+// ValidatingWebhookConfiguration, as two YAML documents.
+//
+//go:embed webhook-configurations.yaml
+var WebhookConfigurations []byte

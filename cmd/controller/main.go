@@ -1,18 +1,24 @@
-// Command muster-controller is muster's companion controller. It keeps
-// PodGroup status current and tells the members of a group that cannot be
-// scheduled yet why they wait.
+// Command muster-controller is muster's companion controller. Its webhooks
+// give each grouped pod its DNS name, files, SSH keys and framework
+// environment, and refuse invalid PodGroups; its reconcilers keep each
+// group's Service, ConfigMap and Secret, and PodGroup status current.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -22,11 +28,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/certs"
 	"github.com/muster-dev/muster/pkg/controller/podgroup"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/pkg/version"
+	"github.com/muster-dev/muster/pkg/webhooks"
 )
 
 type options struct {
@@ -36,7 +46,21 @@ type options struct {
 	metricsAddress          string
 	healthAddress           string
 	showVersion             bool
+	clusterDomain           string
+	webhookHost             string
+	webhookPort             int
+	certDir                 string
+	certManagement          string
+	certSecret              string
+	webhookHosts            []string
+	webhookConfiguration    string
 }
+
+// Ways the webhook certificate is managed.
+const (
+	certsSelf        = "self"
+	certsCertManager = "cert-manager"
+)
 
 func main() {
 	opts := options{}
@@ -47,6 +71,14 @@ func main() {
 	flags.StringVar(&opts.metricsAddress, "metrics-bind-address", ":8080", "address of the /metrics endpoint; 0 turns it off")
 	flags.StringVar(&opts.healthAddress, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	flags.BoolVar(&opts.showVersion, "version", false, "print the version and exit")
+	flags.StringVar(&opts.clusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain, for the DNS search path of MPI workers")
+	flags.StringVar(&opts.webhookHost, "webhook-bind-address", "", "address the webhooks listen on; empty means every address")
+	flags.IntVar(&opts.webhookPort, "webhook-port", 9443, "port the webhooks listen on")
+	flags.StringVar(&opts.certDir, "cert-dir", "/tmp/muster-controller/serving-certs", "directory of the webhooks' tls.crt and tls.key")
+	flags.StringVar(&opts.certManagement, "cert-management", certsSelf, `"self": the controller issues, stores and renews the webhook certificate and injects its CA bundle; "cert-manager": cert-manager does, and mounts tls.crt and tls.key in --cert-dir`)
+	flags.StringVar(&opts.certSecret, "cert-secret", "muster-system/muster-webhook-cert", "namespace/name of the Secret that holds the self-managed webhook certificate")
+	flags.StringSliceVar(&opts.webhookHosts, "webhook-hosts", []string{"muster-controller-webhook.muster-system.svc"}, "DNS names and IP addresses the API server reaches the webhooks at, for the self-managed certificate")
+	flags.StringVar(&opts.webhookConfiguration, "webhook-configuration", "muster-controller", "name of the Mutating- and ValidatingWebhookConfiguration that get the self-managed CA bundle")
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	flags.AddGoFlagSet(klogFlags)
@@ -84,6 +116,8 @@ func run(opts options) error {
 	if err != nil {
 		return fmt.Errorf("building the pod selector: %w", err)
 	}
+	// Of Services, ConfigMaps and Secrets, only muster's own are cached.
+	managed := labels.SelectorFromSet(labels.Set{podgroup.ManagedByLabel: podgroup.ManagedBy})
 	mgr, err := ctrl.NewManager(config, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddress},
@@ -92,8 +126,15 @@ func run(opts options) error {
 		LeaderElectionID:        "muster-controller",
 		LeaderElectionNamespace: opts.leaderElectionNamespace,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: labels.NewSelector().Add(*grouped)},
+			&corev1.Pod{}:       {Label: labels.NewSelector().Add(*grouped)},
+			&corev1.Service{}:   {Label: managed},
+			&corev1.ConfigMap{}: {Label: managed},
+			&corev1.Secret{}:    {Label: managed},
 		}},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: opts.webhookHost, Port: opts.webhookPort, CertDir: opts.certDir,
+			CertName: certs.CertKey, KeyName: certs.KeyKey,
+		}),
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -106,12 +147,79 @@ func run(opts options) error {
 	if err := statusReconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodGroup status reconciler: %w", err)
 	}
+	resourceReconciler := &podgroup.ResourceReconciler{
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Scheme:   scheme,
+		Recorder: mgr.GetEventRecorderFor("muster-controller"),
+	}
+	if err := resourceReconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the PodGroup resource reconciler: %w", err)
+	}
+
+	ctx := ctrl.SetupSignalHandler()
+	if err := setupCertificates(ctx, mgr, opts); err != nil {
+		return err
+	}
+	decoder := admission.NewDecoder(scheme)
+	mgr.GetWebhookServer().Register(webhooks.PodPath, &webhook.Admission{Handler: &webhooks.PodMutator{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Decoder: decoder, ClusterDomain: opts.clusterDomain,
+	}})
+	mgr.GetWebhookServer().Register(webhooks.PodGroupPath, &webhook.Admission{Handler: &webhooks.PodGroupValidator{Decoder: decoder}})
+
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+	// Ready means the webhooks serve: the API server may send pods.
+	if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
 	klog.InfoS("Starting muster-controller", "version", version.Get().String())
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
+}
+
+// setupCertificates makes sure the webhook server finds its certificate when
+// it starts, since it reads the files then, and keeps it renewed after.
+// Under cert-manager there is nothing to do: it mounts the files and
+// injects the CA bundle.
+func setupCertificates(ctx context.Context, mgr ctrl.Manager, opts options) error {
+	switch opts.certManagement {
+	case certsCertManager:
+		return nil
+	case certsSelf:
+	default:
+		return fmt.Errorf("--cert-management is %q; use %q or %q", opts.certManagement, certsSelf, certsCertManager)
+	}
+	namespace, name, ok := strings.Cut(opts.certSecret, "/")
+	if !ok || namespace == "" || name == "" {
+		return fmt.Errorf("--cert-secret is %q; write it as namespace/name", opts.certSecret)
+	}
+	// The cache does not run yet: the first certificate is read and written
+	// directly.
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return fmt.Errorf("creating a client for the webhook certificate: %w", err)
+	}
+	certManager := &certs.Manager{
+		Client: direct, Reader: direct, Clock: clock.RealClock{},
+		Secret:           types.NamespacedName{Namespace: namespace, Name: name},
+		Hosts:            opts.webhookHosts,
+		CertDir:          opts.certDir,
+		MutatingWebhooks: []string{opts.webhookConfiguration}, ValidatingWebhooks: []string{opts.webhookConfiguration},
+	}
+	err = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Cap: 30 * time.Second, Steps: 12},
+		func(ctx context.Context) (bool, error) {
+			if err := certManager.Ensure(ctx); err != nil {
+				klog.FromContext(ctx).Error(err, "Preparing the webhook certificate; will try again")
+				return false, nil
+			}
+			return true, nil
+		})
+	if err != nil {
+		return fmt.Errorf("preparing the webhook certificate in Secret %s: %w", opts.certSecret, err)
+	}
+	if err := mgr.Add(certManager); err != nil {
+		return fmt.Errorf("adding the certificate renewer: %w", err)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	"sigs.k8s.io/yaml"
 
@@ -39,7 +42,7 @@ type starter struct {
 // ports are the loopback ports the programs listen on.
 type ports struct {
 	etcdClient, etcdPeer, apiServer, controllerManager, scheduler int
-	controllerMetrics, controllerHealth                           int
+	controllerMetrics, controllerHealth, controllerWebhook        int
 }
 
 func (s *starter) logf(format string, args ...any) {
@@ -53,13 +56,13 @@ func (s *starter) run(ctx context.Context) error {
 	if s.pki, err = newPKI(s.path("pki")); err != nil {
 		return err
 	}
-	free, err := freePorts(7)
+	free, err := freePorts(8)
 	if err != nil {
 		return err
 	}
 	s.ports = ports{
 		etcdClient: free[0], etcdPeer: free[1], apiServer: free[2], controllerManager: free[3], scheduler: free[4],
-		controllerMetrics: free[5], controllerHealth: free[6],
+		controllerMetrics: free[5], controllerHealth: free[6], controllerWebhook: free[7],
 	}
 	steps := []struct {
 		what string
@@ -376,18 +379,66 @@ func (s *starter) startScheduler(ctx context.Context) error {
 	return s.waitHealthy(ctx, p)
 }
 
+// startController registers muster-controller's webhooks at a loopback URL
+// and runs it with a certificate for 127.0.0.1, which it issues and
+// injects itself.
 func (s *starter) startController(ctx context.Context) error {
+	webhookURL := "https://127.0.0.1:" + strconv.Itoa(s.ports.controllerWebhook)
+	if err := s.registerWebhooks(ctx, webhookURL); err != nil {
+		return err
+	}
 	p, err := s.start("muster-controller", []string{
 		"--kubeconfig=" + s.path("controller.kubeconfig"),
 		"--leader-elect=false",
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(s.ports.controllerMetrics),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(s.ports.controllerHealth),
+		"--webhook-bind-address=127.0.0.1",
+		"--webhook-port=" + strconv.Itoa(s.ports.controllerWebhook),
+		"--webhook-hosts=127.0.0.1",
+		"--cert-dir=" + s.path("controller-certs"),
+		"--cert-secret=" + metav1.NamespaceSystem + "/muster-webhook-cert",
 		"--v=2",
 	}, "http://127.0.0.1:"+strconv.Itoa(s.ports.controllerHealth)+"/readyz")
 	if err != nil {
 		return err
 	}
 	return s.waitHealthy(ctx, p)
+}
+
+// registerWebhooks creates the webhook configurations of manifests/, each
+// pointed at url plus its service path instead of at a Service.
+func (s *starter) registerWebhooks(ctx context.Context, url string) error {
+	for _, doc := range bytes.Split(manifests.WebhookConfigurations, []byte("\n---\n")) {
+		var err error
+		if bytes.Contains(doc, []byte("kind: MutatingWebhookConfiguration")) {
+			config := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			if err := yaml.UnmarshalStrict(doc, config); err != nil {
+				return fmt.Errorf("decoding the MutatingWebhookConfiguration: %w", err)
+			}
+			for i := range config.Webhooks {
+				pointAt(&config.Webhooks[i].ClientConfig, url)
+			}
+			_, err = s.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{})
+		} else {
+			config := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := yaml.UnmarshalStrict(doc, config); err != nil {
+				return fmt.Errorf("decoding the ValidatingWebhookConfiguration: %w", err)
+			}
+			for i := range config.Webhooks {
+				pointAt(&config.Webhooks[i].ClientConfig, url)
+			}
+			_, err = s.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("registering muster-controller's webhooks: %w", err)
+		}
+	}
+	return nil
+}
+
+func pointAt(config *admissionregistrationv1.WebhookClientConfig, url string) {
+	config.URL = ptr.To(url + ptr.Deref(config.Service.Path, ""))
+	config.Service = nil
 }
 
 // schedulerConfig writes the scheduler's configuration with its client

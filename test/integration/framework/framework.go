@@ -289,6 +289,27 @@ func CreatePodGroup(t *testing.T, namespace, name string, minMember int32, annot
 	return created
 }
 
+// WithoutPodGroupValidation removes muster-controller's PodGroup webhook
+// until the test ends, so that the test can store a PodGroup as a cluster
+// without muster's webhooks would: the scheduler must cope with it.
+func WithoutPodGroupValidation(t *testing.T) {
+	t.Helper()
+	configs := Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	config, err := configs.Get(context.Background(), "muster-controller", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading the PodGroup webhook: %v", err)
+	}
+	if err := configs.Delete(context.Background(), config.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("removing the PodGroup webhook: %v", err)
+	}
+	t.Cleanup(func() {
+		config.ResourceVersion = ""
+		if _, err := configs.Create(context.Background(), config, metav1.CreateOptions{}); err != nil {
+			t.Errorf("restoring the PodGroup webhook: %v", err)
+		}
+	})
+}
+
 // WaitForEvent waits for an event with the reason about the named object
 // (a pod or a PodGroup) and returns its note.
 func WaitForEvent(t *testing.T, namespace, regarding, reason string) string {

@@ -3,6 +3,7 @@ package launchorder
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func rolePods(t *testing.T, namespace, group, role string, count int, cpu string
 	for i := range count {
 		pod := st.MakePod().Namespace(namespace).Name(fmt.Sprintf("%s-%s-%d", group, role, i)).
 			SchedulerName(localcluster.SchedulerName).
-			Label(topology.GroupLabel, group).Label(topology.RoleLabel, role).
+			Label(topology.GroupLabel, group).Label(topology.RoleLabel, role).Label(topology.IndexLabel, strconv.Itoa(i)).
 			Container("registry.k8s.io/pause:3.10").
 			Req(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu})
 		if readyAfter > 0 {

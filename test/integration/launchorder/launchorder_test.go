@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/muster-dev/muster/pkg/localcluster"
@@ -173,15 +174,34 @@ func TestOrderNoneAndStartAfterScheduled(t *testing.T) {
 	})
 }
 
-// TestCyclicOrderLeavesPodsPending: a cycle in the launch order keeps every
-// pod of the group pending, with a message that names the cycle.
-func TestCyclicOrderLeavesPodsPending(t *testing.T) {
+// TestStoredCyclicOrderLeavesPodsPending: a cycle in the launch order that
+// reached storage, through an update made while muster's PodGroup webhook
+// was not installed, keeps every pod of the group pending, with a message
+// that names the cycle. (With the webhook the update is refused; see
+// test/integration/controller.)
+func TestStoredCyclicOrderLeavesPodsPending(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "4")
 	h := record(t, ns)
-	framework.CreatePodGroup(t, ns, "job", 2, map[string]string{topology.RolesAnnotation: "a=1,b=1", topology.LaunchOrderAnnotation: "a>b>a"})
+	// Two of three pods: the members wait, unscheduled, for the update.
+	framework.CreatePodGroup(t, ns, "job", 3, map[string]string{topology.RolesAnnotation: "a=1,b=2"})
 	rolePods(t, ns, "job", "a", 1, "1", 0)
 	rolePods(t, ns, "job", "b", 1, "1", 0)
+	framework.WithoutPodGroupValidation(t)
+	podGroups := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pg, err := podGroups.Get(context.Background(), "job", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pg.Annotations[topology.LaunchOrderAnnotation] = "a>b>a"
+		pg.Spec.MinMember = 2
+		_, err = podGroups.Update(context.Background(), pg, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("storing a cyclic order: %v", err)
+	}
 
 	for _, pod := range []string{"job-a-0", "job-b-0"} {
 		framework.WaitForPod(t, ns, pod, "told its order has a cycle", func(p *corev1.Pod) bool {
