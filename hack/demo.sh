@@ -81,6 +81,13 @@ echo
 echo "All 5 pods were reserved together; the workers were bound at once, and the"
 echo "launcher was held, its room kept, until the last worker was Ready."
 
+say "What muster-controller gave the launcher: its name, MPI environment and hostfile"
+kubectl get pod mpi-job-launcher-0 --namespace muster-demo \
+	-o go-template='hostname {{.spec.hostname}}.{{.spec.subdomain}}{{"\n"}}{{range (index .spec.containers 0).env}}{{.name}}={{.value}}{{"\n"}}{{end}}' \
+	| grep -E '^(hostname|MUSTER_GROUP|MUSTER_ROLE|MUSTER_WORKER_NUM|OMPI_MCA_)'
+echo "/etc/mpi/hostfile:"
+kubectl get configmap mpi-job-muster --namespace muster-demo -o go-template='{{index .data "hostfile"}}'
+
 if [[ ${KEEP:-} == 1 ]]; then
 	echo
 	echo "The cluster keeps running (KEEP=1):"
