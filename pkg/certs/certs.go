@@ -327,42 +327,30 @@ func (m *Manager) writeFiles(secret *corev1.Secret) error {
 }
 
 func (m *Manager) injectCABundle(ctx context.Context, bundle []byte) error {
+	var configs []client.Object
 	for _, name := range m.MutatingWebhooks {
-		config := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if err := m.inject(ctx, name, config, bundle, func() []*admissionregistrationv1.WebhookClientConfig {
-			var configs []*admissionregistrationv1.WebhookClientConfig
-			for i := range config.Webhooks {
-				configs = append(configs, &config.Webhooks[i].ClientConfig)
-			}
-			return configs
-		}); err != nil {
-			return err
-		}
+		configs = append(configs, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
 	for _, name := range m.ValidatingWebhooks {
-		config := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := m.inject(ctx, name, config, bundle, func() []*admissionregistrationv1.WebhookClientConfig {
-			var configs []*admissionregistrationv1.WebhookClientConfig
-			for i := range config.Webhooks {
-				configs = append(configs, &config.Webhooks[i].ClientConfig)
-			}
-			return configs
-		}); err != nil {
+		configs = append(configs, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	for _, config := range configs {
+		if err := m.inject(ctx, config, bundle); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// inject reads a webhook configuration into config and sets the bundle on
-// every client configuration that clientConfigs returns from it.
-func (m *Manager) inject(ctx context.Context, name string, config client.Object, bundle []byte, clientConfigs func() []*admissionregistrationv1.WebhookClientConfig) error {
-	kind := fmt.Sprintf("%T", config)
+// inject reads the webhook configuration named by config into it and sets
+// the bundle on each of its webhooks.
+func (m *Manager) inject(ctx context.Context, config client.Object, bundle []byte) error {
+	name := config.GetName()
 	if err := m.Reader.Get(ctx, types.NamespacedName{Name: name}, config); err != nil {
-		return fmt.Errorf("reading webhook configuration %s (%s): %w", name, kind, err)
+		return fmt.Errorf("reading webhook configuration %s: %w", name, err)
 	}
 	changed := false
-	for _, c := range clientConfigs() {
+	for _, c := range ClientConfigs(config) {
 		if !bytes.Equal(c.CABundle, bundle) {
 			c.CABundle = slices.Clone(bundle)
 			changed = true
@@ -376,4 +364,21 @@ func (m *Manager) inject(ctx context.Context, name string, config client.Object,
 	}
 	klog.FromContext(ctx).Info("Injected the CA bundle", "webhookConfiguration", name)
 	return nil
+}
+
+// ClientConfigs returns where the API server calls each webhook of a
+// Mutating- or ValidatingWebhookConfiguration, for changing in place.
+func ClientConfigs(config client.Object) []*admissionregistrationv1.WebhookClientConfig {
+	var configs []*admissionregistrationv1.WebhookClientConfig
+	switch config := config.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for i := range config.Webhooks {
+			configs = append(configs, &config.Webhooks[i].ClientConfig)
+		}
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for i := range config.Webhooks {
+			configs = append(configs, &config.Webhooks[i].ClientConfig)
+		}
+	}
+	return configs
 }

@@ -22,10 +22,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	"sigs.k8s.io/yaml"
 
 	"github.com/muster-dev/muster/manifests"
+	"github.com/muster-dev/muster/pkg/certs"
 )
 
 // starter brings the programs up one after another.
@@ -409,24 +411,21 @@ func (s *starter) startController(ctx context.Context) error {
 // pointed at url plus its service path instead of at a Service.
 func (s *starter) registerWebhooks(ctx context.Context, url string) error {
 	for _, doc := range bytes.Split(manifests.WebhookConfigurations, []byte("\n---\n")) {
-		var err error
+		var config client.Object = &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		if bytes.Contains(doc, []byte("kind: MutatingWebhookConfiguration")) {
-			config := &admissionregistrationv1.MutatingWebhookConfiguration{}
-			if err := yaml.UnmarshalStrict(doc, config); err != nil {
-				return fmt.Errorf("decoding the MutatingWebhookConfiguration: %w", err)
-			}
-			for i := range config.Webhooks {
-				pointAt(&config.Webhooks[i].ClientConfig, url)
-			}
+			config = &admissionregistrationv1.MutatingWebhookConfiguration{}
+		}
+		if err := yaml.UnmarshalStrict(doc, config); err != nil {
+			return fmt.Errorf("decoding a webhook configuration: %w", err)
+		}
+		for _, c := range certs.ClientConfigs(config) {
+			pointAt(c, url)
+		}
+		var err error
+		switch config := config.(type) {
+		case *admissionregistrationv1.MutatingWebhookConfiguration:
 			_, err = s.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{})
-		} else {
-			config := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			if err := yaml.UnmarshalStrict(doc, config); err != nil {
-				return fmt.Errorf("decoding the ValidatingWebhookConfiguration: %w", err)
-			}
-			for i := range config.Webhooks {
-				pointAt(&config.Webhooks[i].ClientConfig, url)
-			}
+		case *admissionregistrationv1.ValidatingWebhookConfiguration:
 			_, err = s.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{})
 		}
 		if err != nil {
