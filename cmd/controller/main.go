@@ -67,7 +67,7 @@ func main() {
 	flags := pflag.NewFlagSet("muster-controller", pflag.ExitOnError)
 	flags.StringVar(&opts.kubeconfig, "kubeconfig", "", "path to a kubeconfig; empty means in-cluster configuration or $KUBECONFIG")
 	flags.BoolVar(&opts.leaderElect, "leader-elect", true, "elect a leader among replicas, so that one writes at a time")
-	flags.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "kube-system", "namespace of the leader election lease")
+	flags.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "muster-system", "namespace of the leader election lease")
 	flags.StringVar(&opts.metricsAddress, "metrics-bind-address", ":8080", "address of the /metrics endpoint; 0 turns it off")
 	flags.StringVar(&opts.healthAddress, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	flags.BoolVar(&opts.showVersion, "version", false, "print the version and exit")
@@ -125,6 +125,8 @@ func run(opts options) error {
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        "muster-controller",
 		LeaderElectionNamespace: opts.leaderElectionNamespace,
+		// A replica that stops hands the lease over at once.
+		LeaderElectionReleaseOnCancel: true,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:       {Label: labels.NewSelector().Add(*grouped)},
 			&corev1.Service{}:   {Label: managed},

@@ -35,8 +35,6 @@ type pki struct {
 	saPrivateKey  string
 	tokenAuthFile string
 	admin         identity
-	scheduler     identity
-	controller    identity
 	controllers   identity
 	kubelet       identity
 }
@@ -55,12 +53,9 @@ func newPKI(dir string) (*pki, error) {
 		saPrivateKey:  filepath.Join(dir, "sa.key"),
 		tokenAuthFile: filepath.Join(dir, "tokens.csv"),
 		admin:         identity{name: "muster-local-admin", groups: []string{"system:masters"}},
-		// The scheduler runs with kube-scheduler's own built-in RBAC
-		// identity, so that a permission muster-scheduler lacks in a real
-		// cluster is missing here too.
-		scheduler:  identity{name: "system:kube-scheduler"},
-		controller: identity{name: "muster-controller"},
-		// kube-controller-manager and kwok stand in for the cluster's
+		// muster-scheduler and muster-controller run as the
+		// ServiceAccounts of manifests/rbac, with tokens requested once
+		// those exist. kube-controller-manager and kwok stand in for the cluster's
 		// infrastructure, not for anything muster ships.
 		controllers: identity{name: "system:kube-controller-manager", groups: []string{"system:masters"}},
 		kubelet:     identity{name: "kwok", groups: []string{"system:masters"}},
@@ -82,7 +77,7 @@ func newPKI(dir string) (*pki, error) {
 	}
 
 	var tokens strings.Builder
-	for _, id := range []*identity{&p.admin, &p.scheduler, &p.controller, &p.controllers, &p.kubelet} {
+	for _, id := range []*identity{&p.admin, &p.controllers, &p.kubelet} {
 		if id.token, err = randomToken(); err != nil {
 			return nil, err
 		}

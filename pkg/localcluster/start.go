@@ -1,7 +1,6 @@
 package localcluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -11,8 +10,8 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -47,6 +46,10 @@ type ports struct {
 	controllerMetrics, controllerHealth, controllerWebhook        int
 }
 
+// tokenLifetime is how long muster's programs' ServiceAccount tokens last:
+// longer than any test or demo cluster.
+const tokenLifetime = int64(7 * 24 * 60 * 60)
+
 func (s *starter) logf(format string, args ...any) {
 	if s.opts.Logf != nil {
 		s.opts.Logf(format, args...)
@@ -72,7 +75,7 @@ func (s *starter) run(ctx context.Context) error {
 	}{
 		{"etcd", s.startEtcd},
 		{"kube-apiserver", s.startAPIServer},
-		{"PodGroup CRD and RBAC", s.installCRDs},
+		{"PodGroup CRD and RBAC", s.install},
 		{"kube-controller-manager", s.startControllerManager},
 		{"kwok and nodes", s.startNodes},
 		{"muster-scheduler", s.startScheduler},
@@ -175,8 +178,7 @@ func (s *starter) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	for name, id := range map[string]identity{
-		"kubeconfig": s.pki.admin, "scheduler.kubeconfig": s.pki.scheduler, "controller.kubeconfig": s.pki.controller,
-		"controller-manager.kubeconfig": s.pki.controllers, "kwok.kubeconfig": s.pki.kubelet,
+		"kubeconfig": s.pki.admin, "controller-manager.kubeconfig": s.pki.controllers, "kwok.kubeconfig": s.pki.kubelet,
 	} {
 		if err := s.writeKubeconfig(s.path(name), id); err != nil {
 			return err
@@ -205,27 +207,51 @@ func (s *starter) writeKubeconfig(path string, id identity) error {
 	return nil
 }
 
-func (s *starter) installCRDs(ctx context.Context) error {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(manifests.PodGroupCRD, crd); err != nil {
-		return fmt.Errorf("decoding the PodGroup CRD: %w", err)
-	}
+// install creates, from manifests/, muster's namespace, the PodGroup CRD,
+// and the ServiceAccounts and RBAC of muster-scheduler and
+// muster-controller, and writes their kubeconfigs with tokens of those
+// ServiceAccounts: muster's programs run with exactly the permissions they
+// ship with.
+func (s *starter) install(ctx context.Context) error {
 	config, err := s.cluster.RESTConfig()
 	if err != nil {
 		return err
 	}
-	client, err := apiextensionsclient.NewForConfig(config)
+	apply, err := client.New(config, client.Options{})
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
 	}
-	if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(manifests.PodGroupCRD, crd); err != nil {
+		return fmt.Errorf("decoding the PodGroup CRD: %w", err)
+	}
+	crds, err := apiextensionsclient.NewForConfig(config)
+	if err != nil {
+		return fmt.Errorf("creating client: %w", err)
+	}
+	if _, err := crds.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
 	}
-	if err := s.grant(ctx, manifests.SchedulerClusterRole, s.pki.scheduler); err != nil {
-		return err
+	for _, manifest := range [][]byte{manifests.Namespace, manifests.SchedulerRBAC, manifests.ControllerRBAC} {
+		objects, err := manifests.Objects(manifest)
+		if err != nil {
+			return err
+		}
+		for _, obj := range objects {
+			if err := apply.Create(ctx, obj); err != nil {
+				return fmt.Errorf("creating %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
+			}
+		}
 	}
-	if err := s.grant(ctx, manifests.ControllerClusterRole, s.pki.controller); err != nil {
-		return err
+	for file, account := range map[string]string{"scheduler.kubeconfig": manifests.SchedulerAccount, "controller.kubeconfig": manifests.ControllerAccount} {
+		request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(tokenLifetime)}}
+		token, err := s.client.CoreV1().ServiceAccounts(manifests.SystemNamespace).CreateToken(ctx, account, request, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("requesting a token of ServiceAccount %s/%s: %w", manifests.SystemNamespace, account, err)
+		}
+		if err := s.writeKubeconfig(s.path(file), identity{name: account, token: token.Status.Token}); err != nil {
+			return err
+		}
 	}
 	// Ready means served: the typed client that muster's plugins use can
 	// list PodGroups.
@@ -237,27 +263,6 @@ func (s *starter) installCRDs(ctx context.Context) error {
 		_, err := podGroups.SchedulingV1alpha1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
 	})
-}
-
-// grant binds a ClusterRole from manifests/ to one of the cluster's users,
-// so that muster's programs run with the permissions they ship with.
-func (s *starter) grant(ctx context.Context, manifest []byte, user identity) error {
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.UnmarshalStrict(manifest, role); err != nil {
-		return fmt.Errorf("decoding a ClusterRole for %s: %w", user.name, err)
-	}
-	if _, err := s.client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating ClusterRole %s: %w", role.Name, err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user.name}},
-	}
-	if _, err := s.client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating ClusterRoleBinding %s: %w", binding.Name, err)
-	}
-	return nil
 }
 
 // startControllerManager runs the controllers a real cluster has: service
@@ -391,14 +396,15 @@ func (s *starter) startController(ctx context.Context) error {
 	}
 	p, err := s.start("muster-controller", []string{
 		"--kubeconfig=" + s.path("controller.kubeconfig"),
-		"--leader-elect=false",
+		"--leader-elect=true",
+		"--leader-election-namespace=" + manifests.SystemNamespace,
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(s.ports.controllerMetrics),
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(s.ports.controllerHealth),
 		"--webhook-bind-address=127.0.0.1",
 		"--webhook-port=" + strconv.Itoa(s.ports.controllerWebhook),
 		"--webhook-hosts=127.0.0.1",
 		"--cert-dir=" + s.path("controller-certs"),
-		"--cert-secret=" + metav1.NamespaceSystem + "/muster-webhook-cert",
+		"--cert-secret=" + manifests.SystemNamespace + "/" + manifests.WebhookCertSecretName,
 		"--v=2",
 	}, "http://127.0.0.1:"+strconv.Itoa(s.ports.controllerHealth)+"/readyz")
 	if err != nil {
@@ -410,18 +416,14 @@ func (s *starter) startController(ctx context.Context) error {
 // registerWebhooks creates the webhook configurations of manifests/, each
 // pointed at url plus its service path instead of at a Service.
 func (s *starter) registerWebhooks(ctx context.Context, url string) error {
-	for _, doc := range bytes.Split(manifests.WebhookConfigurations, []byte("\n---\n")) {
-		var config client.Object = &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if bytes.Contains(doc, []byte("kind: MutatingWebhookConfiguration")) {
-			config = &admissionregistrationv1.MutatingWebhookConfiguration{}
-		}
-		if err := yaml.UnmarshalStrict(doc, config); err != nil {
-			return fmt.Errorf("decoding a webhook configuration: %w", err)
-		}
+	configs, err := manifests.Objects(manifests.WebhookConfigurations)
+	if err != nil {
+		return err
+	}
+	for _, config := range configs {
 		for _, c := range certs.ClientConfigs(config) {
 			pointAt(c, url)
 		}
-		var err error
 		switch config := config.(type) {
 		case *admissionregistrationv1.MutatingWebhookConfiguration:
 			_, err = s.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{})

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/manifests"
 	"github.com/muster-dev/muster/pkg/controller/podgroup"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
@@ -179,7 +180,7 @@ func TestRestart(t *testing.T) {
 		return map[string]string{
 			"Service":     service(t, ns, "job").ResourceVersion,
 			"Secret":      secret(t, ns, "job-muster-ssh").ResourceVersion,
-			"certificate": secret(t, metav1.NamespaceSystem, "muster-webhook-cert").ResourceVersion,
+			"certificate": secret(t, manifests.SystemNamespace, manifests.WebhookCertSecretName).ResourceVersion,
 		}
 	}
 	before := versions()
