@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# `make demo`: a local cluster with 4 simulated nodes, example pods for
-# muster-scheduler, and where each one was bound. KEEP=1 leaves the cluster
-# running for kubectl.
+# `make demo`: a local cluster with 4 simulated nodes, muster-scheduler and
+# muster-controller running as their manifests' ServiceAccounts, and every
+# example: where each pod went, how gangs were admitted, and each framework
+# job's timeline and injected environment. It exits non-zero if a job does
+# not run in order. KEEP=1 leaves the cluster running for kubectl.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +22,13 @@ say "Starting a local control plane with 4 simulated nodes"
 if [[ ${KEEP:-} != 1 ]]; then
 	trap '"$bin/muster-local" down --dir "$dir"' EXIT
 fi
+
+say "muster-scheduler and muster-controller run as the ServiceAccounts of manifests/rbac"
+kubectl get serviceaccounts,roles,rolebindings --namespace muster-system
+kubectl get clusterroles,clusterrolebindings --selector='!kubernetes.io/bootstrapping' | grep muster
+
+say "The whole install, kubectl apply -k manifests/, as a server-side dry run"
+kubectl apply --dry-run=server -k "$root/manifests"
 
 say "Applying manifests/examples/hello-pods.yaml"
 kubectl apply -f "$root/manifests/examples/hello-pods.yaml"
@@ -64,29 +73,8 @@ echo
 echo "train was admitted whole: its 4 pods were bound in one step."
 echo "short has 2 of its 3 pods; they wait, and say so, until the third exists."
 echo "huge cannot fit on any node; it was rejected whole, with nothing bound, and backs off."
-say "Launch order: applying manifests/examples/mpi-launch-order.yaml"
-kubectl apply -f "$root/manifests/examples/mpi-launch-order.yaml"
-kubectl wait --namespace muster-demo --for=condition=Ready pod/mpi-job-launcher-0 --timeout=120s
-
-say "MPI job timeline (bound = PodScheduled, ready = Ready; kwok's clock, whole seconds)"
-kubectl get pods --namespace muster-demo --selector scheduling.x-k8s.io/pod-group=mpi-job \
-	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.muster\.dev/role,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime' \
-	| { read -r header; echo "$header"; sort -k3,3 -k1,1; }
-
-say "What LaunchOrder said about the launcher"
-kubectl get events.events.k8s.io --namespace muster-demo --field-selector regarding.name=mpi-job-launcher-0 \
-	-o custom-columns='REASON:.reason,NOTE:.note' | awk 'NR == 1 || $1 ~ /^Launch/'
-
-echo
-echo "All 5 pods were reserved together; the workers were bound at once, and the"
-echo "launcher was held, its room kept, until the last worker was Ready."
-
-say "What muster-controller gave the launcher: its name, MPI environment and hostfile"
-kubectl get pod mpi-job-launcher-0 --namespace muster-demo \
-	-o go-template='hostname {{.spec.hostname}}.{{.spec.subdomain}}{{"\n"}}{{range (index .spec.containers 0).env}}{{.name}}={{.value}}{{"\n"}}{{end}}' \
-	| grep -E '^(hostname|MUSTER_GROUP|MUSTER_ROLE|MUSTER_WORKER_NUM|OMPI_MCA_)'
-echo "/etc/mpi/hostfile:"
-kubectl get configmap mpi-job-muster --namespace muster-demo -o go-template='{{index .data "hostfile"}}'
+say "Every framework: TensorFlow, PyTorch (static and elastic), MPI and MXNet"
+"$bin/muster-local" tour --dir "$dir" --examples "$root/manifests/examples" --namespace muster-tour
 
 if [[ ${KEEP:-} == 1 ]]; then
 	echo

@@ -11,9 +11,13 @@ import (
 	"fmt"
 	"io"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -60,7 +64,16 @@ const (
 	WebhookCertSecretName = "muster-webhook-cert"
 )
 
-// Objects decodes a multi-document YAML manifest of built-in kinds.
+// decoder reads built-in kinds and PodGroups.
+var decoder = func() runtime.Decoder {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	return serializer.NewCodecFactory(scheme).UniversalDeserializer()
+}()
+
+// Objects decodes a multi-document YAML manifest of built-in kinds and
+// PodGroups.
 func Objects(data []byte) ([]client.Object, error) {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var objects []client.Object
@@ -76,7 +89,7 @@ func Objects(data []byte) ([]client.Object, error) {
 		if asJSON, err := yaml.YAMLToJSON(doc); err == nil && string(asJSON) == "null" {
 			continue
 		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		obj, _, err := decoder.Decode(doc, nil, nil)
 		if err != nil {
 			return nil, fmt.Errorf("decoding a manifest: %w", err)
 		}

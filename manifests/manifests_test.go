@@ -62,3 +62,24 @@ func profileNames(cfg *config.KubeSchedulerConfiguration) []string {
 	}
 	return names
 }
+
+// TestExamplesDecode reads every example as the demo and users apply it.
+func TestExamplesDecode(t *testing.T) {
+	paths, err := filepath.Glob("examples/*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objects, err := Objects(data)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+		}
+		if len(objects) == 0 {
+			t.Errorf("%s holds no object", path)
+		}
+	}
+}

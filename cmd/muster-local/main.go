@@ -55,7 +55,7 @@ and removes DIR.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&dir, "dir", defaultDir, "directory for the cluster's state, credentials and logs")
-	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir))
+	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir))
 	return root
 }
 

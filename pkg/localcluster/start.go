@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -229,6 +230,9 @@ func (s *starter) install(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
 	}
+	if err := markApplied(crd); err != nil {
+		return err
+	}
 	if _, err := crds.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
 	}
@@ -238,6 +242,9 @@ func (s *starter) install(ctx context.Context) error {
 			return err
 		}
 		for _, obj := range objects {
+			if err := markApplied(obj); err != nil {
+				return err
+			}
 			if err := apply.Create(ctx, obj); err != nil {
 				return fmt.Errorf("creating %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
 			}
@@ -424,6 +431,9 @@ func (s *starter) registerWebhooks(ctx context.Context, url string) error {
 		for _, c := range certs.ClientConfigs(config) {
 			pointAt(c, url)
 		}
+		if err := markApplied(config); err != nil {
+			return err
+		}
 		switch config := config.(type) {
 		case *admissionregistrationv1.MutatingWebhookConfiguration:
 			_, err = s.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{})
@@ -434,6 +444,24 @@ func (s *starter) registerWebhooks(ctx context.Context, url string) error {
 			return fmt.Errorf("registering muster-controller's webhooks: %w", err)
 		}
 	}
+	return nil
+}
+
+// markApplied records the object as `kubectl apply` would have created it,
+// so that a later `kubectl apply -k manifests/` patches the cluster's
+// objects cleanly: for instance it replaces a webhook's loopback URL by the
+// Service of the manifests, rather than adding the Service beside it.
+func markApplied(obj metav1.Object) error {
+	applied, err := json.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", obj.GetName(), err)
+	}
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[corev1.LastAppliedConfigAnnotation] = string(applied) + "\n"
+	obj.SetAnnotations(annotations)
 	return nil
 }
 
