@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Shows that manifests/rbac holds no rule muster does not need: it removes
+# each rule of each Role and ClusterRole in turn, runs the integration test
+# that runs an example job with the manifests' ServiceAccounts, and reports
+# whether the test failed, as it must. Needs `make tools build`.
+#   hack/rbac-mutations.sh        # about 15 minutes
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+test=TestManifestsRBACSufficesForAnExampleJob
+work=$(mktemp -d)
+current=""
+restore() { if [[ -n $current ]]; then cp "$work/original" "$current"; fi; rm -rf "$work"; }
+trap restore EXIT
+
+survived=0
+for file in manifests/rbac/scheduler.yaml manifests/rbac/controller.yaml; do
+	cp "$file" "$work/original"
+	current=$file
+	rules=$(grep -c '^  - apiGroups:' "$file")
+	for i in $(seq 1 "$rules"); do
+		# Drop the i-th rule: its "  - apiGroups:" line and the lines
+		# indented under it.
+		awk -v n="$i" '/^  - apiGroups:/ { k++; skip = (k == n) } /^(---|[^ ]|  [^ -])/ { skip = 0 } !skip' "$work/original" >"$file"
+		rule=$(awk -v n="$i" '/^  - apiGroups:/ { k++; on = (k == n) } /^(---|[^ ]|  [^ -])/ { on = 0 } on' "$work/original" | tr -s ' \n' ' ')
+		if go test -count=1 -timeout 6m -run "^$test\$" ./test/integration/ >"$work/log" 2>&1; then
+			echo "STILL PASSES without ($file) $rule"
+			survived=$((survived + 1))
+		else
+			why=$(grep -m1 -E 'was refused by RBAC|Error Trace|waiting for|starting|FAIL:' "$work/log" | cut -c1-160 || true)
+			echo "fails without ($file) $rule"
+			echo "    $why"
+		fi
+		cp "$work/original" "$file"
+	done
+	current=""
+done
+if ((survived > 0)); then
+	echo "$survived rule(s) are not needed by the test"
+	exit 1
+fi
+echo "every rule is needed"
