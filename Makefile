@@ -57,6 +57,22 @@ crds: ## Refresh manifests/crds from the scheduler-plugins module that go.mod pi
 	cp "$$(go list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" manifests/crds/
 	chmod 644 manifests/crds/*.yaml
 
+IMAGE_REPO ?= ghcr.io/muster-dev
+CONTAINER_ENGINE ?= $(shell command -v docker || command -v podman)
+
+.PHONY: images
+images: ## Build the muster-scheduler and muster-controller images (needs docker or podman, and registry access).
+	@if [[ -z "$(CONTAINER_ENGINE)" ]]; then echo "make images: no container engine; install docker or podman" >&2; exit 1; fi
+	for program in scheduler controller; do \
+		$(CONTAINER_ENGINE) build -f build/$$program.Dockerfile \
+			--build-arg VERSION=$(VERSION) --build-arg KUBE_VERSION=$(KUBE_VERSION) --build-arg KUBE_MINOR=$(KUBE_MINOR) \
+			-t $(IMAGE_REPO)/muster-$$program:$(VERSION) . ; \
+	done
+
+.PHONY: rbac-mutations
+rbac-mutations: tools build ## Remove each RBAC rule in turn and show the end-to-end test fails without it (about 20 minutes).
+	hack/rbac-mutations.sh
+
 .PHONY: clean
 clean: ## Remove bin/ and _output/.
 	rm -rf $(BIN) _output

@@ -3,20 +3,27 @@
 # each rule of each Role and ClusterRole in turn, runs the integration test
 # that runs an example job with the manifests' ServiceAccounts, and reports
 # whether the test failed, as it must. Needs `make tools build`.
-#   hack/rbac-mutations.sh        # about 15 minutes
+#   hack/rbac-mutations.sh                                # every file, about 20 minutes
+#   hack/rbac-mutations.sh manifests/rbac/scheduler.yaml  # one file
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
 test=TestManifestsRBACSufficesForAnExampleJob
 work=$(mktemp -d)
-current=""
-restore() { if [[ -n $current ]]; then cp "$work/original" "$current"; fi; rm -rf "$work"; }
-trap restore EXIT
+trap 'rm -rf "$work"' EXIT
+# The rules are compiled into the test: mutate a copy of the tree, so that
+# the working tree is never changed. The copy uses this tree's bin/.
+mkdir "$work/repo"
+tar -C "$root" --exclude=./bin --exclude=./_output --exclude=./.git -cf - . | tar -C "$work/repo" -xf -
+export MUSTER_BIN_DIR=$root/bin
+cd "$work/repo"
 
 survived=0
-for file in manifests/rbac/scheduler.yaml manifests/rbac/controller.yaml; do
+files=("$@")
+if ((${#files[@]} == 0)); then
+	files=(manifests/rbac/scheduler.yaml manifests/rbac/controller.yaml)
+fi
+for file in "${files[@]}"; do
 	cp "$file" "$work/original"
-	current=$file
 	rules=$(grep -c '^  - apiGroups:' "$file")
 	for i in $(seq 1 "$rules"); do
 		# Drop the i-th rule: its "  - apiGroups:" line and the lines
@@ -33,7 +40,6 @@ for file in manifests/rbac/scheduler.yaml manifests/rbac/controller.yaml; do
 		fi
 		cp "$work/original" "$file"
 	done
-	current=""
 done
 if ((survived > 0)); then
 	echo "$survived rule(s) are not needed by the test"

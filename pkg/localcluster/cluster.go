@@ -66,8 +66,8 @@ type Options struct {
 	NodeMemory string
 	NodeGPUs   int
 	// SchedulerConfig is muster-scheduler's KubeSchedulerConfiguration;
-	// empty means manifests/scheduler-config.yaml. Leader election is
-	// turned off either way.
+	// empty means manifests/scheduler-config.yaml, whose leader election
+	// runs here as in a cluster, with the lease its RBAC allows.
 	SchedulerConfig []byte
 	// Detach lets the programs outlive the calling process, for the
 	// muster-local command. Tests leave it false so that nothing survives

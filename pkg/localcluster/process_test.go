@@ -22,7 +22,9 @@ func startTestProcess(t *testing.T, name, script string) *Process {
 }
 
 func TestStopEndsTheProgram(t *testing.T) {
-	p := startTestProcess(t, "sleeper", "exec sleep 60")
+	// The shell must stay the process: after an exec, /proc/PID/exe is no
+	// longer the recorded binary, and Running rightly says false.
+	p := startTestProcess(t, "sleeper", `trap "exit 0" TERM; while :; do sleep 0.05; done`)
 	if !p.Running() {
 		t.Fatalf("%s is not running after start", p)
 	}

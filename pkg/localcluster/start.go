@@ -382,7 +382,6 @@ func (s *starter) startScheduler(ctx context.Context) error {
 		// real cluster.
 		"--authentication-kubeconfig=" + s.path("scheduler.kubeconfig"),
 		"--authorization-kubeconfig=" + s.path("scheduler.kubeconfig"),
-		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
 		"--v=2",
