@@ -64,13 +64,16 @@ const (
 	WebhookCertSecretName = "muster-webhook-cert"
 )
 
-// decoder reads built-in kinds and PodGroups.
-var decoder = func() runtime.Decoder {
+// Scheme knows the kinds the manifests and the examples hold: the built-in
+// ones and PodGroups.
+func Scheme() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
-	return serializer.NewCodecFactory(scheme).UniversalDeserializer()
-}()
+	return scheme
+}
+
+var decoder = serializer.NewCodecFactory(Scheme()).UniversalDeserializer()
 
 // Objects decodes a multi-document YAML manifest of built-in kinds and
 // PodGroups.

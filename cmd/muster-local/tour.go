@@ -17,11 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -128,10 +125,7 @@ func runTour(ctx context.Context, cluster *localcluster.Cluster, examples, names
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
 	}
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(v1alpha1.AddToScheme(scheme))
-	c, err := client.New(config, client.Options{Scheme: scheme})
+	c, err := client.New(config, client.Options{Scheme: manifests.Scheme()})
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
 	}

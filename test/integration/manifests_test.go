@@ -12,12 +12,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/manifests"
 	"github.com/muster-dev/muster/test/integration/framework"
@@ -69,10 +65,7 @@ func TestManifestsRBACSufficesForAnExampleJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(v1alpha1.AddToScheme(scheme))
-	c, err := client.New(framework.Config, client.Options{Scheme: scheme})
+	c, err := client.New(framework.Config, client.Options{Scheme: manifests.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
