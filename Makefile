@@ -35,7 +35,7 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager, kubectl and kwok 
 	@for tool in $(TOOLS); do hack/build-tool.sh "$${tool%%=*}" "$${tool#*=}"; done
 
 .PHONY: test
-test: tools build ## Unit and integration tests, against a real control plane.
+test: tools build conformance-deps ## Unit, integration and conformance tests, against a real control plane.
 	go test -count=1 -timeout 30m ./...
 
 .PHONY: unit
@@ -59,6 +59,19 @@ crds: ## Refresh manifests/crds from the scheduler-plugins module that go.mod pi
 
 IMAGE_REPO ?= ghcr.io/muster-dev
 CONTAINER_ENGINE ?= $(shell command -v docker || command -v podman)
+
+# What test/conformance starts: the real consumers of muster's contracts,
+# from Debian's packages.
+CONFORMANCE_PACKAGES := python3-torch openmpi-bin mpich openssh-server
+
+.PHONY: conformance-deps
+conformance-deps: ## Install torchrun, OpenMPI, MPICH and sshd from Debian's packages (skipped when present).
+	@missing=$$(for p in $(CONFORMANCE_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [[ -n "$$missing" ]]; then \
+		echo "installing $$missing"; \
+		sudo= ; if [[ $$(id -u) != 0 ]]; then sudo=sudo; fi; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
 
 .PHONY: images
 images: ## Build the muster-scheduler and muster-controller images (needs docker or podman, and registry access).
