@@ -265,16 +265,36 @@ func (c *cluster) start(m *member, extraEnv []string, binds map[string]string, c
 	return p
 }
 
-// mountPoint makes sure a mount point exists, and removes it again at the
-// end if the harness created it.
+// mountPoints counts the cases using each mount point the harness created
+// on this machine, so that the last one to finish removes it.
+var mountPoints = struct {
+	sync.Mutex
+	users   map[string]int
+	created map[string]bool
+}{users: map[string]int{}, created: map[string]bool{}}
+
+// mountPoint makes sure a mount point exists while the test runs, and
+// removes it at the end if the harness created it and no other case uses
+// it.
 func (c *cluster) mountPoint(dir string) {
-	if _, err := os.Stat(dir); err == nil {
-		return
+	mountPoints.Lock()
+	defer mountPoints.Unlock()
+	if _, err := os.Stat(dir); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			c.t.Fatalf("creating mount point %s: %v", dir, err)
+		}
+		mountPoints.created[dir] = true
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		c.t.Fatalf("creating mount point %s: %v", dir, err)
-	}
-	c.t.Cleanup(func() { _ = os.Remove(dir) })
+	mountPoints.users[dir]++
+	c.t.Cleanup(func() {
+		mountPoints.Lock()
+		defer mountPoints.Unlock()
+		mountPoints.users[dir]--
+		if mountPoints.users[dir] == 0 && mountPoints.created[dir] {
+			_ = os.Remove(dir)
+			delete(mountPoints.created, dir)
+		}
+	})
 }
 
 // stop ends every process group the cluster started.
