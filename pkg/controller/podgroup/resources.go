@@ -111,21 +111,21 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 // workers returns one worker, whose GPU limit may give the MPI slots, and
 // the indices of the workers running now, for discover_hosts.sh.
 func workers(pods []corev1.Pod) (*corev1.Pod, []int32) {
-	var any *corev1.Pod
+	var first *corev1.Pod
 	var running []int32
 	for i := range pods {
 		pod := &pods[i]
 		if role, _ := topology.RoleOf(pod); role != "worker" {
 			continue
 		}
-		if any == nil {
-			any = pod
+		if first == nil {
+			first = pod
 		}
 		if index, ok, err := topology.IndexOf(pod); ok && err == nil && pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
 			running = append(running, index)
 		}
 	}
-	return any, running
+	return first, running
 }
 
 func desiredService(g envinject.Group) *corev1.Service {
