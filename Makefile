@@ -49,6 +49,7 @@ demo: tools build ## Start a local cluster, schedule example pods with muster-sc
 .PHONY: lint
 lint: ## go vet and gofmt.
 	go vet ./...
+	go vet -tags bench ./test/perf
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n $$unformatted ]]; then echo "gofmt wants to rewrite:"; echo "$$unformatted"; exit 1; fi
 
@@ -72,6 +73,14 @@ conformance-deps: ## Install torchrun, OpenMPI, MPICH and sshd from Debian's pac
 		sudo= ; if [[ $$(id -u) != 0 ]]; then sudo=sudo; fi; \
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+
+.PHONY: bench
+bench: tools ## Benchmarks: default, Coscheduling and muster side by side; writes docs/benchmarks.md (BENCH_ROUNDS, BENCH_LABELS).
+	hack/bench.sh
+
+.PHONY: bench-quick
+bench-quick: tools ## A reduced benchmark run, one round of small workloads, for development.
+	BENCH_ROUNDS=1 BENCH_LABELS=quick hack/bench.sh
 
 .PHONY: images
 images: ## Build the muster-scheduler and muster-controller images (needs docker or podman, and registry access).
