@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -188,27 +189,18 @@ func TestStoredCyclicOrderLeavesPodsPending(t *testing.T) {
 	rolePods(t, ns, "job", "a", 1, "1", 0)
 	rolePods(t, ns, "job", "b", 1, "1", 0)
 	framework.WithoutPodGroupValidation(t)
-	podGroups := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		pg, err := podGroups.Get(context.Background(), "job", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		pg.Annotations[topology.LaunchOrderAnnotation] = "a>b>a"
-		pg.Spec.MinMember = 2
-		_, err = podGroups.Update(context.Background(), pg, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("storing a cyclic order: %v", err)
-	}
-
+	// First the cycle, then the smaller gang, in two updates: the scheduler's
+	// two plugins each watch PodGroups, and one update that changed both
+	// could reach Gang's watch an instant before LaunchOrder's.
+	updatePodGroup(t, ns, "job", func(pg *v1alpha1.PodGroup) { pg.Annotations[topology.LaunchOrderAnnotation] = "a>b>a" })
 	for _, pod := range []string{"job-a-0", "job-b-0"} {
 		framework.WaitForPod(t, ns, pod, "told its order has a cycle", func(p *corev1.Pod) bool {
 			c := framework.Condition(p, corev1.PodScheduled)
 			return c != nil && strings.Contains(c.Message, "the order has a cycle, a>b>a")
 		})
 	}
+	updatePodGroup(t, ns, "job", func(pg *v1alpha1.PodGroup) { pg.Spec.MinMember = 2 })
+
 	// A pod of the same pool without a group is bound meanwhile, so the
 	// scheduler was at work.
 	plain := framework.InPool(st.MakePod().Namespace(ns).Name("plain").SchedulerName(localcluster.SchedulerName).
@@ -221,5 +213,24 @@ func TestStoredCyclicOrderLeavesPodsPending(t *testing.T) {
 		if h.when(h.bound, pod) != 0 {
 			t.Errorf("%s of a group with a cyclic order was bound", pod)
 		}
+	}
+}
+
+// updatePodGroup changes a PodGroup, retrying on conflicts with the
+// controller's status updates.
+func updatePodGroup(t *testing.T, namespace, name string, change func(*v1alpha1.PodGroup)) {
+	t.Helper()
+	podGroups := framework.PodGroups.SchedulingV1alpha1().PodGroups(namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pg, err := podGroups.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(pg)
+		_, err = podGroups.Update(context.Background(), pg, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("updating PodGroup %s/%s: %v", namespace, name, err)
 	}
 }
