@@ -82,8 +82,10 @@ func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admissio
 	if len(errs) > 0 {
 		return denied(errs)
 	}
+	// Only MPI reads slots; only a non-worker needs another pod to find
+	// them.
 	worker := pod
-	if member.Role != "worker" {
+	if topo.Framework == topology.MPI && member.Role != "worker" {
 		if worker, err = m.anyWorker(ctx, key); err != nil {
 			return admission.Errored(http.StatusInternalServerError, err)
 		}

@@ -133,7 +133,7 @@ func readBack(t *testing.T, pod *corev1.Pod) *member {
 		var defaultMode *int32
 		switch {
 		case v.ConfigMap != nil:
-			cm := waitFor(t, func(ctx context.Context) (*corev1.ConfigMap, error) {
+			cm := framework.Eventually(t, "ConfigMap "+v.ConfigMap.Name, func(ctx context.Context) (*corev1.ConfigMap, error) {
 				return framework.Client.CoreV1().ConfigMaps(pod.Namespace).Get(ctx, v.ConfigMap.Name, metav1.GetOptions{})
 			})
 			data = map[string][]byte{}
@@ -142,7 +142,7 @@ func readBack(t *testing.T, pod *corev1.Pod) *member {
 			}
 			items, defaultMode = v.ConfigMap.Items, v.ConfigMap.DefaultMode
 		case v.Secret != nil:
-			secret := waitFor(t, func(ctx context.Context) (*corev1.Secret, error) {
+			secret := framework.Eventually(t, "Secret "+v.Secret.SecretName, func(ctx context.Context) (*corev1.Secret, error) {
 				return framework.Client.CoreV1().Secrets(pod.Namespace).Get(ctx, v.Secret.SecretName, metav1.GetOptions{})
 			})
 			data, items, defaultMode = secret.Data, v.Secret.Items, v.Secret.DefaultMode
@@ -161,21 +161,6 @@ func readBack(t *testing.T, pod *corev1.Pod) *member {
 		}
 	}
 	return m
-}
-
-func waitFor[T any](t *testing.T, get func(context.Context) (T, error)) T {
-	t.Helper()
-	deadline := time.Now().Add(framework.Timeout)
-	for {
-		got, err := get(context.Background())
-		if err == nil {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // cluster runs members as processes.

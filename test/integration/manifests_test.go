@@ -2,17 +2,16 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"testing"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/muster-dev/muster/manifests"
@@ -135,22 +134,16 @@ func podTemplate(obj client.Object) (*corev1.PodTemplateSpec, bool) {
 // pods of a Job have generated names, but muster gives each its hostname.
 func waitForMember(t *testing.T, c client.Client, namespace, name string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
-	var found *corev1.Pod
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, framework.Timeout, true, func(ctx context.Context) (bool, error) {
+	return framework.Eventually(t, "member "+namespace+"/"+name, func(ctx context.Context) (*corev1.Pod, error) {
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
-			return false, nil
+			return nil, err
 		}
 		for i := range pods.Items {
 			if pods.Items[i].Spec.Hostname == name && cond(&pods.Items[i]) {
-				found = &pods.Items[i]
-				return true, nil
+				return &pods.Items[i], nil
 			}
 		}
-		return false, nil
+		return nil, fmt.Errorf("no pod with hostname %s in that state yet", name)
 	})
-	if err != nil {
-		t.Fatalf("waiting for member %s/%s: %v", namespace, name, err)
-	}
-	return found
 }

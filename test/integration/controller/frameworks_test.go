@@ -134,7 +134,7 @@ func TestMPI(t *testing.T) {
 			}
 		}
 		wantDiscovered := fmt.Sprintf("#!/bin/sh\necho mpi-worker-0.mpi.%[1]s.svc:4\necho mpi-worker-1.mpi.%[1]s.svc:4\n", ns)
-		eventually(t, "discover_hosts.sh to list both running workers", func(ctx context.Context) (string, error) {
+		framework.Eventually(t, "discover_hosts.sh to list both running workers", func(ctx context.Context) (string, error) {
 			got := configMap(t, ns, "mpi-muster").Data["discover_hosts.sh"]
 			if got != wantDiscovered {
 				return got, fmt.Errorf("discover_hosts.sh is %q", got)
@@ -155,7 +155,7 @@ func TestMPI(t *testing.T) {
 		launcher := create(t, member(ns, "impi", "launcher", 0).Obj())
 		wantEnv(t, launcher, map[string]string{"I_MPI_HYDRA_HOST_FILE": "/etc/mpi/hostfile", "OMPI_MCA_orte_default_hostfile": ""})
 		wantHostfile := fmt.Sprintf("impi-worker-0.impi.%[1]s.svc:4\nimpi-worker-1.impi.%[1]s.svc:4\n", ns)
-		eventually(t, "the hostfile to give each worker its 4 GPUs as slots", func(ctx context.Context) (string, error) {
+		framework.Eventually(t, "the hostfile to give each worker its 4 GPUs as slots", func(ctx context.Context) (string, error) {
 			got := configMap(t, ns, "impi-muster").Data["hostfile"]
 			if got != wantHostfile {
 				return got, fmt.Errorf("hostfile is %q, want %q", got, wantHostfile)

@@ -7,11 +7,9 @@ import (
 	"context"
 	"strconv"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/muster-dev/muster/pkg/topology"
@@ -80,38 +78,23 @@ func wantEnv(t *testing.T, pod *corev1.Pod, want map[string]string) {
 	}
 }
 
-// eventually polls get until it returns no error, and returns its result.
-func eventually[T any](t *testing.T, what string, get func(context.Context) (T, error)) T {
-	t.Helper()
-	var result T
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, framework.Timeout, true, func(ctx context.Context) (bool, error) {
-		result, last = get(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
-	}
-	return result
-}
-
 func service(t *testing.T, namespace, name string) *corev1.Service {
 	t.Helper()
-	return eventually(t, "Service "+name, func(ctx context.Context) (*corev1.Service, error) {
+	return framework.Eventually(t, "Service "+name, func(ctx context.Context) (*corev1.Service, error) {
 		return framework.Client.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
 	})
 }
 
 func configMap(t *testing.T, namespace, name string) *corev1.ConfigMap {
 	t.Helper()
-	return eventually(t, "ConfigMap "+name, func(ctx context.Context) (*corev1.ConfigMap, error) {
+	return framework.Eventually(t, "ConfigMap "+name, func(ctx context.Context) (*corev1.ConfigMap, error) {
 		return framework.Client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
 	})
 }
 
 func secret(t *testing.T, namespace, name string) *corev1.Secret {
 	t.Helper()
-	return eventually(t, "Secret "+name, func(ctx context.Context) (*corev1.Secret, error) {
+	return framework.Eventually(t, "Secret "+name, func(ctx context.Context) (*corev1.Secret, error) {
 		return framework.Client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 	})
 }

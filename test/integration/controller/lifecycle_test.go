@@ -119,7 +119,7 @@ func TestOwnership(t *testing.T) {
 	if _, err := configMaps.Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("editing the ConfigMap: %v", err)
 	}
-	eventually(t, "the hostfile to be restored", func(ctx context.Context) (string, error) {
+	framework.Eventually(t, "the hostfile to be restored", func(ctx context.Context) (string, error) {
 		if got := configMap(t, ns, "ours-muster").Data["hostfile"]; got != want {
 			return got, fmt.Errorf("hostfile is %q", got)
 		}
@@ -198,7 +198,7 @@ func TestRestart(t *testing.T) {
 	if _, err := framework.Client.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("editing the ConfigMap: %v", err)
 	}
-	eventually(t, "the restarted controller to restore the files", func(ctx context.Context) (map[string]string, error) {
+	framework.Eventually(t, "the restarted controller to restore the files", func(ctx context.Context) (map[string]string, error) {
 		if got := configMap(t, ns, "job-muster").Data; fmt.Sprint(got) != fmt.Sprint(files) {
 			return got, fmt.Errorf("files are %v", got)
 		}

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
+	"github.com/muster-dev/muster/manifests"
 	"github.com/muster-dev/muster/pkg/localcluster"
 )
 
@@ -289,13 +290,29 @@ func CreatePodGroup(t *testing.T, namespace, name string, minMember int32, annot
 	return created
 }
 
+// Eventually polls get until it returns no error, up to Timeout, and
+// returns its result; on Timeout it fails the test with the last error.
+func Eventually[T any](t *testing.T, what string, get func(context.Context) (T, error)) T {
+	t.Helper()
+	var result T
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, Timeout, true, func(ctx context.Context) (bool, error) {
+		result, last = get(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
+	}
+	return result
+}
+
 // WithoutPodGroupValidation removes muster-controller's PodGroup webhook
 // until the test ends, so that the test can store a PodGroup as a cluster
 // without muster's webhooks would: the scheduler must cope with it.
 func WithoutPodGroupValidation(t *testing.T) {
 	t.Helper()
 	configs := Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	config, err := configs.Get(context.Background(), "muster-controller", metav1.GetOptions{})
+	config, err := configs.Get(context.Background(), manifests.WebhookConfiguration, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("reading the PodGroup webhook: %v", err)
 	}
