@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	goruntime "runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,11 +72,17 @@ func BenchmarkPerfScheduling(b *testing.B) {
 }
 
 func prepare(tCtx ktesting.TContext) error {
-	tCtx.Cleanup(collectCoschedulingCaches)
-	return installPodGroupCRD(tCtx, tCtx.RESTConfig())
+	if strings.Contains(tCtx.TB().Name(), "-coscheduling/") {
+		tCtx.Cleanup(collectCoschedulingCaches)
+	}
+	if err := installPodGroupCRD(tCtx, tCtx.RESTConfig()); err != nil {
+		return err
+	}
+	return startSimulator(tCtx)
 }
 
-// collectCoschedulingCaches works around a goroutine leak of Coscheduling:
+// collectCoschedulingCaches works around a goroutine leak of Coscheduling,
+// in its workloads only, since forced collections cost CPU and heap:
 // its go-cache janitors stop only when the garbage collector finalizes
 // their caches, and the harness fails a workload that leaves goroutines
 // behind. This cleanup runs before the scheduler's teardown, so it keeps

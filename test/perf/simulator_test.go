@@ -1,0 +1,316 @@
+//go:build bench
+
+package perf
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+	"k8s.io/kubernetes/test/utils/ktesting"
+	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	schedulinginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
+
+	"github.com/muster-dev/muster/pkg/localcluster"
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// gateLabel marks the one pod that ends a workload whose finished pods are
+// deleted, and is the node label that pod selects. The harness waits for a
+// number of scheduled pods, which deleted pods would never reach; the gate
+// pod is created last and can bind only once the simulator has labelled a
+// node, which it does when every group member it saw has been bound.
+const gateLabel = "muster.dev/bench-gate"
+
+// simulator plays the parts scheduler_perf has no op for, for every
+// profile alike:
+//   - the kubelet: a bound pod annotated muster.dev/sim-ready-after is
+//     Running at once and Ready that long after; with muster.dev/sim-run-for
+//     it finishes that long after Ready and is deleted, freeing its room;
+//   - the gate that ends such a workload (gateLabel);
+//   - the observer: it records when each pod was created, bound, Running,
+//     Ready and finished, and reports summarize's figures beside the
+//     harness's own when the workload ends.
+type simulator struct {
+	client kubernetes.Interface
+	queue  workqueue.TypedDelayingInterface[action]
+
+	mu      sync.Mutex
+	pods    map[types.UID]*podTimes
+	pending sets.Set[types.UID] // group members seen but not yet bound
+	gate    bool                // the gate pod exists
+	opened  bool
+}
+
+type actionKind string
+
+const (
+	markRunning actionKind = "running"
+	markReady   actionKind = "ready"
+	finish      actionKind = "finish"
+	openGate    actionKind = "open-gate"
+)
+
+type action struct {
+	kind actionKind
+	pod  types.NamespacedName
+	uid  types.UID
+}
+
+// simulatorWorkers bounds the simulator's concurrent API calls.
+const simulatorWorkers = 8
+
+// startSimulator runs a simulator until the workload's cleanup, which
+// reports its figures on the benchmark.
+func startSimulator(tCtx ktesting.TContext) error {
+	config := rest.CopyConfig(tCtx.RESTConfig())
+	config.QPS, config.Burst = -1, 0 // no client-side throttling: the simulator must not lag the scheduler
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return fmt.Errorf("creating the simulator's client: %w", err)
+	}
+	groupClient, err := schedulingclient.NewForConfig(config)
+	if err != nil {
+		return fmt.Errorf("creating the simulator's PodGroup client: %w", err)
+	}
+	s := &simulator{
+		client:  client,
+		queue:   workqueue.NewTypedDelayingQueue[action](),
+		pods:    map[types.UID]*podTimes{},
+		pending: sets.New[types.UID](),
+	}
+	ctx, cancel := context.WithCancel(tCtx)
+	podInformers := informers.NewSharedInformerFactory(client, 0)
+	groupInformers := schedulinginformers.NewSharedInformerFactory(groupClient, 0)
+	if _, err := podInformers.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.observe(obj) },
+		UpdateFunc: func(_, obj any) { s.observe(obj) },
+		DeleteFunc: s.forget,
+	}); err != nil {
+		cancel()
+		return fmt.Errorf("watching pods: %w", err)
+	}
+	groups := groupInformers.Scheduling().V1alpha1().PodGroups().Lister()
+	podInformers.Start(ctx.Done())
+	groupInformers.Start(ctx.Done())
+	for informer, synced := range podInformers.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			cancel()
+			return fmt.Errorf("the simulator's %v informer did not sync", informer)
+		}
+	}
+	groupInformers.WaitForCacheSync(ctx.Done())
+
+	var workers sync.WaitGroup
+	for range simulatorWorkers {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for s.work(ctx) {
+			}
+		}()
+	}
+	tCtx.Cleanup(func() {
+		shapes := map[types.NamespacedName]groupShape{}
+		if pgs, err := groups.List(labels.Everything()); err == nil {
+			for _, pg := range pgs {
+				shape := groupShape{minMember: pg.Spec.MinMember}
+				if t, errs := topology.Parse(pg.Annotations); len(errs) == 0 && len(t.Roles) > 0 {
+					shape.topology = t
+				}
+				shapes[types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}] = shape
+			}
+		}
+		s.queue.ShutDown()
+		cancel()
+		workers.Wait()
+		podInformers.Shutdown()
+		groupInformers.Shutdown()
+		if b, ok := tCtx.TB().(*testing.B); ok {
+			s.report(b, shapes)
+		}
+	})
+	return nil
+}
+
+func (s *simulator) observe(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	if _, isGate := pod.Labels[gateLabel]; isGate {
+		s.gate = true
+		s.openGateIfDone()
+		return
+	}
+	p, seen := s.pods[pod.UID]
+	if !seen {
+		p = &podTimes{created: now}
+		p.group, _ = topology.GroupOf(pod)
+		p.role, _ = topology.RoleOf(pod)
+		s.pods[pod.UID] = p
+		if p.group.Name != "" && pod.Spec.NodeName == "" {
+			s.pending.Insert(pod.UID)
+		}
+	}
+	if pod.Spec.NodeName != "" && p.bound.IsZero() {
+		p.bound = now
+		s.pending.Delete(pod.UID)
+		s.openGateIfDone()
+		if readyAfter, ok := annotatedDuration(pod, localcluster.SimReadyAfterAnnotation); ok {
+			if readyAfter == 0 {
+				s.queue.Add(action{kind: markReady, pod: key, uid: pod.UID})
+			} else {
+				s.queue.Add(action{kind: markRunning, pod: key, uid: pod.UID})
+				s.queue.AddAfter(action{kind: markReady, pod: key, uid: pod.UID}, readyAfter)
+			}
+		}
+	}
+	if pod.Status.Phase == corev1.PodRunning && p.running.IsZero() {
+		p.running = now
+	}
+	if podutil.IsPodReady(pod) && p.ready.IsZero() {
+		p.ready = now
+		if runFor, ok := annotatedDuration(pod, localcluster.SimRunForAnnotation); ok {
+			s.queue.AddAfter(action{kind: finish, pod: key, uid: pod.UID}, runFor)
+		}
+	}
+}
+
+func (s *simulator) forget(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending.Delete(pod.UID)
+	s.openGateIfDone()
+}
+
+// openGateIfDone must be called with s.mu held.
+func (s *simulator) openGateIfDone() {
+	if s.gate && !s.opened && s.pending.Len() == 0 {
+		s.opened = true
+		s.queue.Add(action{kind: openGate})
+	}
+}
+
+func annotatedDuration(pod *corev1.Pod, annotation string) (time.Duration, bool) {
+	v, ok := pod.Annotations[annotation]
+	if !ok {
+		return 0, false
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		klog.ErrorS(err, "Ignoring an annotation that is not a duration", "pod", klog.KRef(pod.Namespace, pod.Name), "annotation", annotation)
+		return 0, false
+	}
+	return d, true
+}
+
+// work carries out one action; false once the queue is shut down.
+func (s *simulator) work(ctx context.Context) bool {
+	a, shutdown := s.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer s.queue.Done(a)
+	var err error
+	switch a.kind {
+	case markRunning:
+		err = s.patchStatus(ctx, a, `{"status":{"phase":"Running"}}`)
+	case markReady:
+		now := metav1.Now().UTC().Format(time.RFC3339)
+		err = s.patchStatus(ctx, a, fmt.Sprintf(`{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True","lastTransitionTime":%q}]}}`, now))
+	case finish:
+		s.mu.Lock()
+		if p, ok := s.pods[a.uid]; ok {
+			p.finished = time.Now()
+		}
+		s.mu.Unlock()
+		zero := int64(0)
+		err = s.client.CoreV1().Pods(a.pod.Namespace).Delete(ctx, a.pod.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: &zero,
+			Preconditions:      &metav1.Preconditions{UID: &a.uid},
+		})
+	case openGate:
+		err = s.openGate(ctx)
+	}
+	if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+		klog.ErrorS(err, "Simulator action failed", "action", a.kind, "pod", a.pod)
+	}
+	return true
+}
+
+func (s *simulator) patchStatus(ctx context.Context, a action, patch string) error {
+	_, err := s.client.CoreV1().Pods(a.pod.Namespace).Patch(ctx, a.pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+	return err
+}
+
+func (s *simulator) openGate(ctx context.Context) error {
+	nodes, err := s.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return fmt.Errorf("listing a node to open the gate on: %w", err)
+	}
+	if len(nodes.Items) == 0 {
+		return fmt.Errorf("no node to open the gate on")
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"open"}}}`, gateLabel)
+	_, err = s.client.CoreV1().Nodes().Patch(ctx, nodes.Items[0].Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	return err
+}
+
+// report adds the simulator's figures to the benchmark's result line, in
+// benchstat units; a figure is left out where the workload has nothing to
+// measure it on.
+func (s *simulator) report(b *testing.B, shapes map[types.NamespacedName]groupShape) {
+	s.mu.Lock()
+	pods := make([]podTimes, 0, len(s.pods))
+	for _, p := range s.pods {
+		pods = append(pods, *p)
+	}
+	s.mu.Unlock()
+	sum := summarize(pods, shapes)
+	if sum.gangs == 0 {
+		return
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	b.ReportMetric(float64(sum.gangs), "gangs")
+	b.ReportMetric(float64(sum.partial), "partial_gangs")
+	b.ReportMetric(sum.completion.Seconds(), "completion_s")
+	if len(sum.admission) > 0 {
+		b.ReportMetric(ms(percentile(sum.admission, 50)), "gang_admission_ms/Perc50")
+		b.ReportMetric(ms(percentile(sum.admission, 99)), "gang_admission_ms/Perc99")
+	}
+	if sum.successors > 0 {
+		b.ReportMetric(float64(sum.early), "launch_early")
+	}
+	if len(sum.release) > 0 {
+		b.ReportMetric(ms(percentile(sum.release, 50)), "launch_release_ms/Perc50")
+		b.ReportMetric(ms(percentile(sum.release, 99)), "launch_release_ms/Perc99")
+		b.ReportMetric(ms(percentile(sum.release, 100)), "launch_release_ms/Max")
+	}
+}

@@ -1,0 +1,184 @@
+package perf
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// podTimes is what the workload simulator saw of one pod, all by the same
+// informer's clock. A zero time means the pod never got there.
+type podTimes struct {
+	group   types.NamespacedName
+	role    string
+	created time.Time
+	bound   time.Time
+	running time.Time
+	ready   time.Time
+	// finished is when the simulator ended the pod to free its room.
+	finished time.Time
+}
+
+// groupShape is what the summary needs of a PodGroup.
+type groupShape struct {
+	minMember int32
+	// topology is nil for a gang without roles.
+	topology *topology.Topology
+}
+
+// summary holds the figures the harness has no collector for. They are
+// computed the same way for every scheduler profile, from bind times, so
+// that a profile's own metrics are not the only witness.
+type summary struct {
+	gangs int
+	// admission is, per gang whose quorum was bound, the time from its
+	// minMember-th member being created to its minMember-th member being
+	// bound.
+	admission []time.Duration
+	// partial counts gangs that never ran whole: a member finished before
+	// the quorum was bound, or members were bound but never a quorum.
+	partial int
+	// completion is from the first member created to the last quorum bound.
+	completion time.Duration
+	// successors counts pods of a role that has predecessors in its
+	// group's launch order.
+	successors int
+	// early counts successors bound before every pod of their predecessor
+	// roles had reached the group's start-after state.
+	early int
+	// release is, per successor bound in order, the time from the last
+	// predecessor reaching start-after to the successor being bound.
+	release []time.Duration
+}
+
+func summarize(pods []podTimes, shapes map[types.NamespacedName]groupShape) summary {
+	byGroup := map[types.NamespacedName][]podTimes{}
+	for _, p := range pods {
+		if p.group.Name != "" {
+			byGroup[p.group] = append(byGroup[p.group], p)
+		}
+	}
+	var s summary
+	var first, last time.Time
+	for group, members := range byGroup {
+		shape, ok := shapes[group]
+		if !ok || shape.minMember <= 0 {
+			continue
+		}
+		s.gangs++
+		quorumCreated := nth(members, shape.minMember, func(p podTimes) time.Time { return p.created })
+		quorumBound := nth(members, shape.minMember, func(p podTimes) time.Time { return p.bound })
+		if !quorumCreated.IsZero() && !quorumBound.IsZero() {
+			s.admission = append(s.admission, quorumBound.Sub(quorumCreated))
+			if last.Before(quorumBound) {
+				last = quorumBound
+			}
+		}
+		if ranPartially(members, quorumBound) {
+			s.partial++
+		}
+		for _, p := range members {
+			if !p.created.IsZero() && (first.IsZero() || p.created.Before(first)) {
+				first = p.created
+			}
+		}
+		if shape.topology != nil {
+			s.addLaunchOrder(members, shape.topology)
+		}
+	}
+	if !first.IsZero() && !last.IsZero() {
+		s.completion = last.Sub(first)
+	}
+	return s
+}
+
+// nth returns the n-th earliest non-zero time among the members, or zero
+// if fewer than n members have one.
+func nth(members []podTimes, n int32, at func(podTimes) time.Time) time.Time {
+	var times []time.Time
+	for _, p := range members {
+		if t := at(p); !t.IsZero() {
+			times = append(times, t)
+		}
+	}
+	if int32(len(times)) < n {
+		return time.Time{}
+	}
+	slices.SortFunc(times, time.Time.Compare)
+	return times[n-1]
+}
+
+func ranPartially(members []podTimes, quorumBound time.Time) bool {
+	for _, p := range members {
+		if p.bound.IsZero() {
+			continue
+		}
+		if quorumBound.IsZero() {
+			return true
+		}
+		if !p.finished.IsZero() && p.finished.Before(quorumBound) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *summary) addLaunchOrder(members []podTimes, t *topology.Topology) {
+	reached := func(p podTimes) time.Time {
+		switch t.StartAfter {
+		case topology.StartAfterScheduled:
+			return p.bound
+		case topology.StartAfterRunning:
+			return p.running
+		default:
+			return p.ready
+		}
+	}
+	for _, successor := range members {
+		predecessors := t.Predecessors(successor.role)
+		if len(predecessors) == 0 || successor.bound.IsZero() {
+			continue
+		}
+		s.successors++
+		var want int32
+		for _, role := range predecessors {
+			want += t.Replicas[role]
+		}
+		var reachedBefore int32
+		var lastReached time.Time
+		for _, p := range members {
+			if !slices.Contains(predecessors, p.role) {
+				continue
+			}
+			at := reached(p)
+			if at.IsZero() || at.After(successor.bound) {
+				continue
+			}
+			reachedBefore++
+			if lastReached.Before(at) {
+				lastReached = at
+			}
+		}
+		if reachedBefore < want {
+			s.early++
+			continue
+		}
+		s.release = append(s.release, successor.bound.Sub(lastReached))
+	}
+}
+
+// percentile is the nearest-rank percentile, as the harness computes its
+// throughput percentiles; -1 when there are no values.
+func percentile(values []time.Duration, p float64) time.Duration {
+	if len(values) == 0 {
+		return -1
+	}
+	sorted := slices.Clone(values)
+	slices.Sort(sorted)
+	rank := int(math.Ceil(float64(len(sorted))*p/100)) - 1
+	return sorted[max(rank, 0)]
+}
