@@ -67,14 +67,15 @@ func main() {
 	command := flag.String("command", "make bench", "the command that produced the results")
 	cpuProfile := flag.String("profile", "", "a CPU profile of muster in one workload, to summarise")
 	profileWorkload := flag.String("profile-workload", "GangFit10", "the workload the CPU profile is of")
+	findings := flag.String("findings", "hack/benchtable/findings.md", "hand-written findings about the run, included as they are")
 	flag.Parse()
-	if err := run(*in, *out, *command, *cpuProfile, *profileWorkload); err != nil {
+	if err := run(*in, *out, *command, *cpuProfile, *profileWorkload, *findings); err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in, out, command, cpuProfile, profileWorkload string) error {
+func run(in, out, command, cpuProfile, profileWorkload, findings string) error {
 	r, err := read(in)
 	if err != nil {
 		return err
@@ -84,6 +85,14 @@ func run(in, out, command, cpuProfile, profileWorkload string) error {
 	fmt.Fprintf(&b, "Machine: %s.\n\n", machine())
 	b.WriteString(intro)
 	writeTargets(&b, r)
+	if findings != "" {
+		text, err := os.ReadFile(findings)
+		if err != nil {
+			return fmt.Errorf("reading the findings: %w", err)
+		}
+		b.Write(text)
+		b.WriteString("\n")
+	}
 	if cpuProfile != "" {
 		if err := writeProfile(&b, cpuProfile, profileWorkload); err != nil {
 			return err

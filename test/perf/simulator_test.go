@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -126,6 +127,9 @@ func startSimulator(tCtx ktesting.TContext) error {
 		}()
 	}
 	tCtx.Cleanup(func() {
+		if err := s.catchUp(ctx); err != nil {
+			tCtx.Errorf("the simulator's figures would miss binds: %v", err)
+		}
 		shapes := map[types.NamespacedName]groupShape{}
 		if pgs, err := groups.List(labels.Everything()); err == nil {
 			for _, pg := range pgs {
@@ -146,6 +150,29 @@ func startSimulator(tCtx ktesting.TContext) error {
 		}
 	})
 	return nil
+}
+
+// catchUp waits until the simulator has seen every bind the API server
+// has: the harness ends a workload when its own informer has seen them,
+// and this one may lag behind it.
+func (s *simulator) catchUp(ctx context.Context) error {
+	pods, err := s.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, pod := range pods.Items {
+			if _, isGate := pod.Labels[gateLabel]; isGate || pod.Spec.NodeName == "" {
+				continue
+			}
+			if p, seen := s.pods[pod.UID]; !seen || p.bound.IsZero() {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
 
 func (s *simulator) observe(obj any) {
