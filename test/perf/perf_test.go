@@ -9,6 +9,7 @@
 package perf
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -82,19 +83,28 @@ func prepare(tCtx ktesting.TContext) error {
 }
 
 // collectCoschedulingCaches works around a goroutine leak of Coscheduling,
-// in its workloads only, since forced collections cost CPU and heap:
-// its go-cache janitors stop only when the garbage collector finalizes
-// their caches, and the harness fails a workload that leaves goroutines
-// behind. This cleanup runs before the scheduler's teardown, so it keeps
-// collecting for a few seconds while the teardown drops the plugin, then
-// stops, well within the harness's leak check.
+// in its workloads only, since forced collections cost CPU and heap: its
+// go-cache janitors stop only when the garbage collector finalizes their
+// caches, and the harness fails a workload that leaves goroutines behind.
+// This cleanup runs before the scheduler's teardown, so it keeps collecting
+// while the teardown drops the plugin, and stops as soon as no janitor is
+// left, before the harness's leak check gives up on its own goroutine.
 func collectCoschedulingCaches() {
 	go func() {
-		for range 60 {
+		for range 100 {
 			goruntime.GC()
 			time.Sleep(50 * time.Millisecond)
+			if !goCacheJanitorsRunning() {
+				return
+			}
 		}
 	}()
+}
+
+func goCacheJanitorsRunning() bool {
+	stacks := make([]byte, 16<<20)
+	n := goruntime.Stack(stacks, true)
+	return bytes.Contains(stacks[:n], []byte("go-cache.(*janitor).Run"))
 }
 
 // installPodGroupCRD installs the PodGroup CRD that both gang plugins read,
