@@ -121,7 +121,8 @@ const intro = "Each workload ran under three scheduler profiles in the upstream 
 	"- `GangFit<N>`: gangs of N pods that all fit, on 500 nodes.\n" +
 	"- `GangContention10`: room for half of 200 gangs of 10 at once; their pods arrive interleaved; each pod runs 8s once bound and is then deleted. Throughput here includes the time pods run, so completion time, attempts per pod and partial gangs are its figures.\n" +
 	"- `Mixed10`: gangs of 10 while plain pods churn in another namespace.\n" +
-	"- `LaunchOrder9`: MPI gangs of 8 workers and a launcher; the workload marks each worker Ready as soon as it is bound.\n\n" +
+	"- `LaunchOrder9`: MPI gangs of 8 workers and a launcher; the workload marks each worker Ready as soon as it is bound.\n" +
+	"- `LaunchOrder9Ready2s`: the same, each worker Ready 2s after it is bound, as an sshd that takes a while to start.\n\n" +
 	"Gang admission, partial gangs, completion time and the launcher's release delay come from test/perf/simulator_test.go, which watches the pods and computes them the same way for every profile.\n\n"
 
 type row struct {

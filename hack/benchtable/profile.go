@@ -14,11 +14,11 @@ import (
 // toward a part when any frame of its stack is in it, so parts overlap:
 // muster's plugins run inside the scheduler's cycles.
 var profileParts = []struct{ name, prefix string }{
-	{"muster, all (`github.com/muster-dev/muster/pkg/...`)", "github.com/muster-dev/muster/pkg/"},
+	{"muster, all (`github.com/muster-dev/muster/pkg/...`)", musterPrefix},
 	{"muster Gang plugin", "github.com/muster-dev/muster/pkg/plugins/gang."},
 	{"muster LaunchOrder plugin", "github.com/muster-dev/muster/pkg/plugins/launchorder."},
 	{"muster's PodGroup and member index (`plugins/internal/group`)", "github.com/muster-dev/muster/pkg/plugins/internal/group."},
-	{"kube-scheduler, all (`k8s.io/kubernetes/pkg/scheduler`)", "k8s.io/kubernetes/pkg/scheduler"},
+	{"kube-scheduler, all (`k8s.io/kubernetes/pkg/scheduler`)", schedulerPrefix},
 	{"kube-scheduler scheduling cycle", "k8s.io/kubernetes/pkg/scheduler.(*Scheduler).schedulingCycle"},
 	{"kube-scheduler binding cycle", "k8s.io/kubernetes/pkg/scheduler.(*Scheduler).bindingCycle"},
 	{"kube-apiserver, in the same process (`k8s.io/apiserver`)", "k8s.io/apiserver/"},
@@ -26,8 +26,11 @@ var profileParts = []struct{ name, prefix string }{
 	{"garbage collection", "runtime.gcBgMarkWorker"},
 }
 
-// musterPrefix is muster's own code, not the benchmark's.
-const musterPrefix = "github.com/muster-dev/muster/pkg/"
+const (
+	// musterPrefix is muster's own code, not the benchmark's.
+	musterPrefix    = "github.com/muster-dev/muster/pkg/"
+	schedulerPrefix = "k8s.io/kubernetes/pkg/scheduler"
+)
 
 // writeProfile summarises a CPU profile of the whole benchmark process:
 // the harness runs kube-apiserver, the scheduler and the workload's clients
@@ -84,8 +87,17 @@ func writeProfile(b *strings.Builder, path, workload string) error {
 	for i, part := range profileParts {
 		fmt.Fprintf(b, "| %s | %s |\n", part.name, share(parts[i]))
 	}
-	if scheduler := parts[4]; scheduler > 0 {
-		fmt.Fprintf(b, "\nmuster's code takes %.1f%% of the scheduler's CPU.\n", 100*float64(parts[0])/float64(scheduler))
+	var musterCPU, schedulerCPU int64
+	for i, part := range profileParts {
+		switch part.prefix {
+		case musterPrefix:
+			musterCPU = parts[i]
+		case schedulerPrefix:
+			schedulerCPU = parts[i]
+		}
+	}
+	if schedulerCPU > 0 {
+		fmt.Fprintf(b, "\nmuster's code, its plugins and their informer handlers, takes %.1f%% as much CPU as kube-scheduler's own packages.\n", 100*float64(musterCPU)/float64(schedulerCPU))
 	}
 	b.WriteString("\nmuster's functions by inclusive CPU, the top 8:\n\n| function | share of CPU |\n|---|---|\n")
 	names := make([]string, 0, len(musterFunctions))
