@@ -82,7 +82,7 @@ func writeProfile(b *strings.Builder, path, workload string) error {
 	share := func(v int64) string { return fmt.Sprintf("%.1f%%", 100*float64(v)/float64(total)) }
 
 	fmt.Fprintf(b, "## Where muster spends CPU in %s\n\n", workload)
-	fmt.Fprintf(b, "`go test -cpuprofile` of one run of `%s-muster` (the whole benchmark process, %s of CPU; kube-apiserver and the workload's clients run in it too, etcd does not). A sample counts toward a part when any frame of its stack is in it, so the parts overlap. Reproduce with `go tool pprof -top -focus=muster-dev _output/bench/cpu-muster.pprof`.\n\n", workload, time.Duration(total).Round(time.Millisecond))
+	fmt.Fprintf(b, "`go test -cpuprofile` of one run of `%s-muster` (the whole benchmark process, %s of CPU; kube-apiserver and the workload's clients run in it too, etcd does not). A sample counts toward a part when any frame of its stack is in it, so the parts overlap. Reproduce with `go tool pprof -top -focus=muster-dev/muster/pkg _output/bench/cpu-muster.pprof`.\n\n", workload, time.Duration(total).Round(time.Millisecond))
 	b.WriteString("| part | share of CPU |\n|---|---|\n")
 	for i, part := range profileParts {
 		fmt.Fprintf(b, "| %s | %s |\n", part.name, share(parts[i]))

@@ -115,7 +115,12 @@ func startSimulator(tCtx ktesting.TContext) error {
 			return fmt.Errorf("the simulator's %v informer did not sync", informer)
 		}
 	}
-	groupInformers.WaitForCacheSync(ctx.Done())
+	for informer, synced := range groupInformers.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			cancel()
+			return fmt.Errorf("the simulator's %v informer did not sync", informer)
+		}
+	}
 
 	var workers sync.WaitGroup
 	for range simulatorWorkers {
