@@ -104,7 +104,12 @@ func writeProfile(b *strings.Builder, path, workload string) error {
 	for fn := range musterFunctions {
 		names = append(names, fn)
 	}
-	sort.Slice(names, func(i, j int) bool { return musterFunctions[names[i]] > musterFunctions[names[j]] })
+	sort.Slice(names, func(i, j int) bool {
+		if musterFunctions[names[i]] != musterFunctions[names[j]] {
+			return musterFunctions[names[i]] > musterFunctions[names[j]]
+		}
+		return names[i] < names[j]
+	})
 	for _, fn := range names[:min(8, len(names))] {
 		fmt.Fprintf(b, "| `%s` | %s |\n", strings.TrimPrefix(fn, musterPrefix), share(musterFunctions[fn]))
 	}
