@@ -42,7 +42,7 @@ type Group struct {
 
 // Hostname is a member's hostname: <group>-<role>-<index>.
 func (g Group) Hostname(role string, index int32) string {
-	return fmt.Sprintf("%s-%s-%d", g.Name, role, index)
+	return topology.MemberName(g.Name, role, index)
 }
 
 // Address is a member's stable DNS name through the group's headless

@@ -167,6 +167,10 @@ func Parse(annotations map[string]string) (*Topology, field.ErrorList) {
 			errs = append(errs, field.NotSupported(annotationPath(TFEvaluatorAnnotation), v, []string{"cluster"}))
 		}
 	}
+	errs = append(errs, t.checkAnnotations(annotations)...)
+	if len(errs) == 0 {
+		errs = t.checkRequiredRoles()
+	}
 	return t, errs
 }
 

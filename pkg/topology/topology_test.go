@@ -111,18 +111,24 @@ func TestParseOptions(t *testing.T) {
 		PortAnnotation:              "29500",
 		NProcPerNodeAnnotation:      "8",
 		ElasticAnnotation:           "2:4",
-		MPIImplementationAnnotation: "mpich",
-		SlotsAnnotation:             "2",
 	})
 	require.Empty(t, errs)
 	assert.Equal(t, StartAfterScheduled, topo.StartAfter)
 	assert.Equal(t, int32(29500), topo.Port)
 	assert.Equal(t, "8", topo.NProcPerNode)
 	assert.Equal(t, &Range{Min: 2, Max: 4}, topo.Elastic)
-	assert.Equal(t, "mpich", topo.MPIImplementation)
-	assert.Equal(t, int32(2), topo.Slots)
 	assert.Equal(t, []string{"master", "worker"}, topo.Roles)
 	assert.Equal(t, map[string]int32{"master": 1, "worker": 3}, topo.Replicas)
+
+	topo, errs = Parse(map[string]string{
+		FrameworkAnnotation:         "mpi",
+		RolesAnnotation:             "launcher=1,worker=2",
+		MPIImplementationAnnotation: "mpich",
+		SlotsAnnotation:             "2",
+	})
+	require.Empty(t, errs)
+	assert.Equal(t, "mpich", topo.MPIImplementation)
+	assert.Equal(t, int32(2), topo.Slots)
 }
 
 func TestParseErrors(t *testing.T) {
@@ -169,7 +175,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "every problem at once",
 			annotations: map[string]string{
-				FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,Worker=2", StartAfterAnnotation: "ready",
+				FrameworkAnnotation: "pytorch", RolesAnnotation: "master=1,Worker=2", StartAfterAnnotation: "ready",
 				PortAnnotation: "70000", ElasticAnnotation: "4:2", NProcPerNodeAnnotation: "many",
 			},
 			want: []string{
@@ -179,6 +185,46 @@ func TestParseErrors(t *testing.T) {
 				`must be "auto" or a positive number`,
 				"must be min:max nodes with 1 <= min <= max",
 			},
+		},
+		{
+			name:        "a misspelt annotation",
+			annotations: map[string]string{"muster.dev/framwork": "mpi"},
+			want:        []string{`metadata.annotations[muster.dev/framwork]: Invalid value: "mpi": muster has no such annotation; did you mean muster.dev/framework?`},
+		},
+		{
+			name:        "elastic on MPI",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", ElasticAnnotation: "1:2"},
+			want:        []string{"metadata.annotations[muster.dev/elastic]: Forbidden: framework mpi does not read it, only pytorch; remove it"},
+		},
+		{
+			name:        "a port on MPI",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", PortAnnotation: "2022"},
+			want:        []string{"metadata.annotations[muster.dev/port]: Forbidden: framework mpi does not read it"},
+		},
+		{
+			name:        "slots on TensorFlow",
+			annotations: map[string]string{FrameworkAnnotation: "tensorflow", RolesAnnotation: "worker=2", SlotsAnnotation: "2"},
+			want:        []string{"metadata.annotations[muster.dev/slots]: Forbidden: framework tensorflow does not read it, only mpi"},
+		},
+		{
+			name:        "PyTorch without a master",
+			annotations: map[string]string{FrameworkAnnotation: "pytorch", RolesAnnotation: "trainer=2"},
+			want:        []string{`metadata.annotations[muster.dev/roles]: Invalid value: "trainer": PyTorch needs a master`},
+		},
+		{
+			name:        "TensorFlow with a master and a chief",
+			annotations: map[string]string{FrameworkAnnotation: "tensorflow", RolesAnnotation: "master=1,chief=1,worker=1"},
+			want:        []string{"keep only one of master and chief"},
+		},
+		{
+			name:        "MXNet without a scheduler",
+			annotations: map[string]string{FrameworkAnnotation: "mxnet", RolesAnnotation: "server=1,worker=2"},
+			want:        []string{"add scheduler=1"},
+		},
+		{
+			name:        "MPI without workers",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1"},
+			want:        []string{"add worker=N"},
 		},
 	}
 	for _, tt := range tests {

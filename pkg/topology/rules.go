@@ -1,0 +1,159 @@
+package topology
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+)
+
+// AnnotationPrefix is the prefix of every annotation muster reads on a
+// PodGroup; one it does not know is a mistake, never silently ignored.
+const AnnotationPrefix = "muster.dev/"
+
+// frameworkSettings lists the annotations that only some frameworks read.
+// Any other framework would ignore them, so they are refused there.
+var frameworkSettings = map[string][]Framework{
+	SlotsAnnotation:             {MPI},
+	MPIImplementationAnnotation: {MPI},
+	NProcPerNodeAnnotation:      {PyTorch},
+	ElasticAnnotation:           {PyTorch},
+	TFEvaluatorAnnotation:       {TensorFlow},
+	// MPI reaches its workers with ssh, always on port 22.
+	PortAnnotation: {TensorFlow, PyTorch, MXNet, Generic},
+}
+
+// MemberName is a member's hostname, and the name its siblings know it by:
+// <group>-<role>-<index>.
+func MemberName(group, role string, index int32) string {
+	return fmt.Sprintf("%s-%s-%d", group, role, index)
+}
+
+// FromPodGroup reads a PodGroup's topology and checks what depends on the
+// group's name as well: a group with roles gets a headless Service named
+// after it, and each member a hostname that starts with it.
+func FromPodGroup(pg *v1alpha1.PodGroup) (*Topology, field.ErrorList) {
+	t, errs := Parse(pg.Annotations)
+	if len(errs) > 0 || len(t.Roles) == 0 {
+		return t, errs
+	}
+	name := field.NewPath("metadata", "name")
+	if msgs := validation.IsDNS1035Label(pg.Name); len(msgs) > 0 {
+		return t, field.ErrorList{field.Invalid(name, pg.Name, fmt.Sprintf(
+			"the group's headless Service is named after its PodGroup, and a Service name must be a DNS-1035 label (%s); rename the PodGroup",
+			strings.Join(msgs, "; ")))}
+	}
+	longest, longestRole := "", ""
+	for _, role := range t.Roles {
+		if hostname := MemberName(pg.Name, role, t.Replicas[role]-1); len(hostname) > len(longest) {
+			longest, longestRole = hostname, role
+		}
+	}
+	if len(longest) > validation.DNS1123LabelMaxLength {
+		errs = append(errs, field.Invalid(name, pg.Name, fmt.Sprintf(
+			"the longest member hostname, %q, is %d characters, over the limit of %d; shorten the PodGroup's name or role %s",
+			longest, len(longest), validation.DNS1123LabelMaxLength, longestRole)))
+	}
+	return t, errs
+}
+
+// checkAnnotations refuses a muster.dev/ annotation muster does not know,
+// naming the closest one it does, and a setting the group's framework
+// would ignore.
+func (t *Topology) checkAnnotations(annotations map[string]string) field.ErrorList {
+	var errs field.ErrorList
+	for _, name := range slices.Sorted(maps.Keys(annotations)) {
+		if !strings.HasPrefix(name, AnnotationPrefix) {
+			continue
+		}
+		if !slices.Contains(Annotations, name) {
+			errs = append(errs, field.Invalid(annotationPath(name), annotations[name], fmt.Sprintf(
+				"muster has no such annotation; did you mean %s?", closest(name, Annotations))))
+			continue
+		}
+		if readers, limited := frameworkSettings[name]; limited && slices.Contains(frameworks, t.Framework) && !slices.Contains(readers, t.Framework) {
+			errs = append(errs, field.Forbidden(annotationPath(name), fmt.Sprintf(
+				"framework %s does not read it, only %s; remove it", t.Framework, joinFrameworks(readers))))
+		}
+	}
+	return errs
+}
+
+// checkRequiredRoles refuses a topology from which the framework could not
+// form its cluster.
+func (t *Topology) checkRequiredRoles() field.ErrorList {
+	if len(t.Roles) == 0 {
+		return nil
+	}
+	path := annotationPath(RolesAnnotation)
+	roles := strings.Join(t.Roles, ",")
+	has := func(role string) bool { _, ok := t.Replicas[role]; return ok }
+	var problem string
+	switch t.Framework {
+	case PyTorch:
+		if !has("master") && !(t.Elastic != nil && has("worker")) {
+			problem = "PyTorch needs a master (master=1), or workers with muster.dev/elastic, whose worker 0 hosts the rendezvous"
+		}
+	case TensorFlow:
+		if has("master") && has("chief") {
+			problem = "TensorFlow has one chief, and muster writes role master as chief; keep only one of master and chief"
+		}
+	case MXNet:
+		if !has("scheduler") {
+			problem = "MXNet's servers and workers find each other through a scheduler; add scheduler=1"
+		}
+	case MPI:
+		if !has("worker") {
+			problem = "MPI runs its ranks on workers, and the hostfile lists them; add worker=N"
+		}
+	}
+	if problem == "" {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, roles, problem)}
+}
+
+func joinFrameworks(fs []Framework) string {
+	names := make([]string, 0, len(fs))
+	for _, f := range fs {
+		names = append(names, string(f))
+	}
+	return strings.Join(names, ", ")
+}
+
+// closest returns the candidate with the fewest single-character edits
+// from name.
+func closest(name string, candidates []string) string {
+	best, bestDistance := "", -1
+	for _, c := range candidates {
+		if d := editDistance(name, c); bestDistance < 0 || d < bestDistance {
+			best, bestDistance = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	previous := make([]int, len(b)+1)
+	current := make([]int, len(b)+1)
+	for j := range previous {
+		previous[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		current[0] = i
+		for j := 1; j <= len(b); j++ {
+			substitution := previous[j-1]
+			if a[i-1] != b[j-1] {
+				substitution++
+			}
+			current[j] = min(previous[j]+1, current[j-1]+1, substitution)
+		}
+		previous, current = current, previous
+	}
+	return previous[len(b)]
+}
