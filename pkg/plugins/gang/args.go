@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 )
 
 // Args configure the Gang plugin through pluginConfig in the scheduler's
@@ -31,9 +33,7 @@ type Args struct {
 const (
 	defaultPermitTimeoutSeconds = 60
 	defaultBackoffSeconds       = 5
-	// maxPermitTimeoutSeconds is the framework's own cap on a Permit wait.
-	maxPermitTimeoutSeconds = 15 * 60
-	maxBackoffSeconds       = 10 * 60
+	maxBackoffSeconds           = 10 * 60
 )
 
 // decodeArgs reads the plugin's args, fills in defaults and validates them.
@@ -58,9 +58,9 @@ func decodeArgs(obj runtime.Object) (Args, error) {
 func (a Args) validate() field.ErrorList {
 	var errs field.ErrorList
 	path := field.NewPath("pluginConfig").Key(Name).Child("args")
-	if a.PermitTimeoutSeconds < 1 || a.PermitTimeoutSeconds > maxPermitTimeoutSeconds {
+	if maxSeconds := int64(group.MaxPermitWait / time.Second); a.PermitTimeoutSeconds < 1 || a.PermitTimeoutSeconds > maxSeconds {
 		errs = append(errs, field.Invalid(path.Child("permitTimeoutSeconds"), a.PermitTimeoutSeconds,
-			fmt.Sprintf("must be between 1 and %d: the framework caps a Permit wait at 15 minutes", maxPermitTimeoutSeconds)))
+			fmt.Sprintf("must be between 1 and %d: the framework caps a Permit wait at %s", maxSeconds, group.MaxPermitWait)))
 	}
 	if *a.BackoffSeconds < 0 || *a.BackoffSeconds > maxBackoffSeconds {
 		errs = append(errs, field.Invalid(path.Child("backoffSeconds"), *a.BackoffSeconds,

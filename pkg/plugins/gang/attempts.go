@@ -29,6 +29,9 @@ type attempt struct {
 	// behind others of its priority in the queue.
 	failedAt     time.Time
 	backoffUntil time.Time
+	// expiryScheduled is set while a check of a partly bound gang's
+	// deadline is pending, so that failed attempts do not add more.
+	expiryScheduled bool
 }
 
 func (a *attempt) waiting() bool { return len(a.reserved) > 0 && !a.admitted }
@@ -104,6 +107,21 @@ func (s *attempts) placed(key types.NamespacedName, bound sets.Set[types.UID]) i
 	return int32(n)
 }
 
+// scheduleExpiry records that a check of the group's deadline is pending;
+// false when one already is.
+func (s *attempts) scheduleExpiry(key types.NamespacedName) (scheduled bool) {
+	s.update(key, func(a *attempt) {
+		scheduled = !a.expiryScheduled
+		a.expiryScheduled = true
+	})
+	return scheduled
+}
+
+// expiryDone records that the pending check ran.
+func (s *attempts) expiryDone(key types.NamespacedName) {
+	s.update(key, func(a *attempt) { a.expiryScheduled = false })
+}
+
 // admit marks the group admitted. It returns the members waiting at Permit
 // and, the first time only, how long admission took since firstSeen (0 when
 // no member was seen passing PreEnqueue, as after a scheduler restart).
@@ -148,6 +166,14 @@ func (s *attempts) isAdmitted(key types.NamespacedName) bool {
 	var admitted bool
 	s.read(key, func(a *attempt) { admitted = a.admitted })
 	return admitted
+}
+
+// isWaiting reports whether members of the group wait at Permit for the
+// rest of their quorum.
+func (s *attempts) isWaiting(key types.NamespacedName) bool {
+	var waiting bool
+	s.read(key, func(a *attempt) { waiting = a.waiting() })
+	return waiting
 }
 
 // backoffUntil is when the group may be tried again.

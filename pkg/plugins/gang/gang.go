@@ -19,19 +19,16 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -52,12 +49,11 @@ var (
 
 // Gang places a PodGroup's pods all-or-nothing.
 type Gang struct {
-	handle    framework.Handle
-	args      Args
-	podGroups schedulinglisters.PodGroupLister
-	pods      cache.Indexer
-	attempts  *attempts
-	clock     clock.WithDelayedExecution
+	handle   framework.Handle
+	args     Args
+	groups   *group.Model
+	attempts *attempts
+	clock    clock.WithDelayedExecution
 }
 
 // New builds the plugin from its args and the framework's handle.
@@ -66,30 +62,29 @@ func New(ctx context.Context, obj runtime.Object, handle framework.Handle) (fram
 	if err != nil {
 		return nil, err
 	}
-	podInformer, err := group.PodIndexer(handle)
+	groups, err := group.ModelFor(ctx, handle)
 	if err != nil {
 		return nil, err
 	}
 	register()
-	g := newGang(handle, args, nil, podInformer.GetIndexer(), clock.RealClock{})
+	g := newGang(handle, args, groups, clock.RealClock{})
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
-	if g.podGroups, err = group.PodGroupInformer(ctx, handle, g.podGroupHandler(logger)); err != nil {
+	if err := groups.OnPodGroupChange(g.podGroupHandler(logger)); err != nil {
 		return nil, err
 	}
-	if _, err := podInformer.AddEventHandler(g.podHandler(logger)); err != nil {
-		return nil, fmt.Errorf("watching pods: %w", err)
+	if err := groups.OnPodChange(g.podHandler(logger)); err != nil {
+		return nil, err
 	}
 	return g, nil
 }
 
-func newGang(handle framework.Handle, args Args, podGroups schedulinglisters.PodGroupLister, pods cache.Indexer, clk clock.WithDelayedExecution) *Gang {
+func newGang(handle framework.Handle, args Args, groups *group.Model, clk clock.WithDelayedExecution) *Gang {
 	return &Gang{
-		handle:    handle,
-		args:      args,
-		podGroups: podGroups,
-		pods:      pods,
-		attempts:  newAttempts(waitingGangs.Add),
-		clock:     clk,
+		handle:   handle,
+		args:     args,
+		groups:   groups,
+		attempts: newAttempts(reportWaitingGangs),
+		clock:    clk,
 	}
 }
 
@@ -114,14 +109,19 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	return nil
 }
 
-// Less orders the queue by priority, then by the group's creation time or,
-// after a failed attempt, the time it failed, so that one stuck gang cannot
-// hold back the rest; then by group and pod, so that a gang's members are
-// popped back to back.
+// Less orders the queue by priority; then a gang left partly bound (after a
+// scheduler restart, say) ahead of every gang with no member bound, so that
+// nothing takes the room its missing members need; then by the group's
+// creation time or, after a failed attempt, the time it failed, so that one
+// stuck gang cannot hold back the rest; then by group and pod, so that a
+// gang's members are popped back to back.
 func (g *Gang) Less(a, b fwk.QueuedPodInfo) bool {
 	podA, podB := a.GetPodInfo().GetPod(), b.GetPodInfo().GetPod()
 	if prioA, prioB := corev1helpers.PodPriority(podA), corev1helpers.PodPriority(podB); prioA != prioB {
 		return prioA > prioB
+	}
+	if partialA, partialB := g.isPartlyBound(podA), g.isPartlyBound(podB); partialA != partialB {
+		return partialA
 	}
 	timeA, groupA := g.queueOrder(a)
 	timeB, groupB := g.queueOrder(b)
@@ -132,6 +132,21 @@ func (g *Gang) Less(a, b fwk.QueuedPodInfo) bool {
 		return groupA < groupB
 	}
 	return podA.Namespace+"/"+podA.Name < podB.Namespace+"/"+podB.Name
+}
+
+// isPartlyBound reports whether the pod's gang has members bound, but fewer
+// than its minMember.
+func (g *Gang) isPartlyBound(pod *corev1.Pod) bool {
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return false
+	}
+	bound, _ := g.groups.Bound(key)
+	if bound == 0 {
+		return false
+	}
+	pg := g.podGroup(key)
+	return pg != nil && bound < pg.Spec.MinMember
 }
 
 // queueOrder is the time and key a pod is sorted by: its group's, or its
@@ -245,28 +260,38 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 	if pg == nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key)), 0
 	}
-	bound := g.members(key).bound
-	placed := g.attempts.placed(key, bound)
-	if placed < pg.Spec.MinMember {
+	if !g.admitIfComplete(klog.FromContext(ctx), key, pg, pod.UID) {
+		placed := g.attempts.placed(key, g.members(key).bound)
 		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("waiting at Permit for %d more members of group %s (%d/%d placed)",
 			pg.Spec.MinMember-placed, key, placed, pg.Spec.MinMember)), g.permitTimeout(pg)
 	}
+	return nil, 0
+}
+
+// admitIfComplete admits the group when its bound and reserved members
+// reach minMember: every member waiting at Permit, but the one asking
+// (self), is allowed to bind. It reports whether the group is admitted.
+func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg *v1alpha1.PodGroup, self types.UID) bool {
+	bound := g.members(key).bound
+	placed := g.attempts.placed(key, bound)
+	if placed < pg.Spec.MinMember {
+		return false
+	}
 	waiting, latency, first := g.attempts.admit(key, g.clock.Now())
 	for _, uid := range waiting {
-		if wp := g.handle.GetWaitingPod(uid); wp != nil && uid != pod.UID {
+		if wp := g.handle.GetWaitingPod(uid); wp != nil && uid != self {
 			wp.Allow(Name)
 		}
 	}
 	// A gang whose bound members alone make its quorum was admitted
 	// before, perhaps by a scheduler that has since restarted.
 	if first && int32(bound.Len()) < pg.Spec.MinMember {
-		attemptsTotal.WithLabelValues(resultAdmitted).Inc()
-		admissionDuration.Observe(latency.Seconds())
-		klog.FromContext(ctx).V(2).Info("Gang admitted", "podGroup", klog.KObj(pg), "placed", placed, "minMember", pg.Spec.MinMember)
+		reportAdmitted(latency)
+		logger.V(2).Info("Gang admitted", "podGroup", klog.KObj(pg), "placed", placed, "minMember", pg.Spec.MinMember)
 		g.recordEvent(pg, corev1.EventTypeNormal, "GangAdmitted", "Admitted",
 			fmt.Sprintf("%d/%d members placed; all are allowed to bind", placed, pg.Spec.MinMember))
 	}
-	return nil, 0
+	return true
 }
 
 // rejectGroup ends a failed attempt: every sibling waiting at Permit is
@@ -279,10 +304,13 @@ func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1
 			wp.Reject(Name, message)
 		}
 	}
+	if bound, _ := g.groups.Bound(key); bound > 0 {
+		g.expirePartlyBound(klog.FromContext(ctx), key, g.clock.Now())
+	}
 	if !first {
 		return
 	}
-	attemptsTotal.WithLabelValues(resultRejected).Inc()
+	reportRejected()
 	klog.FromContext(ctx).V(2).Info("Gang rejected", "podGroup", klog.KObj(pg), "reason", reason, "released", len(reserved))
 	note := fmt.Sprintf("%s; released %d reservations", reason, len(reserved))
 	if backoff := g.args.backoff(); backoff > 0 {
@@ -306,7 +334,7 @@ func (g *Gang) backoffStatus(key types.NamespacedName) *fwk.Status {
 
 // activate moves the group's pending members back to the active queue.
 func (g *Gang) activate(logger klog.Logger, key types.NamespacedName) {
-	members, err := group.Members(g.pods, key)
+	members, err := g.groups.Members(key)
 	if err != nil {
 		logger.Error(err, "Waking members", "podGroup", key)
 		return
@@ -327,7 +355,7 @@ func (g *Gang) hasQuorum(key types.NamespacedName, pg *v1alpha1.PodGroup) bool {
 }
 
 func (g *Gang) permitTimeout(pg *v1alpha1.PodGroup) time.Duration {
-	if s := pg.Spec.ScheduleTimeoutSeconds; s != nil && *s > 0 && *s <= maxPermitTimeoutSeconds {
+	if s := pg.Spec.ScheduleTimeoutSeconds; s != nil && *s > 0 && time.Duration(*s)*time.Second <= group.MaxPermitWait {
 		return time.Duration(*s) * time.Second
 	}
 	return g.args.permitTimeout()
@@ -335,14 +363,7 @@ func (g *Gang) permitTimeout(pg *v1alpha1.PodGroup) time.Duration {
 
 // podGroup returns the group's PodGroup, or nil when it does not exist.
 func (g *Gang) podGroup(key types.NamespacedName) *v1alpha1.PodGroup {
-	pg, err := g.podGroups.PodGroups(key.Namespace).Get(key.Name)
-	if err != nil {
-		if !apierrors.IsNotFound(err) {
-			klog.Background().Error(err, "Reading PodGroup", "podGroup", key)
-		}
-		return nil
-	}
-	return pg
+	return g.groups.PodGroup(key)
 }
 
 // membership is a group's members as the informer sees them.
@@ -355,7 +376,7 @@ type membership struct {
 
 func (g *Gang) members(key types.NamespacedName) membership {
 	m := membership{bound: sets.New[types.UID]()}
-	pods, err := group.Members(g.pods, key)
+	pods, err := g.groups.Members(key)
 	if err != nil {
 		klog.Background().Error(err, "Counting members", "podGroup", key)
 		return m

@@ -13,8 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -45,6 +47,7 @@ type fixture struct {
 	clock     *testingclock.FakeClock
 	events    *events.FakeRecorder
 	activator *plugintest.Activator
+	client    *fake.Clientset
 }
 
 func newFixture(t *testing.T, args Args, podGroups []*v1alpha1.PodGroup, pods []*corev1.Pod) *fixture {
@@ -71,8 +74,13 @@ func newFixture(t *testing.T, args Args, podGroups []*v1alpha1.PodGroup, pods []
 		args.PermitTimeoutSeconds = defaultPermitTimeoutSeconds
 	}
 	factory := func(_ context.Context, _ runtime.Object, h framework.Handle) (framework.Plugin, error) {
-		f.gang = newGang(h, args, schedulinglisters.NewPodGroupLister(f.podGroups), f.pods, f.clock)
+		f.gang = newGang(h, args, group.NewModel(schedulinglisters.NewPodGroupLister(f.podGroups), f.pods), f.clock)
 		return f.gang, nil
+	}
+	f.client = fake.NewClientset()
+	for _, pod := range pods {
+		_, err := f.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		require.NoError(t, err)
 	}
 	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
 		tf.RegisterPluginAsExtensions(Name, factory, "QueueSort", "PreFilter", "Reserve", "Permit"),
@@ -81,6 +89,7 @@ func newFixture(t *testing.T, args Args, podGroups []*v1alpha1.PodGroup, pods []
 		frameworkruntime.WithEventRecorder(f.events),
 		frameworkruntime.WithPodActivator(f.activator),
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+		frameworkruntime.WithClientSet(f.client),
 	)
 	require.NoError(t, err)
 	f.fw = fw
@@ -458,4 +467,112 @@ func TestUnreserveAfterAdmissionKeepsTheGroup(t *testing.T) {
 	assert.Empty(t, f.drainEvents(), "nothing is torn down")
 	_, status := f.gang.PreFilter(f.ctx, nil, members[2], nil)
 	assert.True(t, status.IsSuccess(), "the member retries at once: %v", status)
+}
+
+// boundAt makes a member bound to node-1 at the given time, as the API
+// server records a bind in the PodScheduled condition.
+func boundAt(w *st.PodWrapper, at time.Time) *corev1.Pod {
+	pod := w.Node("node-1").Obj()
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)}}
+	return pod
+}
+
+func TestLessPutsAPartlyBoundGangFirst(t *testing.T) {
+	// "newer" was left with one of its two members bound, by a scheduler
+	// that crashed between binds; "older" has none.
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{
+		podGroup("older", 2).Time(epoch).Obj(),
+		podGroup("newer", 2).Time(epoch.Add(time.Minute)).Obj(),
+		podGroup("whole", 1).Time(epoch.Add(time.Minute)).Obj(),
+	}, []*corev1.Pod{boundAt(member("newer", "n0"), epoch), boundAt(member("whole", "w0"), epoch)})
+
+	partly := queued(member("newer", "n1").Obj(), epoch.Add(time.Hour))
+	fresh := queued(member("older", "o0").Obj(), epoch)
+	assert.True(t, f.gang.Less(partly, fresh), "the partly bound gang goes first, whatever its age")
+	assert.False(t, f.gang.Less(fresh, partly))
+
+	// A gang whose bound members make its quorum is not partly bound: an
+	// extra member of it waits its turn.
+	extra := queued(member("whole", "w1").Obj(), epoch.Add(time.Hour))
+	assert.True(t, f.gang.Less(fresh, extra))
+
+	higher := queued(member("older", "o1").Priority(10).Obj(), epoch)
+	assert.True(t, f.gang.Less(higher, partly), "priority still comes first")
+}
+
+func TestLoweredMinMemberAdmitsWaitingMembersAtOnce(t *testing.T) {
+	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj(), member("job", "p2").Obj()}
+	pg := podGroup("job", 4).Obj()
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, members)
+	for _, pod := range members {
+		require.Equal(t, fwk.Wait, f.reserveAndPermit(t, pod).Code())
+	}
+
+	lowered := pg.DeepCopy()
+	lowered.Spec.MinMember = 3
+	require.NoError(t, f.podGroups.Update(lowered))
+	handler := f.gang.podGroupHandler(klog.Background()).(cache.ResourceEventHandlerFuncs)
+	handler.UpdateFunc(pg, lowered)
+	for _, pod := range members {
+		assert.True(t, f.outcome(pod).IsSuccess(), "member %s is allowed once minMember is 3", pod.Name)
+	}
+	assert.Contains(t, f.drainEvents(), "Normal GangAdmitted 3/3 members placed; all are allowed to bind")
+}
+
+func TestAStatusOnlyWriteWakesNobody(t *testing.T) {
+	pg := podGroup("job", 2).Obj()
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj()})
+	written := pg.DeepCopy()
+	written.Status.Phase = v1alpha1.PodGroupScheduling
+	written.Status.Running = 1
+	handler := f.gang.podGroupHandler(klog.Background()).(cache.ResourceEventHandlerFuncs)
+	handler.UpdateFunc(pg, written)
+	assert.Empty(t, f.activator.Activated, "a status write wakes no member")
+
+	changed := written.DeepCopy()
+	changed.Spec.MinMember = 1
+	handler.UpdateFunc(written, changed)
+	assert.ElementsMatch(t, []string{"team-a/p0", "team-a/p1"}, f.activator.Activated, "a spec change wakes the members")
+}
+
+func TestAPartlyBoundGangIsEvictedAfterItsTimeout(t *testing.T) {
+	// Two of four members were bound at epoch; the other two fit nowhere.
+	members := []*corev1.Pod{
+		boundAt(member("job", "p0"), epoch), boundAt(member("job", "p1"), epoch),
+		member("job", "p2").Obj(), member("job", "p3").Obj(),
+	}
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 4).ScheduleTimeoutSeconds(30).Obj()}, members)
+
+	f.gang.PreFilter(f.ctx, nil, members[2], nil)
+	f.gang.PostFilter(f.ctx, nil, members[2], nil)
+	assert.Contains(t, f.drainEvents()[0], "GangRejected member p2 fits on no node")
+	pods, err := f.client.CoreV1().Pods(ns).List(f.ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Len(t, pods.Items, 4, "nothing is evicted before the timeout")
+
+	f.clock.Step(30 * time.Second)
+	pods, err = f.client.CoreV1().Pods(ns).List(f.ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var left []string
+	for _, pod := range pods.Items {
+		left = append(left, pod.Name)
+	}
+	assert.Equal(t, []string{"p2", "p3"}, left, "the bound members are evicted, the pending ones stay")
+	assert.Equal(t, []string{"Warning GangEvicted 2/4 members placed and 2 more could not be placed within 30s of the last bind; evicted the bound members p0, p1 so that they hold no room the gang cannot use"}, f.drainEvents())
+}
+
+func TestAPartlyBoundGangThatCompletesIsNotEvicted(t *testing.T) {
+	members := []*corev1.Pod{boundAt(member("job", "p0"), epoch), member("job", "p1").Obj(), member("job", "p2").Obj()}
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 3).ScheduleTimeoutSeconds(30).Obj()}, members)
+	f.gang.PreFilter(f.ctx, nil, members[1], nil)
+	f.gang.PostFilter(f.ctx, nil, members[1], nil)
+	f.drainEvents()
+
+	// Its missing members are placed before the deadline, and bind after.
+	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, members[1]).Code())
+	require.True(t, f.reserveAndPermit(t, members[2]).IsSuccess())
+	f.clock.Step(30 * time.Second)
+	pods, err := f.client.CoreV1().Pods(ns).List(f.ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Len(t, pods.Items, 3, "a gang on its way is left alone")
 }

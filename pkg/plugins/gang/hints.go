@@ -4,10 +4,12 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -80,18 +82,30 @@ func queueIfSameGroup(pod, other *corev1.Pod) fwk.QueueingHint {
 }
 
 // podGroupHandler wakes a group's gated members when its PodGroup appears
-// or changes. The queueing hint above does the same from the scheduler's
-// own PodGroup informer, which may run ahead of this plugin's lister; this
-// handler covers the case where the lister is the one behind.
+// or its spec or topology changes, and admits the members waiting at
+// Permit at once when a lowered minMember is met. The queueing hint above
+// does the waking from the scheduler's own PodGroup informer, which may run
+// ahead of the model's; this handler covers the case where the model is
+// the one behind. A status-only write changes nothing and wakes nobody.
 func (g *Gang) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
-	wake := func(obj any) {
-		if key, ok := group.KeyOf(obj); ok {
-			g.activate(logger, key)
-		}
-	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { wake(obj) },
-		UpdateFunc: func(_, obj any) { wake(obj) },
+		AddFunc: func(obj any) {
+			if key, ok := group.KeyOf(obj); ok {
+				g.activate(logger, key)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, okOld := oldObj.(*v1alpha1.PodGroup)
+			pg, okNew := newObj.(*v1alpha1.PodGroup)
+			if !okOld || !okNew || !group.Changed(old, pg) {
+				return
+			}
+			key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
+			if g.attempts.isWaiting(key) {
+				g.admitIfComplete(logger, key, pg, "")
+			}
+			g.activate(logger, key)
+		},
 		DeleteFunc: func(obj any) {
 			if key, ok := group.KeyOf(obj); ok {
 				g.attempts.forget(key)

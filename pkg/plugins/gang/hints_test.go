@@ -111,3 +111,36 @@ func TestIsAllocatableGrown(t *testing.T) {
 		})
 	}
 }
+
+func TestIsOwnPodGroupSkipsStatusOnlyWrites(t *testing.T) {
+	stored := func(minMember int64, phase string, annotations map[string]string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+			"spec":   map[string]any{"minMember": minMember},
+			"status": map[string]any{"phase": phase},
+		}}
+		u.SetNamespace(ns)
+		u.SetName("job")
+		u.SetAnnotations(annotations)
+		return u
+	}
+	before := stored(3, "Pending", map[string]string{"team": "a"})
+	tests := []struct {
+		name  string
+		after *unstructured.Unstructured
+		want  fwk.QueueingHint
+	}{
+		{"a status write", stored(3, "Scheduling", map[string]string{"team": "a"}), fwk.QueueSkip},
+		{"another annotation", stored(3, "Pending", map[string]string{"team": "b"}), fwk.QueueSkip},
+		{"a lower minMember", stored(2, "Pending", map[string]string{"team": "a"}), fwk.Queue},
+		{"a muster annotation", stored(3, "Pending", map[string]string{"team": "a", "muster.dev/start-after": "Running"}), fwk.Queue},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logger, _ := ktesting.NewTestContext(t)
+			got, err := group.IsOwnPodGroup(logger, member("job", "p0").Obj(), before, tt.after)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}

@@ -2,6 +2,7 @@ package gang
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -20,7 +21,7 @@ var (
 	attemptsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      subsystem,
 		Name:           "gang_attempts_total",
-		Help:           "Gang scheduling attempts by result: admitted or rejected.",
+		Help:           "Gang scheduling attempts by result: admitted, rejected, or evicted (a partly bound gang that could not complete).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 	waitingGangs = metrics.NewGauge(&metrics.GaugeOpts{
@@ -35,7 +36,22 @@ var (
 const (
 	resultAdmitted = "admitted"
 	resultRejected = "rejected"
+	resultEvicted  = "evicted"
 )
+
+func reportAdmitted(latency time.Duration) {
+	attemptsTotal.WithLabelValues(resultAdmitted).Inc()
+	admissionDuration.Observe(latency.Seconds())
+}
+
+func reportRejected() { attemptsTotal.WithLabelValues(resultRejected).Inc() }
+
+// reportEvicted counts a partly bound gang whose bound members were
+// evicted.
+func reportEvicted() { attemptsTotal.WithLabelValues(resultEvicted).Inc() }
+
+// reportWaitingGangs moves the gauge of gangs waiting at Permit.
+func reportWaitingGangs(delta float64) { waitingGangs.Add(delta) }
 
 // The scheduler serves legacyregistry on its /metrics endpoint.
 func register() {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/util"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -73,20 +74,16 @@ func (l *LaunchOrder) podHandler(logger klog.Logger) cache.ResourceEventHandler 
 	}
 }
 
-// podGroupHandler re-evaluates a group's holds when its PodGroup changes,
-// for example its start-after, and forgets a deleted group's topology.
+// podGroupHandler re-evaluates a group's holds when its PodGroup's spec or
+// topology changes, for example its start-after; a status-only write
+// changes nothing.
 func (l *LaunchOrder) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj any) {
-			if key, ok := group.KeyOf(obj); ok {
-				l.release(logger, key, l.clock.Now())
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if key, ok := group.KeyOf(obj); ok {
-				l.mu.Lock()
-				delete(l.parsed, key)
-				l.mu.Unlock()
+		UpdateFunc: func(oldObj, newObj any) {
+			old, okOld := oldObj.(*v1alpha1.PodGroup)
+			pg, okNew := newObj.(*v1alpha1.PodGroup)
+			if okOld && okNew && group.Changed(old, pg) {
+				l.release(logger, types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, l.clock.Now())
 			}
 		},
 	}
@@ -95,7 +92,7 @@ func (l *LaunchOrder) podGroupHandler(logger klog.Logger) cache.ResourceEventHan
 // wake moves the group's unbound, unheld successors whose predecessors are
 // up back to the active queue: those that left Permit on a timeout.
 func (l *LaunchOrder) wake(logger klog.Logger, key types.NamespacedName, topo *topology.Topology) {
-	members, err := group.Members(l.pods, key)
+	members, err := l.groups.Members(key)
 	if err != nil {
 		logger.Error(err, "Waking successors", "podGroup", key)
 		return

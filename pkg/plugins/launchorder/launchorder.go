@@ -14,17 +14,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -32,9 +28,6 @@ import (
 
 // Name is the plugin's name in the registry and in scheduler configurations.
 const Name = "LaunchOrder"
-
-// maxHold is the framework's cap on a Permit wait.
-const maxHold = 15 * time.Minute
 
 var (
 	_ framework.PreEnqueuePlugin  = &LaunchOrder{}
@@ -45,25 +38,14 @@ var (
 
 // LaunchOrder holds successors at Permit until their predecessors are up.
 type LaunchOrder struct {
-	handle    framework.Handle
-	podGroups schedulinglisters.PodGroupLister
-	pods      cache.Indexer
-	clock     clock.PassiveClock
+	handle framework.Handle
+	groups *group.Model
+	clock  clock.PassiveClock
 
 	mu sync.Mutex
 	// held are the successors waiting at Permit, by group. It is rebuilt
 	// by Permit itself after a restart.
 	held map[types.NamespacedName]map[types.UID]hold
-	// parsed caches each PodGroup's topology for the version it was read
-	// from: Permit and every member's status update need it.
-	parsed map[types.NamespacedName]parsedTopology
-}
-
-type parsedTopology struct {
-	uid             types.UID
-	resourceVersion string
-	topology        *topology.Topology
-	err             error
 }
 
 type hold struct {
@@ -73,30 +55,28 @@ type hold struct {
 
 // New builds the plugin from the framework's handle. It takes no args.
 func New(ctx context.Context, _ runtime.Object, handle framework.Handle) (framework.Plugin, error) {
-	podInformer, err := group.PodIndexer(handle)
+	groups, err := group.ModelFor(ctx, handle)
 	if err != nil {
 		return nil, err
 	}
 	register()
-	l := newLaunchOrder(handle, nil, podInformer.GetIndexer(), clock.RealClock{})
+	l := newLaunchOrder(handle, groups, clock.RealClock{})
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
-	if l.podGroups, err = group.PodGroupInformer(ctx, handle, l.podGroupHandler(logger)); err != nil {
+	if err := groups.OnPodGroupChange(l.podGroupHandler(logger)); err != nil {
 		return nil, err
 	}
-	if _, err := podInformer.AddEventHandler(l.podHandler(logger)); err != nil {
-		return nil, fmt.Errorf("watching pods: %w", err)
+	if err := groups.OnPodChange(l.podHandler(logger)); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
 
-func newLaunchOrder(handle framework.Handle, podGroups schedulinglisters.PodGroupLister, pods cache.Indexer, clk clock.PassiveClock) *LaunchOrder {
+func newLaunchOrder(handle framework.Handle, groups *group.Model, clk clock.PassiveClock) *LaunchOrder {
 	return &LaunchOrder{
-		handle:    handle,
-		podGroups: podGroups,
-		pods:      pods,
-		clock:     clk,
-		held:      map[types.NamespacedName]map[types.UID]hold{},
-		parsed:    map[types.NamespacedName]parsedTopology{},
+		handle: handle,
+		groups: groups,
+		clock:  clk,
+		held:   map[types.NamespacedName]map[types.UID]hold{},
 	}
 }
 
@@ -128,15 +108,12 @@ func (l *LaunchOrder) Unreserve(ctx context.Context, _ fwk.CycleState, pod *core
 	if !ok {
 		return
 	}
-	l.mu.Lock()
-	h, held := l.held[key][pod.UID]
-	delete(l.held[key], pod.UID)
-	l.mu.Unlock()
+	h, held := l.dropHold(key, pod.UID)
 	if !held {
 		return
 	}
 	waited := l.clock.Since(h.since)
-	if waited >= maxHold {
+	if waited >= group.MaxPermitWait {
 		note := fmt.Sprintf("held for %s, the longest a Permit wait may last; back to the queue, still waiting for %s",
 			waited.Round(time.Second), l.describeUnmet(key, pod))
 		klog.FromContext(ctx).Info("Launch hold timed out", "pod", klog.KObj(pod), "waited", waited)
@@ -167,54 +144,53 @@ func (l *LaunchOrder) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.
 	if len(unmet) == 0 {
 		return nil, 0
 	}
-	l.mu.Lock()
-	if l.held[key] == nil {
-		l.held[key] = map[types.UID]hold{}
-	}
-	l.held[key][pod.UID] = hold{pod: pod, since: l.clock.Now()}
-	l.mu.Unlock()
-	heldPods.Inc()
+	l.addHold(key, pod)
 	note := "held until " + strings.Join(unmet, ", ")
 	klog.FromContext(ctx).V(2).Info("Launch held", "pod", klog.KObj(pod), "waitingFor", unmet)
 	l.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, "LaunchHeld", "Hold", "%s", note)
-	return fwk.NewStatus(fwk.Wait, note), maxHold
+	return fwk.NewStatus(fwk.Wait, note), group.MaxPermitWait
 }
 
-// topology returns the group's parsed topology: nil when its PodGroup does
-// not exist (Gang waits for it), or an error naming every problem.
+// addHold records a successor held at Permit.
+func (l *LaunchOrder) addHold(key types.NamespacedName, pod *corev1.Pod) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held[key] == nil {
+		l.held[key] = map[types.UID]hold{}
+	}
+	if _, already := l.held[key][pod.UID]; !already {
+		reportHeld(1)
+	}
+	l.held[key][pod.UID] = hold{pod: pod, since: l.clock.Now()}
+}
+
+// dropHold forgets a hold, however it ended, and the group's map with its
+// last hold.
+func (l *LaunchOrder) dropHold(key types.NamespacedName, uid types.UID) (hold, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h, held := l.held[key][uid]
+	if !held {
+		return hold{}, false
+	}
+	reportHeld(-1)
+	delete(l.held[key], uid)
+	if len(l.held[key]) == 0 {
+		delete(l.held, key)
+	}
+	return h, true
+}
+
+// topology returns the group's topology: nil when its PodGroup does not
+// exist (Gang waits for it), or an error naming every problem.
 func (l *LaunchOrder) topology(key types.NamespacedName) (*topology.Topology, error) {
-	pg, err := l.podGroups.PodGroups(key.Namespace).Get(key.Name)
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading PodGroup %s: %w", key, err)
-	}
-	l.mu.Lock()
-	cached, ok := l.parsed[key]
-	l.mu.Unlock()
-	if ok && cached.uid == pg.UID && cached.resourceVersion == pg.ResourceVersion {
-		return cached.topology, cached.err
-	}
-	topo, err := parse(pg)
-	l.mu.Lock()
-	l.parsed[key] = parsedTopology{uid: pg.UID, resourceVersion: pg.ResourceVersion, topology: topo, err: err}
-	l.mu.Unlock()
-	return topo, err
-}
-
-func parse(pg *v1alpha1.PodGroup) (*topology.Topology, error) {
-	topo, errs := topology.Parse(pg.Annotations)
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%s", topology.InvalidMessage(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, errs))
-	}
-	return topo, nil
+	return l.groups.Topology(key)
 }
 
 // unmet describes, for each predecessor role of role not yet at start-after,
 // how far it is, for example "worker is Ready (2/4)".
 func (l *LaunchOrder) unmet(key types.NamespacedName, topo *topology.Topology, role string) []string {
-	members, err := group.Members(l.pods, key)
+	members, err := l.groups.Members(key)
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -277,17 +253,12 @@ func (l *LaunchOrder) release(logger klog.Logger, key types.NamespacedName, obse
 			continue
 		}
 		wp := l.handle.GetWaitingPod(h.pod.UID)
-		l.mu.Lock()
-		delete(l.held[key], h.pod.UID)
-		l.mu.Unlock()
-		if wp == nil {
+		if _, held := l.dropHold(key, h.pod.UID); !held || wp == nil {
 			continue
 		}
 		wp.Allow(Name)
 		now := l.clock.Now()
-		heldPods.Dec()
-		releaseDelay.Observe(now.Sub(observedAt).Seconds())
-		holdDuration.Observe(now.Sub(h.since).Seconds())
+		reportReleased(now.Sub(observedAt), now.Sub(h.since))
 		note := fmt.Sprintf("released after %s: %s", now.Sub(h.since).Round(10*time.Millisecond), strings.Join(predecessorsReached(topo, role), ", "))
 		logger.V(2).Info("Launch released", "pod", klog.KObj(h.pod), "held", now.Sub(h.since))
 		l.handle.EventRecorder().Eventf(h.pod, nil, corev1.EventTypeNormal, "LaunchReleased", "Release", "%s", note)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -61,7 +62,7 @@ func newFixture(t *testing.T, annotations map[string]string, pods ...*corev1.Pod
 		require.NoError(t, f.pods.Add(pod))
 	}
 	factory := func(_ context.Context, _ runtime.Object, h framework.Handle) (framework.Plugin, error) {
-		f.plugin = newLaunchOrder(h, schedulinglisters.NewPodGroupLister(podGroups), f.pods, testingclock.NewFakeClock(time.Now()))
+		f.plugin = newLaunchOrder(h, group.NewModel(schedulinglisters.NewPodGroupLister(podGroups), f.pods), testingclock.NewFakeClock(time.Now()))
 		return f.plugin, nil
 	}
 	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
@@ -180,7 +181,7 @@ func TestAHoldThatTimesOutSaysWhatItWaitedFor(t *testing.T) {
 	require.Equal(t, fwk.Wait, f.fw.RunPermitPlugins(f.ctx, framework.NewCycleState(), launcher, "node-1").Code())
 	<-f.events.Events
 
-	clock.Step(maxHold)
+	clock.Step(group.MaxPermitWait)
 	f.plugin.Unreserve(f.ctx, nil, launcher, "node-1")
 	assert.Equal(t, "Warning LaunchHoldTimedOut held for 15m0s, the longest a Permit wait may last; back to the queue, still waiting for worker is Ready (0/2)", <-f.events.Events)
 
@@ -190,4 +191,65 @@ func TestAHoldThatTimesOutSaysWhatItWaitedFor(t *testing.T) {
 	<-f.events.Events
 	f.plugin.Unreserve(f.ctx, nil, launcher, "node-1")
 	assert.Empty(t, f.events.Events)
+}
+
+// TestHeldPodsGauge follows muster_launch_held_pods through every way a
+// hold ends: released, timed out, rejected with its gang, and its pod gone.
+func TestHeldPodsGauge(t *testing.T) {
+	register()
+	key := types.NamespacedName{Namespace: ns, Name: "job"}
+	heldNow := func(t *testing.T) float64 {
+		t.Helper()
+		value, err := testutil.GetGaugeMetricValue(heldPods)
+		require.NoError(t, err)
+		return value
+	}
+	hold := func(t *testing.T, f *fixture, pod *corev1.Pod) {
+		t.Helper()
+		require.Equal(t, fwk.Wait, f.fw.RunPermitPlugins(f.ctx, framework.NewCycleState(), pod, "node-1").Code())
+	}
+	notReady := rolePod("worker", "w0").Node("node-1").Obj()
+	tests := []struct {
+		name string
+		end  func(t *testing.T, f *fixture, launcher *corev1.Pod)
+	}{
+		{"released", func(t *testing.T, f *fixture, launcher *corev1.Pod) {
+			for _, w := range []*corev1.Pod{ready(rolePod("worker", "w0")).Obj(), ready(rolePod("worker", "w1")).Obj()} {
+				require.NoError(t, f.pods.Update(w))
+			}
+			f.plugin.release(f.logger, key, time.Now())
+			assert.True(t, f.fw.WaitOnPermit(f.ctx, launcher).IsSuccess())
+		}},
+		{"timed out", func(t *testing.T, f *fixture, launcher *corev1.Pod) {
+			f.plugin.clock.(*testingclock.FakeClock).Step(group.MaxPermitWait)
+			f.plugin.Unreserve(f.ctx, nil, launcher, "node-1")
+		}},
+		{"rejected with its gang", func(t *testing.T, f *fixture, launcher *corev1.Pod) {
+			f.fw.GetWaitingPod(launcher.UID).Reject("Gang", "group rejected")
+			f.plugin.Unreserve(f.ctx, nil, launcher, "node-1")
+		}},
+		{"its pod gone before the release", func(t *testing.T, f *fixture, launcher *corev1.Pod) {
+			f.fw.RejectWaitingPod(launcher.UID)
+			for _, w := range []*corev1.Pod{ready(rolePod("worker", "w0")).Obj(), ready(rolePod("worker", "w1")).Obj()} {
+				require.NoError(t, f.pods.Update(w))
+			}
+			f.plugin.release(f.logger, key, time.Now())
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := heldNow(t)
+			launcher := rolePod("launcher", "launcher").Obj()
+			f := newFixture(t, mpi, launcher, notReady, rolePod("worker", "w1").Obj())
+			hold(t, f, launcher)
+			// Permit again for the same pod, as after a retry, holds it once.
+			f.plugin.addHold(key, launcher)
+			assert.Equal(t, before+1, heldNow(t), "one launcher held")
+			tt.end(t, f, launcher)
+			assert.Equal(t, before, heldNow(t), "the hold is gone from the gauge")
+			f.plugin.mu.Lock()
+			defer f.plugin.mu.Unlock()
+			assert.NotContains(t, f.plugin.held, key, "no empty map of holds is left for the group")
+		})
+	}
 }

@@ -2,6 +2,7 @@ package launchorder
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -30,6 +31,16 @@ var (
 	})
 	registerMetrics sync.Once
 )
+
+// reportHeld moves the gauge of held successors by delta.
+func reportHeld(delta float64) { heldPods.Add(delta) }
+
+// reportReleased records a released hold: how long after the scheduler saw
+// its predecessors up, and how long it was held.
+func reportReleased(delay, held time.Duration) {
+	releaseDelay.Observe(delay.Seconds())
+	holdDuration.Observe(held.Seconds())
+}
 
 // The scheduler serves legacyregistry on its /metrics endpoint.
 func register() {

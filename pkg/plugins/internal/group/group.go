@@ -1,23 +1,19 @@
 // Package group is what muster's scheduler plugins share about PodGroups:
-// the index that finds a group's members in the scheduler's pod informer,
-// the PodGroup informer, and the queueing hint for PodGroup events.
+// the model of a profile's groups (one PodGroup informer, the member index,
+// each topology parsed once), and the queueing hint for PodGroup events.
 package group
 
 import (
-	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
-	schedulinginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
-	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -38,19 +34,6 @@ func IndexFunc(obj any) ([]string, error) {
 	return nil, nil
 }
 
-// PodIndexer returns the scheduler's pod informer with the group index,
-// adding the index unless another plugin already has.
-func PodIndexer(handle framework.Handle) (cache.SharedIndexInformer, error) {
-	informer := handle.SharedInformerFactory().Core().V1().Pods().Informer()
-	if _, ok := informer.GetIndexer().GetIndexers()[IndexName]; ok {
-		return informer, nil
-	}
-	if err := informer.AddIndexers(cache.Indexers{IndexName: IndexFunc}); err != nil {
-		return nil, fmt.Errorf("indexing pods by group: %w", err)
-	}
-	return informer, nil
-}
-
 // Members returns the pods of the group that the indexer holds.
 func Members(indexer cache.Indexer, key types.NamespacedName) ([]*corev1.Pod, error) {
 	objs, err := indexer.ByIndex(IndexName, key.String())
@@ -64,45 +47,52 @@ func Members(indexer cache.Indexer, key types.NamespacedName) ([]*corev1.Pod, er
 	return pods, nil
 }
 
-// PodGroupInformer starts an informer of PodGroups and waits for it to
-// sync; handler, when not nil, is told of every change.
-func PodGroupInformer(ctx context.Context, handle framework.Handle, handler cache.ResourceEventHandler) (schedulinglisters.PodGroupLister, error) {
-	client, err := schedulingclient.NewForConfig(handle.KubeConfig())
-	if err != nil {
-		return nil, fmt.Errorf("creating the PodGroup client: %w", err)
-	}
-	factory := schedulinginformers.NewSharedInformerFactory(client, 0)
-	podGroups := factory.Scheduling().V1alpha1().PodGroups()
-	if handler != nil {
-		if _, err := podGroups.Informer().AddEventHandler(handler); err != nil {
-			return nil, fmt.Errorf("watching PodGroups: %w", err)
-		}
-	}
-	factory.Start(ctx.Done())
-	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
-		if !synced {
-			return nil, fmt.Errorf("syncing the informer of %v", typ)
-		}
-	}
-	return podGroups.Lister(), nil
-}
-
 // PodGroupResource is how the scheduler names PodGroup events: the
 // resource.version.group of the CRD, watched through a dynamic informer.
 var PodGroupResource = fwk.EventResource(fmt.Sprintf("podgroups.%s.%s", v1alpha1.SchemeGroupVersion.Version, v1alpha1.SchemeGroupVersion.Group))
 
-// IsOwnPodGroup is a queueing hint: it wakes a pod on an event of its own
-// PodGroup only.
-func IsOwnPodGroup(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
-	obj, err := meta.Accessor(newObj)
+// IsOwnPodGroup is a queueing hint: it wakes a pod when its own PodGroup is
+// created, or changed in a way that matters to scheduling (Changed); a
+// status-only write wakes nobody.
+func IsOwnPodGroup(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
+	updated, err := asPodGroup(newObj)
 	if err != nil {
 		return fwk.Queue, fmt.Errorf("reading a PodGroup event: %w", err)
 	}
 	key, ok := topology.GroupOf(pod)
-	if ok && key == (types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}) {
+	if !ok || key != (types.NamespacedName{Namespace: updated.Namespace, Name: updated.Name}) {
+		return fwk.QueueSkip, nil
+	}
+	if oldObj == nil {
+		logger.V(5).Info("PodGroup created; the pod may be schedulable", "pod", klog.KObj(pod), "podGroup", key)
 		return fwk.Queue, nil
 	}
-	return fwk.QueueSkip, nil
+	old, err := asPodGroup(oldObj)
+	if err != nil {
+		return fwk.Queue, fmt.Errorf("reading a PodGroup event: %w", err)
+	}
+	if !Changed(old, updated) {
+		logger.V(5).Info("PodGroup update changed neither its spec nor its topology; the pod stays", "pod", klog.KObj(pod), "podGroup", key)
+		return fwk.QueueSkip, nil
+	}
+	logger.V(5).Info("PodGroup spec or topology changed; the pod may be schedulable", "pod", klog.KObj(pod), "podGroup", key)
+	return fwk.Queue, nil
+}
+
+// asPodGroup reads a PodGroup from an event: the scheduler's own informer
+// hands over unstructured objects.
+func asPodGroup(obj any) (*v1alpha1.PodGroup, error) {
+	switch obj := obj.(type) {
+	case *v1alpha1.PodGroup:
+		return obj, nil
+	case *unstructured.Unstructured:
+		pg := &v1alpha1.PodGroup{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.UnstructuredContent(), pg); err != nil {
+			return nil, err
+		}
+		return pg, nil
+	}
+	return nil, fmt.Errorf("unexpected object of type %T", obj)
 }
 
 // KeyOf returns the key of a PodGroup seen by an informer handler, which

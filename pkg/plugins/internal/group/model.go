@@ -1,0 +1,295 @@
+package group
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
+	schedulinginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
+	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// MaxPermitWait is the framework's cap on a Permit wait: a longer timeout
+// a plugin returns is cut to it.
+const MaxPermitWait = 15 * time.Minute
+
+// Model is one scheduler profile's view of its groups, shared by Gang and
+// LaunchOrder so that the two never see different versions of a group: one
+// PodGroup informer, the member index on the scheduler's pod informer, and
+// each PodGroup's topology, parsed once per change of its annotations.
+type Model struct {
+	podGroups        schedulinglisters.PodGroupLister
+	podGroupInformer cache.SharedIndexInformer
+	podInformer      cache.SharedIndexInformer
+	pods             cache.Indexer
+
+	mu     sync.Mutex
+	parsed map[types.NamespacedName]parsedTopology
+	// bound holds, by group, its active members bound to a node and when
+	// each was bound: Less asks it for every comparison.
+	bound map[types.NamespacedName]map[types.UID]time.Time
+}
+
+type parsedTopology struct {
+	// source is what the topology was parsed from: the PodGroup's UID,
+	// name and muster annotations.
+	source   string
+	topology *topology.Topology
+	err      error
+}
+
+// NewModel returns a model over a PodGroup lister and a pod indexer that
+// has the group index; the plugins' unit tests build theirs this way.
+func NewModel(podGroups schedulinglisters.PodGroupLister, pods cache.Indexer) *Model {
+	m := &Model{
+		podGroups: podGroups, pods: pods,
+		parsed: map[types.NamespacedName]parsedTopology{},
+		bound:  map[types.NamespacedName]map[types.UID]time.Time{},
+	}
+	for _, obj := range pods.List() {
+		m.observePod(obj)
+	}
+	return m
+}
+
+var (
+	modelsMu sync.Mutex
+	// models holds the model of each framework (one per profile), so that
+	// the plugins of a profile share it.
+	models = map[framework.Handle]*Model{}
+)
+
+// ModelFor returns the model of the profile whose handle this is, creating
+// it, with its informers started and synced, for the first plugin that
+// asks.
+func ModelFor(ctx context.Context, handle framework.Handle) (*Model, error) {
+	modelsMu.Lock()
+	defer modelsMu.Unlock()
+	if m, ok := models[handle]; ok {
+		return m, nil
+	}
+	podInformer, err := podIndexer(handle)
+	if err != nil {
+		return nil, err
+	}
+	client, err := schedulingclient.NewForConfig(handle.KubeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("creating the PodGroup client: %w", err)
+	}
+	factory := schedulinginformers.NewSharedInformerFactory(client, 0)
+	podGroups := factory.Scheduling().V1alpha1().PodGroups()
+	m := NewModel(podGroups.Lister(), podInformer.GetIndexer())
+	m.podGroupInformer, m.podInformer = podGroups.Informer(), podInformer
+	if _, err := m.podGroupInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: m.forgetTopology}); err != nil {
+		return nil, fmt.Errorf("watching PodGroups: %w", err)
+	}
+	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    m.observePod,
+		UpdateFunc: func(_, obj any) { m.observePod(obj) },
+		DeleteFunc: m.forgetPod,
+	}); err != nil {
+		return nil, fmt.Errorf("watching pods: %w", err)
+	}
+	factory.Start(ctx.Done())
+	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			return nil, fmt.Errorf("syncing the informer of %v", typ)
+		}
+	}
+	models[handle] = m
+	return m, nil
+}
+
+// podIndexer returns the scheduler's pod informer with the group index.
+func podIndexer(handle framework.Handle) (cache.SharedIndexInformer, error) {
+	informer := handle.SharedInformerFactory().Core().V1().Pods().Informer()
+	if err := informer.AddIndexers(cache.Indexers{IndexName: IndexFunc}); err != nil {
+		return nil, fmt.Errorf("indexing pods by group: %w", err)
+	}
+	return informer, nil
+}
+
+// OnPodGroupChange tells handler of every PodGroup event.
+func (m *Model) OnPodGroupChange(handler cache.ResourceEventHandler) error {
+	if _, err := m.podGroupInformer.AddEventHandler(handler); err != nil {
+		return fmt.Errorf("watching PodGroups: %w", err)
+	}
+	return nil
+}
+
+// OnPodChange tells handler of every pod event the scheduler sees.
+func (m *Model) OnPodChange(handler cache.ResourceEventHandler) error {
+	if _, err := m.podInformer.AddEventHandler(handler); err != nil {
+		return fmt.Errorf("watching pods: %w", err)
+	}
+	return nil
+}
+
+// PodGroup returns the group's PodGroup, or nil when it does not exist.
+func (m *Model) PodGroup(key types.NamespacedName) *v1alpha1.PodGroup {
+	pg, err := m.podGroups.PodGroups(key.Namespace).Get(key.Name)
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			klog.Background().Error(err, "Reading PodGroup", "podGroup", key)
+		}
+		return nil
+	}
+	return pg
+}
+
+// Members returns the pods of the group that the scheduler sees.
+func (m *Model) Members(key types.NamespacedName) ([]*corev1.Pod, error) {
+	return Members(m.pods, key)
+}
+
+// Topology returns the group's topology: nil when its PodGroup does not
+// exist, or an error naming every problem of an invalid one.
+func (m *Model) Topology(key types.NamespacedName) (*topology.Topology, error) {
+	pg := m.PodGroup(key)
+	if pg == nil {
+		return nil, nil
+	}
+	source := topologySource(pg)
+	m.mu.Lock()
+	cached, ok := m.parsed[key]
+	m.mu.Unlock()
+	if ok && cached.source == source {
+		return cached.topology, cached.err
+	}
+	parsed := parsedTopology{source: source}
+	parsed.topology, parsed.err = parse(pg)
+	m.mu.Lock()
+	m.parsed[key] = parsed
+	m.mu.Unlock()
+	return parsed.topology, parsed.err
+}
+
+func parse(pg *v1alpha1.PodGroup) (*topology.Topology, error) {
+	topo, errs := topology.FromPodGroup(pg)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", topology.InvalidMessage(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, errs))
+	}
+	return topo, nil
+}
+
+func (m *Model) forgetTopology(obj any) {
+	if key, ok := KeyOf(obj); ok {
+		m.mu.Lock()
+		delete(m.parsed, key)
+		m.mu.Unlock()
+	}
+}
+
+// topologySource is what a PodGroup's topology depends on.
+func topologySource(pg *v1alpha1.PodGroup) string {
+	var b strings.Builder
+	b.WriteString(string(pg.UID) + "\x00" + pg.Name)
+	ours := musterAnnotations(pg.Annotations)
+	for _, name := range slices.Sorted(maps.Keys(ours)) {
+		b.WriteString("\x00" + name + "=" + ours[name])
+	}
+	return b.String()
+}
+
+// musterAnnotations returns the muster.dev/ annotations.
+func musterAnnotations(annotations map[string]string) map[string]string {
+	ours := map[string]string{}
+	for name, value := range annotations {
+		if strings.HasPrefix(name, topology.AnnotationPrefix) {
+			ours[name] = value
+		}
+	}
+	return ours
+}
+
+// Changed reports whether an update of a PodGroup matters to scheduling:
+// its spec or its muster annotations changed. A status-only write, such as
+// muster-controller's counts, does not.
+func Changed(old, updated *v1alpha1.PodGroup) bool {
+	return !equality.Semantic.DeepEqual(old.Spec, updated.Spec) ||
+		!maps.Equal(musterAnnotations(old.Annotations), musterAnnotations(updated.Annotations))
+}
+
+// Bound returns how many of the group's active members are bound, and when
+// the last of them was.
+func (m *Model) Bound(key types.NamespacedName) (count int32, last time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, at := range m.bound[key] {
+		count++
+		if at.After(last) {
+			last = at
+		}
+	}
+	return count, last
+}
+
+func (m *Model) observePod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if pod.Spec.NodeName == "" || !topology.IsActiveMember(pod) {
+		m.dropBound(key, pod.UID)
+		return
+	}
+	if m.bound[key] == nil {
+		m.bound[key] = map[types.UID]time.Time{}
+	}
+	m.bound[key][pod.UID] = boundAt(pod)
+}
+
+func (m *Model) forgetPod(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if key, ok := topology.GroupOf(pod); ok {
+		m.mu.Lock()
+		m.dropBound(key, pod.UID)
+		m.mu.Unlock()
+	}
+}
+
+func (m *Model) dropBound(key types.NamespacedName, uid types.UID) {
+	delete(m.bound[key], uid)
+	if len(m.bound[key]) == 0 {
+		delete(m.bound, key)
+	}
+}
+
+// boundAt is when a pod was bound: the API server sets its PodScheduled
+// condition then. A pod created with its node set has none; its creation
+// is when it took the room.
+func boundAt(pod *corev1.Pod) time.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return pod.CreationTimestamp.Time
+}
