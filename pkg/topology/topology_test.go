@@ -105,12 +105,12 @@ func TestParseDefaults(t *testing.T) {
 
 func TestParseOptions(t *testing.T) {
 	topo, errs := Parse(map[string]string{
-		FrameworkAnnotation:         "pytorch",
-		RolesAnnotation:             "master=1,worker=3",
-		StartAfterAnnotation:        "Scheduled",
-		PortAnnotation:              "29500",
-		NProcPerNodeAnnotation:      "8",
-		ElasticAnnotation:           "2:4",
+		FrameworkAnnotation:    "pytorch",
+		RolesAnnotation:        "master=1,worker=3",
+		StartAfterAnnotation:   "Scheduled",
+		PortAnnotation:         "29500",
+		NProcPerNodeAnnotation: "8",
+		ElasticAnnotation:      "2:4",
 	})
 	require.Empty(t, errs)
 	assert.Equal(t, StartAfterScheduled, topo.StartAfter)
