@@ -29,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/certs"
@@ -141,6 +140,10 @@ func run(opts options) error {
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
+	ctx := ctrl.SetupSignalHandler()
+	if err := podgroup.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	statusReconciler := &podgroup.StatusReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorderFor("muster-controller"),
@@ -159,15 +162,10 @@ func run(opts options) error {
 		return fmt.Errorf("setting up the PodGroup resource reconciler: %w", err)
 	}
 
-	ctx := ctrl.SetupSignalHandler()
 	if err := setupCertificates(ctx, mgr, opts); err != nil {
 		return err
 	}
-	decoder := admission.NewDecoder(scheme)
-	mgr.GetWebhookServer().Register(webhooks.PodPath, &webhook.Admission{Handler: &webhooks.PodMutator{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Decoder: decoder, ClusterDomain: opts.clusterDomain,
-	}})
-	mgr.GetWebhookServer().Register(webhooks.PodGroupPath, &webhook.Admission{Handler: &webhooks.PodGroupValidator{Decoder: decoder}})
+	webhooks.Setup(mgr, opts.clusterDomain)
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)

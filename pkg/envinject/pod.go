@@ -92,6 +92,7 @@ func Apply(pod *corev1.Pod, g Group, m topology.Member, clusterDomain string) fi
 		errs = append(errs, field.Invalid(spec.Child("subdomain"), pod.Spec.Subdomain,
 			fmt.Sprintf("members resolve each other through the group's headless Service %s; remove spec.subdomain or set it to that", g.ServiceName())))
 	}
+	errs = append(errs, portNameTaken(pod, g.Topology)...)
 	env, err := Env(g, m.Role, m.Index)
 	if err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "labels"), pod.Labels, err.Error()))
@@ -181,6 +182,23 @@ func addSearch(pod *corev1.Pod, search string) {
 	if !slices.Contains(pod.Spec.DNSConfig.Searches, search) {
 		pod.Spec.DNSConfig.Searches = append(pod.Spec.DNSConfig.Searches, search)
 	}
+}
+
+// portNameTaken refuses a pod whose containers already name another port
+// as muster names the framework's: the two would clash.
+func portNameTaken(pod *corev1.Pod, t *topology.Topology) field.ErrorList {
+	if t.Port == 0 {
+		return nil
+	}
+	for i, c := range pod.Spec.Containers {
+		for j, p := range c.Ports {
+			if p.Name == PortName && p.ContainerPort != t.Port {
+				return field.ErrorList{field.Invalid(field.NewPath("spec", "containers").Index(i).Child("ports").Index(j).Child("name"), p.Name,
+					fmt.Sprintf("muster names the group's port %d %q; rename this port, or make it %d", t.Port, PortName, t.Port))}
+			}
+		}
+	}
+	return nil
 }
 
 // addPort declares the framework's port on the first container, unless a

@@ -128,3 +128,13 @@ func TestSlots(t *testing.T) {
 		})
 	}
 }
+
+func TestApplyRefusesAPortNamedLikeMusters(t *testing.T) {
+	g := sizedGroup(t, "pytorch", "master=1,worker=1")
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Ports: []corev1.ContainerPort{
+		{Name: "http", ContainerPort: 8080}, {Name: PortName, ContainerPort: 9000},
+	}}}}}
+	errs := Apply(pod, g, topology.Member{Role: "worker", Index: 0}, "cluster.local")
+	require.Len(t, errs, 1)
+	assert.Equal(t, `spec.containers[0].ports[1].name: Invalid value: "muster": muster names the group's port 23456 "muster"; rename this port, or make it 23456`, errs[0].Error())
+}

@@ -96,6 +96,10 @@ var defaultPorts = map[Framework]int32{TensorFlow: 2222, PyTorch: 23456, MXNet: 
 
 var mpiImplementations = []string{"openmpi", "intel", "mpich"}
 
+// MaxRoles bounds the roles of a group: every member's environment lists
+// the hosts of every role.
+const MaxRoles = 32
+
 func annotationPath(name string) *field.Path {
 	return field.NewPath("metadata", "annotations").Key(name)
 }
@@ -191,8 +195,12 @@ func (t *Topology) parseRoles(annotations map[string]string) field.ErrorList {
 		}
 		return nil
 	}
+	pairs := strings.Split(v, ",")
+	if len(pairs) > MaxRoles {
+		return field.ErrorList{field.TooMany(path, len(pairs), MaxRoles)}
+	}
 	var errs field.ErrorList
-	for _, pair := range strings.Split(v, ",") {
+	for _, pair := range pairs {
 		role, count, found := strings.Cut(strings.TrimSpace(pair), "=")
 		if !found {
 			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("%q is not role=replicas; write the roles as ps=2,worker=3", pair)))

@@ -187,6 +187,11 @@ func TestParseErrors(t *testing.T) {
 			},
 		},
 		{
+			name:        "too many roles",
+			annotations: map[string]string{RolesAnnotation: strings.TrimSuffix(strings.Repeat("r=1,", MaxRoles+1), ",")},
+			want:        []string{"metadata.annotations[muster.dev/roles]: Too many: 33: must have at most 32 items"},
+		},
+		{
 			name:        "a misspelt annotation",
 			annotations: map[string]string{"muster.dev/framwork": "mpi"},
 			want:        []string{`metadata.annotations[muster.dev/framwork]: Invalid value: "mpi": muster has no such annotation; did you mean muster.dev/framework?`},

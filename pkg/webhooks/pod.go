@@ -1,16 +1,17 @@
 // Package webhooks holds muster-controller's admission webhooks: one gives
-// each grouped pod its place in the group as it is created, the other
-// refuses a PodGroup whose topology is invalid.
+// each grouped pod its place in the group as it is created, one keeps a
+// pod's place in its group from changing afterwards, and one refuses a
+// PodGroup whose topology is invalid.
 package webhooks
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
@@ -24,89 +25,91 @@ import (
 
 // Paths the webhooks are served at.
 const (
-	PodPath      = "/mutate-v1-pod"
-	PodGroupPath = "/validate-scheduling-x-k8s-io-v1alpha1-podgroup"
+	PodPath         = "/mutate-v1-pod"
+	PodUpdatePath   = "/validate-v1-pod"
+	PodGroupPath  = "/validate-scheduling-x-k8s-io-v1alpha1-podgroup"
 )
 
-// PodMutator applies pkg/envinject to each grouped pod it is asked about.
-// It decides from the PodGroup alone, so the same pod always gets the same
-// result, and applying it to its own output changes nothing.
-type PodMutator struct {
+// PodDefaulter applies pkg/envinject to each grouped pod as it is created.
+// It decides from the PodGroup and the group's other members alone, so the
+// same pod always gets the same result, and applying it to its own output
+// changes nothing.
+type PodDefaulter struct {
 	// Client reads from the cache; Reader reads from the API server, for a
 	// PodGroup created too recently for the cache to hold it.
 	Client        client.Reader
 	Reader        client.Reader
-	Decoder       admission.Decoder
 	ClusterDomain string
 }
 
-var _ admission.Handler = &PodMutator{}
+var _ admission.CustomDefaulter = &PodDefaulter{}
 
-// Handle admits a pod with its environment, or refuses it with the field
-// to fix.
-func (m *PodMutator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	pod := &corev1.Pod{}
-	if err := m.Decoder.Decode(req, pod); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the pod: %w", err))
+// Default gives a member its environment, or refuses it with the field to
+// fix.
+func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return fmt.Errorf("expected a Pod, got %T", obj)
 	}
 	// A pod created by generateName has no name yet, and may have no
 	// namespace in the object; the request has it.
-	pod.Namespace = req.Namespace
+	inRequestNamespace(ctx, pod)
 	key, ok := topology.GroupOf(pod)
 	if !ok {
-		return admission.Allowed("not a member of a group")
+		return nil
 	}
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "generateName", pod.GenerateName, "podGroup", key)
 
-	pg, err := m.podGroup(ctx, key)
+	pg, err := d.podGroup(ctx, key)
 	if apierrors.IsNotFound(err) {
 		if _, hasRole := topology.RoleOf(pod); hasRole {
-			return denied(field.ErrorList{field.Invalid(field.NewPath("metadata", "labels").Key(topology.GroupLabel), key.Name,
+			return invalidPod(pod, field.ErrorList{field.Invalid(labelPath(topology.GroupLabel), key.Name,
 				fmt.Sprintf("PodGroup %s does not exist, so muster cannot give this %s pod its environment; create the PodGroup before its pods", key, topology.RoleLabel))})
 		}
 		// A pod that asks only for gang scheduling may come first; it
 		// waits in the scheduler for its PodGroup.
-		return admission.Allowed("no PodGroup yet; the pod waits for it")
+		return nil
 	}
 	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
+		return err
 	}
-	topo, errs := topology.Parse(pg.Annotations)
+	topo, errs := topology.FromPodGroup(pg)
 	if len(errs) > 0 {
-		return admission.Denied(topology.InvalidMessage(key, errs))
+		return errors.New(topology.InvalidMessage(key, errs))
 	}
 	if len(topo.Roles) == 0 {
-		return admission.Allowed("the group has no roles: gang scheduling only")
+		return nil
 	}
 	member, errs := topo.Identify(pod)
 	if len(errs) > 0 {
-		return denied(errs)
+		return invalidPod(pod, errs)
+	}
+	siblings, err := d.members(ctx, key)
+	if err != nil {
+		return err
+	}
+	if errs := duplicateOf(pod, member, siblings); len(errs) > 0 {
+		return invalidPod(pod, errs)
 	}
 	// Only MPI reads slots; only a non-worker needs another pod to find
 	// them.
 	worker := pod
 	if topo.Framework == topology.MPI && member.Role != "worker" {
-		if worker, err = m.anyWorker(ctx, key); err != nil {
-			return admission.Errored(http.StatusInternalServerError, err)
-		}
+		worker = anyWorker(siblings)
 	}
 	group := envinject.Group{Name: key.Name, Namespace: key.Namespace, UID: pg.UID, Topology: topo, WorkerSlots: envinject.Slots(topo, worker)}
-	if errs := envinject.Apply(pod, group, member, m.ClusterDomain); len(errs) > 0 {
-		return denied(errs)
-	}
-	mutated, err := json.Marshal(pod)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encoding the pod: %w", err))
+	if errs := envinject.Apply(pod, group, member, d.ClusterDomain); len(errs) > 0 {
+		return invalidPod(pod, errs)
 	}
 	logger.V(2).Info("Gave a member its environment", "role", member.Role, "index", member.Index)
-	return admission.PatchResponseFromRaw(req.Object.Raw, mutated)
+	return nil
 }
 
-func (m *PodMutator) podGroup(ctx context.Context, key types.NamespacedName) (*v1alpha1.PodGroup, error) {
+func (d *PodDefaulter) podGroup(ctx context.Context, key types.NamespacedName) (*v1alpha1.PodGroup, error) {
 	pg := &v1alpha1.PodGroup{}
-	err := m.Client.Get(ctx, key, pg)
+	err := d.Client.Get(ctx, key, pg)
 	if apierrors.IsNotFound(err) {
-		err = m.Reader.Get(ctx, key, pg)
+		err = d.Reader.Get(ctx, key, pg)
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading PodGroup %s: %w", key, err)
@@ -114,23 +117,53 @@ func (m *PodMutator) podGroup(ctx context.Context, key types.NamespacedName) (*v
 	return pg, err
 }
 
-// anyWorker returns a worker of the group, whose GPU limit gives the MPI
-// slots when the PodGroup does not name them; nil when none exists yet.
-func (m *PodMutator) anyWorker(ctx context.Context, key types.NamespacedName) (*corev1.Pod, error) {
+func (d *PodDefaulter) members(ctx context.Context, key types.NamespacedName) ([]corev1.Pod, error) {
 	var pods corev1.PodList
-	if err := m.Client.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingLabels{topology.GroupLabel: key.Name}); err != nil {
+	if err := d.Client.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingLabels{topology.GroupLabel: key.Name}); err != nil {
 		return nil, fmt.Errorf("listing the members of %s: %w", key, err)
 	}
-	for i := range pods.Items {
-		if role, _ := topology.RoleOf(&pods.Items[i]); role == "worker" {
-			return &pods.Items[i], nil
-		}
-	}
-	return nil, nil
+	return pods.Items, nil
 }
 
-// denied refuses a request with every problem, each naming its field and
-// the fix.
-func denied(errs field.ErrorList) admission.Response {
-	return admission.Denied(errs.ToAggregate().Error())
+// duplicateOf refuses a member whose role and index an active sibling
+// already has: the two would share a hostname, and the hostfile and
+// TF_CONFIG would name one of them only.
+func duplicateOf(pod *corev1.Pod, member topology.Member, siblings []corev1.Pod) field.ErrorList {
+	for i := range siblings {
+		other := &siblings[i]
+		if other.Name == pod.Name || !topology.IsActiveMember(other) {
+			continue
+		}
+		role, _ := topology.RoleOf(other)
+		index, ok, err := topology.IndexOf(other)
+		if role == member.Role && ok && err == nil && index == member.Index {
+			return field.ErrorList{field.Duplicate(labelPath(topology.IndexLabel), fmt.Sprintf(
+				"%s %d of group %s is pod %s already; give this pod another index, or delete that pod first", member.Role, member.Index, other.Labels[topology.GroupLabel], other.Name))}
+		}
+	}
+	return nil
+}
+
+// anyWorker returns a worker of the group, whose GPU limit gives the MPI
+// slots when the PodGroup does not name them; nil when none exists yet.
+func anyWorker(pods []corev1.Pod) *corev1.Pod {
+	for i := range pods {
+		if role, _ := topology.RoleOf(&pods[i]); role == "worker" {
+			return &pods[i]
+		}
+	}
+	return nil
+}
+
+func labelPath(label string) *field.Path {
+	return field.NewPath("metadata", "labels").Key(label)
+}
+
+// invalidPod is the refusal of a pod, with every problem naming its field.
+func invalidPod(pod *corev1.Pod, errs field.ErrorList) error {
+	name := pod.Name
+	if name == "" {
+		name = pod.GenerateName
+	}
+	return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), name, errs)
 }

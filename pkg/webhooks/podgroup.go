@@ -3,51 +3,88 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"net/http"
 
-	admissionv1 "k8s.io/api/admission/v1"
-	"k8s.io/apimachinery/pkg/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/envinject"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
 // PodGroupValidator refuses a PodGroup whose muster annotations do not
-// describe a valid topology, and a change to a valid topology: its members
-// already carry the environment built from it.
-type PodGroupValidator struct {
-	Decoder admission.Decoder
+// describe a valid topology for a group of its name and size, and a change
+// to a valid topology: its members already carry the environment built
+// from it.
+type PodGroupValidator struct{}
+
+var _ admission.CustomValidator = PodGroupValidator{}
+
+// ValidateCreate refuses an invalid PodGroup.
+func (PodGroupValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
+	pg, ok := obj.(*v1alpha1.PodGroup)
+	if !ok {
+		return nil, fmt.Errorf("expected a PodGroup, got %T", obj)
+	}
+	inRequestNamespace(ctx, pg)
+	return nil, invalidPodGroup(pg, Validate(pg))
 }
 
-var _ admission.Handler = &PodGroupValidator{}
+// ValidateUpdate refuses an invalid PodGroup, and a change to its valid
+// topology.
+func (PodGroupValidator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
+	old, okOld := oldObj.(*v1alpha1.PodGroup)
+	pg, okNew := newObj.(*v1alpha1.PodGroup)
+	if !okOld || !okNew {
+		return nil, fmt.Errorf("expected two PodGroups, got %T and %T", oldObj, newObj)
+	}
+	inRequestNamespace(ctx, pg)
+	errs := Validate(pg)
+	if len(errs) == 0 {
+		errs = topologyChanges(old.Annotations, pg.Annotations)
+	}
+	return nil, invalidPodGroup(pg, errs)
+}
 
-// Handle validates a PodGroup on create and update.
-func (v *PodGroupValidator) Handle(_ context.Context, req admission.Request) admission.Response {
-	pg := &v1alpha1.PodGroup{}
-	if err := v.Decoder.Decode(req, pg); err != nil {
-		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the PodGroup: %w", err))
+// ValidateDelete allows every deletion.
+func (PodGroupValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// Validate lists every problem of a PodGroup: its topology, the names and
+// sizes of what muster writes for it, and a minMember its roles can meet.
+// muster-controller reports the same problems of a stored PodGroup.
+func Validate(pg *v1alpha1.PodGroup) field.ErrorList {
+	topo, errs := topology.FromPodGroup(pg)
+	if len(errs) > 0 || len(topo.Roles) == 0 {
+		return errs
 	}
-	key := types.NamespacedName{Namespace: req.Namespace, Name: pg.Name}
-	topo, errs := topology.Parse(pg.Annotations)
-	if len(errs) > 0 {
-		return admission.Denied(topology.InvalidMessage(key, errs))
+	if errs := envinject.CheckSize(envinject.Group{Name: pg.Name, Namespace: pg.Namespace, Topology: topo, WorkerSlots: 1}); len(errs) > 0 {
+		return errs
 	}
-	if members := totalReplicas(topo); members > 0 && pg.Spec.MinMember > members {
-		return denied(field.ErrorList{field.Invalid(field.NewPath("spec", "minMember"), pg.Spec.MinMember,
-			fmt.Sprintf("%s names %d pods in all, so a gang of %d would never start; lower minMember or add replicas", topology.RolesAnnotation, members, pg.Spec.MinMember))})
+	if members := totalReplicas(topo); pg.Spec.MinMember > members {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "minMember"), pg.Spec.MinMember,
+			fmt.Sprintf("%s names %d pods in all, so a gang of %d would never start; lower minMember or add replicas", topology.RolesAnnotation, members, pg.Spec.MinMember))}
 	}
-	if req.Operation == admissionv1.Update {
-		old := &v1alpha1.PodGroup{}
-		if err := v.Decoder.DecodeRaw(req.OldObject, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding the stored PodGroup: %w", err))
-		}
-		if errs := topologyChanges(old.Annotations, pg.Annotations); len(errs) > 0 {
-			return denied(errs)
-		}
+	return nil
+}
+
+// inRequestNamespace sets the object's namespace from the request, where a
+// created object may lack it: the addresses muster writes contain it.
+func inRequestNamespace(ctx context.Context, obj metav1.Object) {
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Namespace != "" {
+		obj.SetNamespace(req.Namespace)
 	}
-	return admission.Allowed("")
+}
+
+func invalidPodGroup(pg *v1alpha1.PodGroup, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(v1alpha1.SchemeGroupVersion.WithKind("PodGroup").GroupKind(), pg.Name, errs)
 }
 
 func totalReplicas(t *topology.Topology) int32 {

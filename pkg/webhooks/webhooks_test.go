@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -22,7 +23,7 @@ import (
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
-func scheme(t *testing.T) *runtime.Scheme {
+func scheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(s))
@@ -37,7 +38,7 @@ func podGroup(name string, minMember int32, annotations map[string]string) *v1al
 	}
 }
 
-func request(t *testing.T, op admissionv1.Operation, obj, old runtime.Object) admission.Request {
+func request(t testing.TB, op admissionv1.Operation, obj, old runtime.Object) admission.Request {
 	t.Helper()
 	raw, err := json.Marshal(obj)
 	require.NoError(t, err)
@@ -66,7 +67,11 @@ func patched(t *testing.T, pod *corev1.Pod, resp admission.Response) *corev1.Pod
 	return out
 }
 
-func TestPodMutator(t *testing.T) {
+func podWebhook(t *testing.T, c client.Reader) *admission.Webhook {
+	return admission.WithCustomDefaulter(scheme(t), &corev1.Pod{}, &PodDefaulter{Client: c, Reader: c, ClusterDomain: "cluster.local"})
+}
+
+func TestPodDefaulter(t *testing.T) {
 	mpi := map[string]string{topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2"}
 	objects := []client.Object{
 		podGroup("mpi", 3, mpi),
@@ -76,6 +81,10 @@ func TestPodMutator(t *testing.T) {
 	member := func(group string) *st.PodWrapper {
 		return st.MakePod().Namespace("team-a").Name("p").Label(topology.GroupLabel, group).Container("trainer:1")
 	}
+	existing := []client.Object{
+		member("mpi").Name("mpi-worker-0").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0").Obj(),
+		member("mpi").Name("old-launcher").Label(topology.RoleLabel, "launcher").Label(topology.IndexLabel, "0").Phase(corev1.PodFailed).Obj(),
+	}
 	tests := []struct {
 		name        string
 		pod         *corev1.Pod
@@ -83,19 +92,22 @@ func TestPodMutator(t *testing.T) {
 		wantPatched bool
 		wantMessage string
 	}{
-		{"not grouped", st.MakePod().Namespace("team-a").Name("p").Container("c").Obj(), true, false, "not a member"},
-		{"gang only", member("gang").Obj(), true, false, "gang scheduling only"},
-		{"no PodGroup yet, no role", member("later").Obj(), true, false, "waits for it"},
+		{"not grouped", st.MakePod().Namespace("team-a").Name("p").Container("c").Obj(), true, false, ""},
+		{"gang only", member("gang").Obj(), true, false, ""},
+		{"no PodGroup yet, no role", member("later").Obj(), true, false, ""},
 		{"no PodGroup yet, with a role", member("later").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0").Obj(), false, false, "create the PodGroup before its pods"},
 		{"a member", member("mpi").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "1").Obj(), true, true, ""},
 		{"no role", member("mpi").Label(topology.IndexLabel, "0").Obj(), false, false, "metadata.labels[muster.dev/role]: Required value"},
 		{"index out of range", member("mpi").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "2").Obj(), false, false, "index runs from 0 to 1"},
 		{"invalid topology", member("cyclic").Label(topology.RoleLabel, "a").Label(topology.IndexLabel, "0").Obj(), false, false, "the order has a cycle, a>b>a"},
+		{"an index taken", member("mpi").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0").Obj(), false, false,
+			`metadata.labels[muster.dev/index]: Duplicate value: "worker 0 of group mpi is pod mpi-worker-0 already; give this pod another index, or delete that pod first"`},
+		{"an index taken by a finished pod", member("mpi").Label(topology.RoleLabel, "launcher").Label(topology.IndexLabel, "0").Obj(), true, true, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objects...).Build()
-			m := &PodMutator{Client: c, Reader: c, Decoder: admission.NewDecoder(scheme(t)), ClusterDomain: "cluster.local"}
+			c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(append(objects, existing...)...).Build()
+			m := podWebhook(t, c)
 			resp := m.Handle(context.Background(), request(t, admissionv1.Create, tt.pod, nil))
 			assert.Equal(t, tt.wantAllowed, resp.Allowed, resp.Result)
 			assert.Equal(t, tt.wantPatched, len(resp.Patches) > 0)
@@ -106,7 +118,6 @@ func TestPodMutator(t *testing.T) {
 				return
 			}
 			out := patched(t, tt.pod, resp)
-			assert.Equal(t, "mpi-worker-1", out.Spec.Hostname)
 			assert.Contains(t, out.Spec.Containers[0].Env, corev1.EnvVar{Name: "OMPI_MCA_orte_default_hostfile", Value: "/etc/mpi/hostfile"})
 			again := m.Handle(context.Background(), request(t, admissionv1.Create, out, nil))
 			assert.True(t, again.Allowed)
@@ -136,16 +147,51 @@ func TestPodGroupValidator(t *testing.T) {
 		{"a changed topology", admissionv1.Update, podGroup("job", 5, tfMoreWorkers), podGroup("job", 5, tf), false,
 			"metadata.annotations[muster.dev/roles]: Forbidden: the topology cannot change once set"},
 		{"fixing an invalid stored topology", admissionv1.Update, podGroup("job", 2, map[string]string{topology.RolesAnnotation: "a=1,b=1"}), podGroup("job", 2, cyclic), true, ""},
+		{"a name that cannot name a Service", admissionv1.Create, podGroup("1job", 5, tf), nil, false, `metadata.name: Invalid value: "1job"`},
+		{"a hostname over 63 characters", admissionv1.Create, podGroup(strings.Repeat("j", 60), 5, tf), nil, false, "over the limit of 63"},
+		{"too many members", admissionv1.Create, podGroup("job", 1, map[string]string{topology.FrameworkAnnotation: "tensorflow", topology.RolesAnnotation: "ps=1,worker=99999"}), nil, false,
+			"100000 members make each member's environment"},
+		{"a misspelt annotation", admissionv1.Create, podGroup("job", 1, map[string]string{"muster.dev/framwork": "mpi"}), nil, false, "did you mean muster.dev/framework?"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := &PodGroupValidator{Decoder: admission.NewDecoder(scheme(t))}
+			v := admission.WithCustomValidator(scheme(t), &v1alpha1.PodGroup{}, PodGroupValidator{})
 			var old runtime.Object
 			if tt.old != nil {
 				old = tt.old
 			}
 			resp := v.Handle(context.Background(), request(t, tt.op, tt.pg, old))
 			assert.Equal(t, tt.wantAllowed, resp.Allowed, resp.Result)
+			if tt.wantMessage != "" {
+				assert.Contains(t, resp.Result.Message, tt.wantMessage)
+			}
+		})
+	}
+}
+
+func TestPodUpdateValidator(t *testing.T) {
+	pod := func() *st.PodWrapper {
+		return st.MakePod().Namespace("team-a").Name("p").Label(topology.GroupLabel, "job").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0")
+	}
+	plain := st.MakePod().Namespace("team-a").Name("p").Obj()
+	tests := []struct {
+		name        string
+		old, pod    *corev1.Pod
+		wantMessage string
+	}{
+		{"another label", pod().Obj(), pod().Label("team", "a").Obj(), ""},
+		{"a pod outside any group", plain, st.MakePod().Namespace("team-a").Name("p").Label("team", "a").Obj(), ""},
+		{"labelled into a group", plain, pod().Obj(), "metadata.labels[scheduling.x-k8s.io/pod-group]: Forbidden: a pod joins a group only when it is created"},
+		{"moved to another group", pod().Obj(), pod().Label(topology.GroupLabel, "other").Obj(), "a pod stays in the group it was created in (job)"},
+		{"taken out of its group", pod().Obj(), st.MakePod().Namespace("team-a").Name("p").Obj(), "a pod stays in the group it was created in"},
+		{"a new role", pod().Obj(), pod().Label(topology.RoleLabel, "ps").Obj(), `metadata.labels[muster.dev/role]: Forbidden: a member keeps the role it was created with ("worker")`},
+		{"a new index", pod().Obj(), pod().Label(topology.IndexLabel, "1").Obj(), "metadata.labels[muster.dev/index]: Forbidden: a member keeps the index"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := admission.WithCustomValidator(scheme(t), &corev1.Pod{}, PodUpdateValidator{})
+			resp := v.Handle(context.Background(), request(t, admissionv1.Update, tt.pod, tt.old))
+			assert.Equal(t, tt.wantMessage == "", resp.Allowed, resp.Result)
 			if tt.wantMessage != "" {
 				assert.Contains(t, resp.Result.Message, tt.wantMessage)
 			}

@@ -42,18 +42,26 @@ type StatusReconciler struct {
 	Clock    clock.PassiveClock
 }
 
+// SetupIndexes registers the cache indexes the reconcilers read through;
+// call it once, before setting up any of them.
+func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, groupField, podGroupIndex); err != nil {
+		return fmt.Errorf("indexing pods by group: %w", err)
+	}
+	return nil
+}
+
+// podGroupIndex indexes a pod by the name of the group it names.
+func podGroupIndex(obj client.Object) []string {
+	if key, ok := topology.GroupOf(obj.(*corev1.Pod)); ok {
+		return []string{key.Name}
+	}
+	return nil
+}
+
 // SetupWithManager registers the reconciler: it runs for a PodGroup when
 // the PodGroup or one of its pods changes.
 func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, groupField, func(obj client.Object) []string {
-		if key, ok := topology.GroupOf(obj.(*corev1.Pod)); ok {
-			return []string{key.Name}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("indexing pods by group: %w", err)
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("podgroup-status").
 		For(&v1alpha1.PodGroup{}).
@@ -91,7 +99,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	if pg != nil {
 		if err := r.updateStatus(ctx, pg, c); err != nil {
-			return reconcile.Result{}, err
+			return requeueOnConflict(err)
 		}
 	}
 	message := waitingMessage(pg, c, req.NamespacedName)
@@ -99,7 +107,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	for i := range members.Items {
 		changed, err := r.markMember(ctx, &members.Items[i], message)
 		if err != nil {
-			return reconcile.Result{}, err
+			return requeueOnConflict(err)
 		}
 		if changed && message != "" {
 			marked++
@@ -110,6 +118,15 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	logger.V(4).Info("Reconciled", "active", c.active, "scheduled", c.scheduled, "waiting", message)
 	return reconcile.Result{}, nil
+}
+
+// requeueOnConflict retries a reconcile whose write lost to a newer one
+// quietly, since it is routine; any other error is returned.
+func requeueOnConflict(err error) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{Requeue: true}, nil
+	}
+	return reconcile.Result{}, err
 }
 
 func (r *StatusReconciler) updateStatus(ctx context.Context, pg *v1alpha1.PodGroup, c census) error {

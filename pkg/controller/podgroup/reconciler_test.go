@@ -27,12 +27,7 @@ func newReconciler(t *testing.T, objs ...client.Object) (*StatusReconciler, clie
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.PodGroup{}, &corev1.Pod{}).
-		WithIndex(&corev1.Pod{}, groupField, func(obj client.Object) []string {
-			if key, ok := topology.GroupOf(obj.(*corev1.Pod)); ok {
-				return []string{key.Name}
-			}
-			return nil
-		}).Build()
+		WithIndex(&corev1.Pod{}, groupField, podGroupIndex).Build()
 	return &StatusReconciler{Client: c, Recorder: record.NewFakeRecorder(100), Clock: testingclock.NewFakeClock(epoch.Time)}, c
 }
 

@@ -4,9 +4,14 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"maps"
+	"sync"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,7 +44,22 @@ const (
 const (
 	ReasonRestored          = "Restored"
 	ReasonOwnershipConflict = "OwnershipConflict"
+	// ReasonInvalidGroup: the PodGroup is stored, but muster cannot serve
+	// it (its webhook was bypassed or came later).
+	ReasonInvalidGroup = "InvalidGroup"
+	// ReasonObjectsFailed: the API server refused one of the group's
+	// objects, for a reason its owner must act on.
+	ReasonObjectsFailed = "GroupObjectsFailed"
 )
+
+// contentHashAnnotation records a hash of what muster last wrote into an
+// object it keeps, so that a later difference is known to be someone
+// else's change, not a change of what muster wants.
+const contentHashAnnotation = "muster.dev/content-hash"
+
+// retryAfterRefusal is when a group whose objects the API server refused
+// is tried again, without a log line each time.
+const retryAfterRefusal = time.Minute
 
 // ResourceReconciler keeps, for each PodGroup with roles, the objects its
 // members rely on: the headless Service that names them, the ConfigMap with
@@ -54,6 +75,10 @@ type ResourceReconciler struct {
 	Reader   client.Reader
 	Scheme   *runtime.Scheme
 	Recorder record.EventRecorder
+
+	// reported remembers, by group, the failure last told in an event, so
+	// that each cause is told once and not on every retry.
+	reported failureReports
 }
 
 // SetupWithManager registers the reconciler: it runs for a PodGroup when
@@ -78,10 +103,18 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if pg.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
-	topo, errs := topology.Parse(pg.Annotations)
-	// An invalid topology is reported by the status reconciler; its
-	// members are refused, so nothing here would serve them.
-	if len(errs) > 0 || len(topo.Roles) == 0 {
+	topo, errs := topology.FromPodGroup(pg)
+	if len(errs) == 0 && len(topo.Roles) > 0 {
+		errs = envinject.CheckSize(envinject.Group{Name: pg.Name, Namespace: pg.Namespace, Topology: topo, WorkerSlots: 1})
+	}
+	// Its members are refused and its pods not scheduled, so nothing here
+	// would serve them; the owner is told once, and a fix of the PodGroup
+	// reconciles it again.
+	if len(errs) > 0 {
+		r.report(pg, ReasonInvalidGroup, fmt.Sprintf("muster cannot serve this group: %s", errs.ToAggregate()))
+		return reconcile.Result{}, nil
+	}
+	if len(topo.Roles) == 0 {
 		return reconcile.Result{}, nil
 	}
 	var members corev1.PodList
@@ -101,11 +134,64 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		desired = append(desired, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: g.Namespace, Name: g.SSHSecretName()}})
 	}
 	for _, obj := range desired {
-		if err := r.ensure(ctx, pg, obj); err != nil {
+		err := r.ensure(ctx, pg, obj)
+		switch {
+		case err == nil:
+		case apierrors.IsConflict(err):
+			// Someone wrote the object since it was read: read it again.
+			return requeueOnConflict(err)
+		case isRefusal(err):
+			r.report(pg, ReasonObjectsFailed, err.Error())
+			return reconcile.Result{RequeueAfter: retryAfterRefusal}, nil
+		default:
 			return reconcile.Result{}, err
 		}
 	}
+	r.reported.clear(req.NamespacedName)
 	return reconcile.Result{}, nil
+}
+
+// isRefusal reports whether the API server refused a request for a reason
+// the group's owner must act on, such as a name it cannot take or an
+// object too large to store; a retry alone would not help.
+func isRefusal(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsBadRequest(err)
+}
+
+// report tells the group's owner of a failure with a Warning event, once
+// per cause.
+func (r *ResourceReconciler) report(pg *v1alpha1.PodGroup, reason, message string) {
+	if r.reported.isNew(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, reason+": "+message) {
+		r.Recorder.Event(pg, corev1.EventTypeWarning, reason, message)
+	}
+}
+
+// failureReports is the last failure told of each group.
+type failureReports struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName]string
+}
+
+// isNew records cause for the group and reports whether it differs from
+// the last one told.
+func (f *failureReports) isNew(key types.NamespacedName, cause string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.last == nil {
+		f.last = map[types.NamespacedName]string{}
+	}
+	if f.last[key] == cause {
+		return false
+	}
+	f.last[key] = cause
+	return true
+}
+
+// clear forgets the group's failure once it is reconciled.
+func (f *failureReports) clear(key types.NamespacedName) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.last, key)
 }
 
 // workers returns one worker, whose GPU limit may give the MPI slots, and
@@ -182,6 +268,9 @@ func (r *ResourceReconciler) ensure(ctx context.Context, pg *v1alpha1.PodGroup, 
 		logger.Info("Left alone an object the group does not own", "kind", kind, "object", key, "podGroup", klog.KObj(pg))
 		return nil
 	}
+	// What muster last wrote is still there unless someone else changed
+	// it since.
+	ours := current.GetAnnotations()[contentHashAnnotation] == contentHash(current)
 	changed, err := restore(current, desired)
 	if err != nil {
 		return fmt.Errorf("restoring %s %s: %w", kind, key, err)
@@ -189,12 +278,47 @@ func (r *ResourceReconciler) ensure(ctx context.Context, pg *v1alpha1.PodGroup, 
 	if len(changed) == 0 {
 		return nil
 	}
+	setContentHash(current)
 	if err := r.Client.Update(ctx, current); err != nil {
-		return fmt.Errorf("restoring %s %s: %w", kind, key, err)
+		return fmt.Errorf("updating %s %s: %w", kind, key, err)
+	}
+	if ours {
+		logger.V(2).Info("Updated", "kind", kind, "object", key, "fields", changed)
+		return nil
 	}
 	r.Recorder.Eventf(pg, corev1.EventTypeWarning, ReasonRestored, "%s %s had been changed; restored %v", kind, key.Name, changed)
 	logger.Info("Restored a changed object", "kind", kind, "object", key, "fields", changed)
 	return nil
+}
+
+// contentHash is a hash of what muster keeps in an object: its managed-by
+// label and the fields restore sets.
+func contentHash(obj client.Object) string {
+	content := []any{obj.GetLabels()[ManagedByLabel]}
+	switch obj := obj.(type) {
+	case *corev1.Service:
+		ports := make([]string, 0, len(obj.Spec.Ports))
+		for _, p := range obj.Spec.Ports {
+			ports = append(ports, fmt.Sprintf("%s/%d/%s", p.Name, p.Port, p.Protocol))
+		}
+		content = append(content, obj.Spec.Selector, obj.Spec.PublishNotReadyAddresses, ports)
+	case *corev1.ConfigMap:
+		content = append(content, obj.Data)
+	case *corev1.Secret:
+		content = append(content, obj.Data)
+	}
+	data, _ := json.Marshal(content) // maps, strings and bools always encode
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+func setContentHash(obj client.Object) {
+	annotations := maps.Clone(obj.GetAnnotations())
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[contentHashAnnotation] = contentHash(obj)
+	obj.SetAnnotations(annotations)
 }
 
 func (r *ResourceReconciler) create(ctx context.Context, pg *v1alpha1.PodGroup, obj client.Object, kind string) error {
@@ -207,6 +331,7 @@ func (r *ResourceReconciler) create(ctx context.Context, pg *v1alpha1.PodGroup, 
 	if err := controllerutil.SetControllerReference(pg, obj, r.Scheme); err != nil {
 		return fmt.Errorf("owning %s %s: %w", kind, obj.GetName(), err)
 	}
+	setContentHash(obj)
 	if err := r.Client.Create(ctx, obj); err != nil {
 		return fmt.Errorf("creating %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
 	}

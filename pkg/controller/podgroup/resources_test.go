@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -34,12 +35,7 @@ func newResourceReconciler(t *testing.T, objs ...client.Object) (*ResourceReconc
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
-		WithIndex(&corev1.Pod{}, groupField, func(obj client.Object) []string {
-			if key, ok := topology.GroupOf(obj.(*corev1.Pod)); ok {
-				return []string{key.Name}
-			}
-			return nil
-		}).Build()
+		WithIndex(&corev1.Pod{}, groupField, podGroupIndex).Build()
 	recorder := record.NewFakeRecorder(100)
 	return &ResourceReconciler{Client: c, Reader: c, Scheme: scheme, Recorder: recorder}, c, recorder
 }
@@ -146,4 +142,35 @@ func TestResourcesOfAGangOnlyGroup(t *testing.T) {
 	var configMaps corev1.ConfigMapList
 	require.NoError(t, c.List(context.Background(), &configMaps))
 	assert.Empty(t, configMaps.Items)
+}
+
+func TestOwnUpdatesAreNotReportedAsRestored(t *testing.T) {
+	r, c, recorder := newResourceReconciler(t, mpiPodGroup())
+	reconcileResources(t, r)
+	events(recorder)
+
+	// A worker starts running: discover_hosts.sh lists it now.
+	worker := st.MakePod().Namespace(ns).Name("job-worker-0").Label(topology.GroupLabel, "job").
+		Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0").Phase(corev1.PodRunning).Obj()
+	require.NoError(t, c.Create(context.Background(), worker))
+	reconcileResources(t, r)
+	configMap := get(t, c, "job-muster", &corev1.ConfigMap{})
+	assert.Contains(t, configMap.Data[envinject.DiscoverHostsKey], "job-worker-0")
+	assert.Empty(t, events(recorder), "muster's own update of the ConfigMap is no restore")
+}
+
+func TestAnInvalidStoredGroupIsReportedOnce(t *testing.T) {
+	pg := mpiPodGroup()
+	pg.Name = "1job"
+	r, c, recorder := newResourceReconciler(t, pg)
+	for range 3 {
+		_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "1job"}})
+		require.NoError(t, err)
+	}
+	got := events(recorder)
+	require.Len(t, got, 1, "one event however often it is reconciled: %v", got)
+	assert.Contains(t, got[0], `Warning InvalidGroup muster cannot serve this group: metadata.name: Invalid value: "1job"`)
+	var services corev1.ServiceList
+	require.NoError(t, c.List(context.Background(), &services))
+	assert.Empty(t, services.Items, "no object is made for it")
 }

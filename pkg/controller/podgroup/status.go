@@ -80,7 +80,7 @@ func waitingMessage(pg *v1alpha1.PodGroup, c census, group types.NamespacedName)
 	if pg == nil {
 		return topology.WaitingForPodGroupMessage(group)
 	}
-	if _, errs := topology.Parse(pg.Annotations); len(errs) > 0 {
+	if _, errs := topology.FromPodGroup(pg); len(errs) > 0 {
 		return topology.InvalidMessage(group, errs)
 	}
 	if c.active < pg.Spec.MinMember {
