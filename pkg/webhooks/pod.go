@@ -25,8 +25,8 @@ import (
 
 // Paths the webhooks are served at.
 const (
-	PodPath         = "/mutate-v1-pod"
-	PodUpdatePath   = "/validate-v1-pod"
+	PodPath       = "/mutate-v1-pod"
+	PodUpdatePath = "/validate-v1-pod"
 	PodGroupPath  = "/validate-scheduling-x-k8s-io-v1alpha1-podgroup"
 )
 
