@@ -28,11 +28,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
 	"github.com/muster-dev/muster/manifests"
 	"github.com/muster-dev/muster/pkg/localcluster"
+	"github.com/muster-dev/muster/pkg/topology"
 )
 
 // Timeout bounds every wait of a test for the cluster to converge. It is a
@@ -226,6 +228,26 @@ func AddPoolNode(t *testing.T, namespace, name, cpu string) {
 			t.Errorf("deleting node %s: %v", name, err)
 		}
 	})
+}
+
+// MemberPod is a pod of group for muster-scheduler, asking for cpu, named
+// <group>-<index>.
+func MemberPod(namespace, group string, index int, cpu string) *st.PodWrapper {
+	return st.MakePod().Namespace(namespace).Name(fmt.Sprintf("%s-%d", group, index)).
+		SchedulerName(localcluster.SchedulerName).
+		Label(topology.GroupLabel, group).
+		Container("registry.k8s.io/pause:3.10").
+		Req(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu})
+}
+
+// CreatePods creates the pods, or fails the test.
+func CreatePods(t *testing.T, pods ...*corev1.Pod) {
+	t.Helper()
+	for _, pod := range pods {
+		if _, err := Client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating pod %s/%s: %v", pod.Namespace, pod.Name, err)
+		}
+	}
 }
 
 // InPool places a pod on the test's node pool.

@@ -162,7 +162,7 @@ func TestSameNamedGroupsInTwoNamespacesAreApart(t *testing.T) {
 		t.Errorf("the incomplete group's status counts another namespace's pods: %+v", waiting.Status)
 	}
 	waitForCondition(t, incomplete, "job-0", "waiting for 1 more pods of group "+incomplete+"/job (2/3)")
-	createPods(t, framework.InPool(gangPod(incomplete, "job", 2, "1").Obj(), incomplete))
+	framework.CreatePods(t, framework.InPool(framework.MemberPod(incomplete, "job", 2, "1").Obj(), incomplete))
 	waitForBound(t, incomplete, "job", 3)
 }
 
@@ -172,9 +172,9 @@ func TestSameNamedGroupsInTwoNamespacesAreApart(t *testing.T) {
 func TestPodsWithoutAGroupAndWithAMissingGroup(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "8")
-	orphan := framework.InPool(gangPod(ns, "later", 0, "1").Obj(), ns)
+	orphan := framework.InPool(framework.MemberPod(ns, "later", 0, "1").Obj(), ns)
 	plain := plainPod(ns)
-	createPods(t, orphan, plain)
+	framework.CreatePods(t, orphan, plain)
 
 	framework.WaitForPod(t, ns, plain.Name, "bound", framework.IsBound)
 	if n := boundCount(t, ns, "later"); n != 0 {
@@ -195,14 +195,14 @@ func TestMinMemberAbovePodCountWaitsForTheMissingPods(t *testing.T) {
 	// Proof that the scheduler has been at work in this namespace: a pod
 	// of the same pool without a group is bound meanwhile.
 	plain := plainPod(ns)
-	createPods(t, plain)
+	framework.CreatePods(t, plain)
 	framework.WaitForPod(t, ns, plain.Name, "bound", framework.IsBound)
 	if n := boundCount(t, ns, "job"); n != 0 {
 		t.Fatalf("%d members of a gang short of its minMember were bound", n)
 	}
 	waitForCondition(t, ns, "job-0", "waiting for 1 more pods of group "+ns+"/job (3/4)")
 
-	createPods(t, framework.InPool(gangPod(ns, "job", 3, "1").Obj(), ns))
+	framework.CreatePods(t, framework.InPool(framework.MemberPod(ns, "job", 3, "1").Obj(), ns))
 	waitForBound(t, ns, "job", 4)
 }
 

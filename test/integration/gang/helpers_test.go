@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
-	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/localcluster"
@@ -20,29 +19,11 @@ import (
 	"github.com/muster-dev/muster/test/integration/framework"
 )
 
-// gangPod is a member of group asking for cpu on the test's node pool.
-func gangPod(namespace, group string, index int, cpu string) *st.PodWrapper {
-	return st.MakePod().Namespace(namespace).Name(fmt.Sprintf("%s-%d", group, index)).
-		SchedulerName(localcluster.SchedulerName).
-		Label(topology.GroupLabel, group).
-		Container("registry.k8s.io/pause:3.10").
-		Req(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu})
-}
-
 // plainPod is a pod of the test's node pool that belongs to no group.
 func plainPod(namespace string) *corev1.Pod {
-	pod := gangPod(namespace, "plain", 0, "1").Obj()
+	pod := framework.MemberPod(namespace, "plain", 0, "1").Obj()
 	delete(pod.Labels, topology.GroupLabel)
 	return framework.InPool(pod, namespace)
-}
-
-func createPods(t *testing.T, pods ...*corev1.Pod) {
-	t.Helper()
-	for _, pod := range pods {
-		if _, err := framework.Client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("creating pod %s/%s: %v", pod.Namespace, pod.Name, err)
-		}
-	}
 }
 
 // createGang creates size members of group, each asking for cpu, on the
@@ -51,11 +32,11 @@ func createPods(t *testing.T, pods ...*corev1.Pod) {
 func createGang(t *testing.T, namespace, group string, size int, cpu, runFor string) {
 	t.Helper()
 	for i := range size {
-		pod := gangPod(namespace, group, i, cpu)
+		pod := framework.MemberPod(namespace, group, i, cpu)
 		if runFor != "" {
 			pod = pod.Annotation(localcluster.SimRunForAnnotation, runFor)
 		}
-		createPods(t, framework.InPool(pod.Obj(), namespace))
+		framework.CreatePods(t, framework.InPool(pod.Obj(), namespace))
 	}
 }
 
@@ -69,8 +50,8 @@ func createInterleaved(t *testing.T, namespace string, sizes map[string]int, run
 		created := false
 		for _, group := range groups {
 			if i < sizes[group] {
-				pod := gangPod(namespace, group, i, "1").Annotation(localcluster.SimRunForAnnotation, runFor)
-				createPods(t, framework.InPool(pod.Obj(), namespace))
+				pod := framework.MemberPod(namespace, group, i, "1").Annotation(localcluster.SimRunForAnnotation, runFor)
+				framework.CreatePods(t, framework.InPool(pod.Obj(), namespace))
 				created = true
 			}
 		}
