@@ -70,7 +70,7 @@ func wantRefused(t *testing.T, err error, want ...string) {
 	if err == nil {
 		t.Fatalf("created; want it refused with %q", want)
 	}
-	if !apierrors.IsForbidden(err) {
+	if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
 		t.Errorf("refused with %v; want a webhook's denial", err)
 	}
 	for _, w := range want {
