@@ -35,7 +35,7 @@ func TestBadPodGroupsAreRefused(t *testing.T) {
 	}{
 		{"1job", fw("mpi", "launcher=1,worker=2"), []string{`metadata.name: Invalid value: "1job"`, "must be a DNS-1035 label", "rename the PodGroup"}},
 		{strings.Repeat("g", 60), fw("mpi", "launcher=1,worker=2"), []string{"the longest member hostname", "-launcher-0", "over the limit of 63"}},
-		{"role", fw("generic", strings.Repeat("r", 63) + "=1"), []string{"over the limit of 63; shorten the PodGroup's name or role " + strings.Repeat("r", 63)}},
+		{"role", fw("generic", strings.Repeat("r", 63)+"=1"), []string{"over the limit of 63; shorten the PodGroup's name or role " + strings.Repeat("r", 63)}},
 		{"trainer", fw("pytorch", "trainer=2"), []string{`metadata.annotations[muster.dev/roles]: Invalid value: "trainer"`, "PyTorch needs a master"}},
 		{"chief", fw("tensorflow", "master=1,chief=1,worker=1"), []string{"keep only one of master and chief"}},
 		{"noscheduler", fw("mxnet", "server=1,worker=2"), []string{"add scheduler=1"}},
