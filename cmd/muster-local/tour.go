@@ -210,7 +210,7 @@ func notRunning(tl *timeline, groups map[string]*topology.Topology) []string {
 	for group, topo := range groups {
 		for _, role := range topo.Roles {
 			for i := range topo.Replicas[role] {
-				name := fmt.Sprintf("%s-%s-%d", group, role, i)
+				name := topology.MemberName(group, role, i)
 				m := tl.pods[name]
 				switch {
 				case m == nil:
@@ -245,7 +245,7 @@ func printJob(ctx context.Context, c client.Client, tl *timeline, job tourJob, t
 	podNames := map[string]string{}
 	for _, role := range topo.Roles {
 		for i := range topo.Replicas[role] {
-			name := fmt.Sprintf("%s-%s-%d", job.group, role, i)
+			name := topology.MemberName(job.group, role, i)
 			m := tl.pods[name]
 			if m == nil {
 				continue
@@ -291,7 +291,7 @@ func orderProblems(tl *timeline, group string, topo *topology.Topology, role, na
 	var problems []string
 	for _, predecessor := range topo.Predecessors(role) {
 		for i := range topo.Replicas[predecessor] {
-			pname := fmt.Sprintf("%s-%s-%d", group, predecessor, i)
+			pname := topology.MemberName(group, predecessor, i)
 			p := tl.pods[pname]
 			reached := 0
 			if p != nil {

@@ -112,13 +112,7 @@ func TestCrashMidBindCompletesTheGangFirst(t *testing.T) {
 func TestPartlyBoundGangThatCannotCompleteIsEvicted(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "4")
-	pg := &v1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"},
-		Spec:       v1alpha1.PodGroupSpec{MinMember: 4, ScheduleTimeoutSeconds: ptrTo[int32](5)},
-	}
-	if _, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating PodGroup a: %v", err)
-	}
+	createTimedPodGroup(t, ns, "a", 4, 5)
 	// Two members bound, as a crash between binds would leave them, and
 	// two that need more room than the node has left.
 	for i := range 2 {
@@ -145,7 +139,18 @@ func TestPartlyBoundGangThatCannotCompleteIsEvicted(t *testing.T) {
 	})
 }
 
-func ptrTo[T any](v T) *T { return &v }
+// createTimedPodGroup creates a gang-only PodGroup with its own schedule
+// timeout.
+func createTimedPodGroup(t *testing.T, namespace, name string, minMember, timeoutSeconds int32) {
+	t.Helper()
+	pg := &v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       v1alpha1.PodGroupSpec{MinMember: minMember, ScheduleTimeoutSeconds: &timeoutSeconds},
+	}
+	if _, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(namespace).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating PodGroup %s: %v", name, err)
+	}
+}
 
 // TestLoweredMinMemberBindsWaitingMembersAtOnce lowers minMember under
 // three members waiting at Permit for a fourth that is held by a
@@ -154,13 +159,7 @@ func ptrTo[T any](v T) *T { return &v }
 func TestLoweredMinMemberBindsWaitingMembersAtOnce(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "8")
-	pg := &v1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"},
-		Spec:       v1alpha1.PodGroupSpec{MinMember: 4, ScheduleTimeoutSeconds: ptrTo[int32](600)},
-	}
-	if _, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating PodGroup a: %v", err)
-	}
+	createTimedPodGroup(t, ns, "a", 4, 600)
 	for i := range 3 {
 		framework.CreatePods(t, framework.InPool(framework.MemberPod(ns, "a", i, "1").Obj(), ns))
 	}
