@@ -11,6 +11,9 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/webhooks"
 )
 
 // TestPodGroupCRDIsTheDependencys guards the rule that the CRD is never
@@ -63,7 +66,8 @@ func profileNames(cfg *config.KubeSchedulerConfiguration) []string {
 	return names
 }
 
-// TestExamplesDecode reads every example as the demo and users apply it.
+// TestExamplesDecode reads every example as the demo and users apply it,
+// and checks that the PodGroup webhook accepts each of its PodGroups.
 func TestExamplesDecode(t *testing.T) {
 	paths, err := filepath.Glob("examples/*.yaml")
 	if err != nil || len(paths) == 0 {
@@ -80,6 +84,13 @@ func TestExamplesDecode(t *testing.T) {
 		}
 		if len(objects) == 0 {
 			t.Errorf("%s holds no object", path)
+		}
+		for _, obj := range objects {
+			if pg, ok := obj.(*v1alpha1.PodGroup); ok {
+				if errs := webhooks.Validate(pg); len(errs) > 0 {
+					t.Errorf("%s: PodGroup %s would be refused: %v", path, pg.Name, errs.ToAggregate())
+				}
+			}
 		}
 	}
 }

@@ -189,17 +189,19 @@ func TestStoredCyclicOrderLeavesPodsPending(t *testing.T) {
 	rolePods(t, ns, "job", "a", 1, "1", 0)
 	rolePods(t, ns, "job", "b", 1, "1", 0)
 	framework.WithoutPodGroupValidation(t)
-	// First the cycle, then the smaller gang, in two updates: the scheduler's
-	// two plugins each watch PodGroups, and one update that changed both
-	// could reach Gang's watch an instant before LaunchOrder's.
-	updatePodGroup(t, ns, "job", func(pg *v1alpha1.PodGroup) { pg.Annotations[topology.LaunchOrderAnnotation] = "a>b>a" })
+	// The cycle and the smaller gang in one update: Gang and LaunchOrder
+	// read one model of the group, so neither sees one change without
+	// the other.
+	updatePodGroup(t, ns, "job", func(pg *v1alpha1.PodGroup) {
+		pg.Annotations[topology.LaunchOrderAnnotation] = "a>b>a"
+		pg.Spec.MinMember = 2
+	})
 	for _, pod := range []string{"job-a-0", "job-b-0"} {
 		framework.WaitForPod(t, ns, pod, "told its order has a cycle", func(p *corev1.Pod) bool {
 			c := framework.Condition(p, corev1.PodScheduled)
 			return c != nil && strings.Contains(c.Message, "the order has a cycle, a>b>a")
 		})
 	}
-	updatePodGroup(t, ns, "job", func(pg *v1alpha1.PodGroup) { pg.Spec.MinMember = 2 })
 
 	// A pod of the same pool without a group is bound meanwhile, so the
 	// scheduler was at work.
