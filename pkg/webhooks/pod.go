@@ -119,7 +119,8 @@ func (d *PodDefaulter) podGroup(ctx context.Context, key types.NamespacedName) (
 
 func (d *PodDefaulter) members(ctx context.Context, key types.NamespacedName) ([]corev1.Pod, error) {
 	var pods corev1.PodList
-	if err := d.Client.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingLabels{topology.GroupLabel: key.Name}); err != nil {
+	// Read only: the cache's objects are not copied for every member.
+	if err := d.Client.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingLabels{topology.GroupLabel: key.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the members of %s: %w", key, err)
 	}
 	return pods.Items, nil

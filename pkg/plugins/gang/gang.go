@@ -141,7 +141,7 @@ func (g *Gang) isPartlyBound(pod *corev1.Pod) bool {
 	if !ok {
 		return false
 	}
-	bound, _ := g.groups.Bound(key)
+	bound := g.groups.BoundCount(key)
 	if bound == 0 {
 		return false
 	}
@@ -304,7 +304,7 @@ func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1
 			wp.Reject(Name, message)
 		}
 	}
-	if bound, _ := g.groups.Bound(key); bound > 0 {
+	if g.groups.BoundCount(key) > 0 {
 		g.expirePartlyBound(klog.FromContext(ctx), key, g.clock.Now())
 	}
 	if !first {

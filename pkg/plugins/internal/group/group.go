@@ -4,9 +4,11 @@
 package group
 
 import (
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -55,21 +57,22 @@ var PodGroupResource = fwk.EventResource(fmt.Sprintf("podgroups.%s.%s", v1alpha1
 // created, or changed in a way that matters to scheduling (Changed); a
 // status-only write wakes nobody.
 func IsOwnPodGroup(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	updated, err := asPodGroup(newObj)
+	obj, err := meta.Accessor(newObj)
 	if err != nil {
 		return fwk.Queue, fmt.Errorf("reading a PodGroup event: %w", err)
 	}
 	key, ok := topology.GroupOf(pod)
-	if !ok || key != (types.NamespacedName{Namespace: updated.Namespace, Name: updated.Name}) {
+	if !ok || key != (types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}) {
 		return fwk.QueueSkip, nil
 	}
 	if oldObj == nil {
 		logger.V(5).Info("PodGroup created; the pod may be schedulable", "pod", klog.KObj(pod), "podGroup", key)
 		return fwk.Queue, nil
 	}
-	old, err := asPodGroup(oldObj)
-	if err != nil {
-		return fwk.Queue, fmt.Errorf("reading a PodGroup event: %w", err)
+	old, errOld := asPodGroup(oldObj)
+	updated, errNew := asPodGroup(newObj)
+	if errOld != nil || errNew != nil {
+		return fwk.Queue, fmt.Errorf("reading a PodGroup event: %w", errors.Join(errOld, errNew))
 	}
 	if !Changed(old, updated) {
 		logger.V(5).Info("PodGroup update changed neither its spec nor its topology; the pod stays", "pod", klog.KObj(pod), "podGroup", key)

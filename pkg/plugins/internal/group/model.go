@@ -41,7 +41,7 @@ type Model struct {
 	mu     sync.Mutex
 	parsed map[types.NamespacedName]parsedTopology
 	// bound holds, by group, its active members bound to a node and when
-	// each was bound: Less asks it for every comparison.
+	// each was bound.
 	bound map[types.NamespacedName]map[types.UID]time.Time
 }
 
@@ -223,6 +223,14 @@ func musterAnnotations(annotations map[string]string) map[string]string {
 func Changed(old, updated *v1alpha1.PodGroup) bool {
 	return !equality.Semantic.DeepEqual(old.Spec, updated.Spec) ||
 		!maps.Equal(musterAnnotations(old.Annotations), musterAnnotations(updated.Annotations))
+}
+
+// BoundCount returns how many of the group's active members are bound;
+// the queue's Less asks it for every comparison.
+func (m *Model) BoundCount(key types.NamespacedName) int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return int32(len(m.bound[key]))
 }
 
 // Bound returns how many of the group's active members are bound, and when
