@@ -49,10 +49,13 @@ func WaitingForMembersMessage(group types.NamespacedName, active, minMember int3
 	return fmt.Sprintf("waiting for %d more pods of group %s (%d/%d)", minMember-active, group, active, minMember)
 }
 
-// Role labels: muster's own, and Kubeflow's as a fallback.
+// Role labels, in the order they are read: muster's own, then the
+// operators': training-operator's replica type, and mpi-operator's job
+// role (training-operator also sets the job role, on its master only).
 const (
-	RoleLabel         = "muster.dev/role"
-	KubeflowRoleLabel = "training.kubeflow.org/replica-type"
+	RoleLabel            = "muster.dev/role"
+	KubeflowRoleLabel    = "training.kubeflow.org/replica-type"
+	KubeflowJobRoleLabel = "training.kubeflow.org/job-role"
 )
 
 // Index sources, in the order they are read: muster's own label, an Indexed
@@ -91,14 +94,16 @@ func IndexOf(pod *corev1.Pod) (index int32, ok bool, err error) {
 	return 0, false, nil
 }
 
-// RoleOf returns the pod's role: the label muster.dev/role, else Kubeflow's
-// replica type in lower case.
+// RoleOf returns the pod's role from the first of the role labels it has,
+// in lower case for the operators' (training-operator writes "Master").
 func RoleOf(pod *corev1.Pod) (string, bool) {
 	if role := pod.Labels[RoleLabel]; role != "" {
 		return role, true
 	}
-	if role := pod.Labels[KubeflowRoleLabel]; role != "" {
-		return strings.ToLower(role), true
+	for _, label := range []string{KubeflowRoleLabel, KubeflowJobRoleLabel} {
+		if role := pod.Labels[label]; role != "" {
+			return strings.ToLower(role), true
+		}
 	}
 	return "", false
 }
@@ -129,6 +134,11 @@ func (t *Topology) Identify(pod *corev1.Pod) (Member, field.ErrorList) {
 		errs = append(errs, field.NotSupported(labels.Key(RoleLabel), role, t.Roles))
 	}
 	index, ok, err := IndexOf(pod)
+	if !ok && err == nil && t.Replicas[role] == 1 {
+		// A role of one replica needs no index: mpi-operator's launcher
+		// has none.
+		index, ok = 0, true
+	}
 	switch {
 	case err != nil:
 		errs = append(errs, field.Invalid(labels.Key(IndexLabel), index, err.Error()))
