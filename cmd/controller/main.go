@@ -161,6 +161,14 @@ func run(opts options) error {
 	if err := resourceReconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodGroup resource reconciler: %w", err)
 	}
+	topologyReconciler := &podgroup.TopologyReconciler{
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorderFor("muster-controller"),
+	}
+	if err := topologyReconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the PodGroup topology reconciler: %w", err)
+	}
 
 	if err := setupCertificates(ctx, mgr, opts); err != nil {
 		return err

@@ -29,6 +29,7 @@ const (
 var Annotations = []string{
 	FrameworkAnnotation, RolesAnnotation, LaunchOrderAnnotation, StartAfterAnnotation, PortAnnotation,
 	SlotsAnnotation, MPIImplementationAnnotation, NProcPerNodeAnnotation, ElasticAnnotation, TFEvaluatorAnnotation,
+	DerivedFromAnnotation,
 }
 
 // Framework is the training framework a group runs.
@@ -81,6 +82,9 @@ type Topology struct {
 	// EvaluatorInCluster lists the TensorFlow evaluator in every pod's
 	// TF_CONFIG rather than only in its own.
 	EvaluatorInCluster bool
+	// DerivedFrom names the owner (Kind/name) the topology was read from;
+	// its members are the operator's, and muster adds nothing to them.
+	DerivedFrom string
 }
 
 // defaultOrders are the launch orders a framework gets when its PodGroup
@@ -171,6 +175,7 @@ func Parse(annotations map[string]string) (*Topology, field.ErrorList) {
 			errs = append(errs, field.NotSupported(annotationPath(TFEvaluatorAnnotation), v, []string{"cluster"}))
 		}
 	}
+	t.DerivedFrom = annotations[DerivedFromAnnotation]
 	errs = append(errs, t.checkAnnotations(annotations)...)
 	if len(errs) == 0 {
 		errs = t.checkRequiredRoles()

@@ -73,9 +73,19 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if err != nil {
 		return err
 	}
+	// The operator's members keep its hostnames, Service and environment;
+	// muster adds nothing to them, even before their topology is derived.
+	if owner, awaits := topology.AwaitsDerivation(pg); awaits {
+		markAdded(pod, "nothing: the group's topology is being read from "+owner)
+		return nil
+	}
 	topo, errs := topology.FromPodGroup(pg)
 	if len(errs) > 0 {
 		return errors.New(topology.InvalidMessage(key, errs))
+	}
+	if topo.DerivedFrom != "" {
+		markAdded(pod, "nothing: the group's members are "+topo.DerivedFrom+"'s")
+		return nil
 	}
 	if len(topo.Roles) == 0 {
 		return nil
@@ -101,8 +111,19 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if errs := envinject.Apply(pod, group, member, d.ClusterDomain); len(errs) > 0 {
 		return invalidPod(pod, errs)
 	}
+	markAdded(pod, "hostname, subdomain, environment, files")
 	logger.V(2).Info("Gave a member its environment", "role", member.Role, "index", member.Index)
 	return nil
+}
+
+// AddedAnnotation says on a member what muster added to it.
+const AddedAnnotation = "muster.dev/added"
+
+func markAdded(pod *corev1.Pod, what string) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[AddedAnnotation] = what
 }
 
 func (d *PodDefaulter) podGroup(ctx context.Context, key types.NamespacedName) (*v1alpha1.PodGroup, error) {

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,7 +60,8 @@ func (PodGroupValidator) ValidateDelete(context.Context, runtime.Object) (admiss
 // muster-controller reports the same problems of a stored PodGroup.
 func Validate(pg *v1alpha1.PodGroup) field.ErrorList {
 	topo, errs := topology.FromPodGroup(pg)
-	if len(errs) > 0 || len(topo.Roles) == 0 {
+	// muster writes nothing for a derived group: no size to check.
+	if len(errs) > 0 || len(topo.Roles) == 0 || topo.DerivedFrom != "" {
 		return errs
 	}
 	if errs := envinject.CheckSize(envinject.Group{Name: pg.Name, Namespace: pg.Namespace, Topology: topo, WorkerSlots: 1}); len(errs) > 0 {
@@ -97,9 +99,17 @@ func totalReplicas(t *topology.Topology) int32 {
 
 // topologyChanges lists the topology annotations an update changes. A
 // stored topology that is invalid may be changed freely, so that it can be
-// fixed.
+// fixed; and a PodGroup with none may be given one derived from its owner
+// (muster-controller does that), since muster adds nothing to the members
+// of a derived group.
 func topologyChanges(old, updated map[string]string) field.ErrorList {
 	if _, errs := topology.Parse(old); len(errs) > 0 {
+		return nil
+	}
+	if _, derived := updated[topology.DerivedFromAnnotation]; derived && !slices.ContainsFunc(topology.Annotations, func(name string) bool {
+		_, had := old[name]
+		return had
+	}) {
 		return nil
 	}
 	var errs field.ErrorList

@@ -104,7 +104,7 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		return reconcile.Result{}, nil
 	}
 	topo, errs := topology.FromPodGroup(pg)
-	if len(errs) == 0 && len(topo.Roles) > 0 {
+	if len(errs) == 0 && len(topo.Roles) > 0 && topo.DerivedFrom == "" {
 		errs = envinject.CheckSize(envinject.Group{Name: pg.Name, Namespace: pg.Namespace, Topology: topo, WorkerSlots: 1})
 	}
 	// Its members are refused and its pods not scheduled, so nothing here
@@ -114,7 +114,8 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		r.report(pg, ReasonInvalidGroup, fmt.Sprintf("muster cannot serve this group: %s", errs.ToAggregate()))
 		return reconcile.Result{}, nil
 	}
-	if len(topo.Roles) == 0 {
+	// A derived group's Service, files and keys are its operator's.
+	if len(topo.Roles) == 0 || topo.DerivedFrom != "" {
 		return reconcile.Result{}, nil
 	}
 	var members corev1.PodList

@@ -80,6 +80,9 @@ func waitingMessage(pg *v1alpha1.PodGroup, c census, group types.NamespacedName)
 	if pg == nil {
 		return topology.WaitingForPodGroupMessage(group)
 	}
+	if owner, awaits := topology.AwaitsDerivation(pg); awaits {
+		return topology.AwaitingDerivationMessage(group, owner)
+	}
 	if _, errs := topology.FromPodGroup(pg); len(errs) > 0 {
 		return topology.InvalidMessage(group, errs)
 	}

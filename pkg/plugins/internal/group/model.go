@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -180,9 +182,15 @@ func (m *Model) Topology(key types.NamespacedName) (*topology.Topology, error) {
 }
 
 func parse(pg *v1alpha1.PodGroup) (*topology.Topology, error) {
+	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
+	// Its members wait for the order muster-controller is about to read
+	// from their owner, so that none binds before its predecessors.
+	if owner, awaits := topology.AwaitsDerivation(pg); awaits {
+		return nil, errors.New(topology.AwaitingDerivationMessage(key, owner))
+	}
 	topo, errs := topology.FromPodGroup(pg)
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%s", topology.InvalidMessage(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, errs))
+		return nil, errors.New(topology.InvalidMessage(key, errs))
 	}
 	return topo, nil
 }
@@ -199,6 +207,9 @@ func (m *Model) forgetTopology(obj any) {
 func topologySource(pg *v1alpha1.PodGroup) string {
 	var b strings.Builder
 	b.WriteString(string(pg.UID) + "\x00" + pg.Name)
+	if owner := metav1.GetControllerOfNoCopy(pg); owner != nil {
+		b.WriteString("\x00" + owner.Kind + "/" + owner.Name)
+	}
 	ours := musterAnnotations(pg.Annotations)
 	for _, name := range slices.Sorted(maps.Keys(ours)) {
 		b.WriteString("\x00" + name + "=" + ours[name])

@@ -1,0 +1,101 @@
+package podgroup
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// Reasons of the events about a derived topology.
+const (
+	ReasonTopologyDerived = "TopologyDerived"
+	ReasonNoTopology      = "TopologyNotDerived"
+)
+
+// TopologyReconciler gives a PodGroup that an operator made, and that has
+// no topology of its own, the topology of its owner: a PyTorchJob's master
+// and workers, an MPIJob's launcher and workers. It reads the owner when
+// it needs to, with no watch, so an operator installed after muster is
+// served without a restart, and a kind whose CRD is not installed is
+// simply never read.
+type TopologyReconciler struct {
+	Client client.Client
+	// Reader reads owners from the API server: nothing caches their kinds.
+	Reader   client.Reader
+	Recorder record.EventRecorder
+
+	reported failureReports
+}
+
+// SetupWithManager registers the reconciler for PodGroups.
+func (r *TopologyReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("podgroup-topology").For(&v1alpha1.PodGroup{}).Complete(r)
+}
+
+// Reconcile records the owner's topology on the PodGroup.
+func (r *TopologyReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pg := &v1alpha1.PodGroup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pg); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if _, awaits := topology.AwaitsDerivation(pg); !awaits || pg.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	ref := metav1.GetControllerOfNoCopy(pg)
+	owner := &unstructured.Unstructured{}
+	owner.SetGroupVersionKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
+	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: ref.Name}, owner)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		// No such owner (any more), or its kind is not installed: the
+		// group stays a plain gang.
+		return reconcile.Result{}, nil
+	case err != nil:
+		return reconcile.Result{}, fmt.Errorf("reading %s %s/%s, the owner of PodGroup %s: %w", ref.Kind, pg.Namespace, ref.Name, pg.Name, err)
+	}
+	if owner.GetUID() != ref.UID {
+		return reconcile.Result{}, nil
+	}
+	spec, _, _ := unstructured.NestedMap(owner.Object, "spec")
+	derived, err := topology.FromOwner(ref.APIVersion, ref.Kind, ref.Name, spec)
+	if err != nil {
+		r.report(pg, err.Error())
+		return reconcile.Result{}, nil
+	}
+	patch := client.MergeFrom(pg.DeepCopy())
+	if pg.Annotations == nil {
+		pg.Annotations = map[string]string{}
+	}
+	for name, value := range derived {
+		pg.Annotations[name] = value
+	}
+	if err := r.Client.Patch(ctx, pg, patch); err != nil {
+		return requeueOnConflict(fmt.Errorf("recording the topology of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err))
+	}
+	r.reported.clear(req.NamespacedName)
+	klog.FromContext(ctx).V(2).Info("Derived a topology", "podGroup", klog.KObj(pg), "owner", derived[topology.DerivedFromAnnotation], "roles", derived[topology.RolesAnnotation])
+	r.Recorder.Eventf(pg, corev1.EventTypeNormal, ReasonTopologyDerived, "read from %s: framework %s, roles %s",
+		derived[topology.DerivedFromAnnotation], derived[topology.FrameworkAnnotation], derived[topology.RolesAnnotation])
+	return reconcile.Result{}, nil
+}
+
+func (r *TopologyReconciler) report(pg *v1alpha1.PodGroup, message string) {
+	if r.reported.isNew(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, message) {
+		r.Recorder.Eventf(pg, corev1.EventTypeWarning, ReasonNoTopology, "%s; the group is scheduled as a plain gang, in no order", message)
+	}
+}

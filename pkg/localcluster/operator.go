@@ -1,0 +1,149 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+)
+
+// Operator is an operator the cluster runs as a program of its own, as a
+// user would run it next to muster: `make tools` builds it into binDir,
+// with its CRDs from its own module in binDir/crds/<name>.
+type Operator struct {
+	// Name is the operator's binary and the directory of its CRDs.
+	Name string
+	// Args are its flags; --kubeconfig (an admin's) is added.
+	Args []string
+	// Health is a URL that answers 200 once it serves, or empty.
+	Health string
+	// Webhook, when set, registers the operator's validating webhooks
+	// (binDir/webhooks/<name>.yaml) at a loopback URL, as its users
+	// register them at its Service.
+	Webhook *OperatorWebhook
+}
+
+// OperatorWebhook is where an operator serves its webhooks.
+type OperatorWebhook struct {
+	// ConfigurationName is the name the operator knows its
+	// ValidatingWebhookConfiguration by (its manifests may rename it).
+	ConfigurationName string
+	// URL is the operator's webhook server, such as https://127.0.0.1:9443.
+	URL string
+	// CABundle verifies the operator's serving certificate.
+	CABundle []byte
+}
+
+// StartOperator installs the operator's CRDs, waits until they are
+// served, and starts it; Down stops it with the rest of the cluster.
+func (c *Cluster) StartOperator(ctx context.Context, binDir string, op Operator) error {
+	if err := c.installCRDs(ctx, filepath.Join(binDir, "crds", op.Name)); err != nil {
+		return err
+	}
+	if op.Webhook != nil {
+		if err := c.registerOperatorWebhooks(ctx, filepath.Join(binDir, "webhooks", op.Name+".yaml"), op.Webhook); err != nil {
+			return err
+		}
+	}
+	args := append([]string{"--kubeconfig=" + c.Kubeconfig}, op.Args...)
+	p, err := startProcess(op.Name, filepath.Join(binDir, op.Name), args, filepath.Join(c.Dir, "logs"), false)
+	if err != nil {
+		return err
+	}
+	p.Health = op.Health
+	c.Processes = append(c.Processes, p)
+	if err := c.save(); err != nil {
+		return err
+	}
+	if op.Health == "" {
+		return nil
+	}
+	return waitFor(ctx, p, op.Health, func(ctx context.Context) bool { return healthy(ctx, op.Health) })
+}
+
+// installCRDs creates every CRD in dir and waits until each is
+// established.
+func (c *Cluster) installCRDs(ctx context.Context, dir string) error {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		return fmt.Errorf("no CRDs in %s (make tools copies them there): %v", dir, err)
+	}
+	config, err := c.RESTConfig()
+	if err != nil {
+		return err
+	}
+	client, err := apiextensionsclient.NewForConfig(config)
+	if err != nil {
+		return fmt.Errorf("creating client: %w", err)
+	}
+	crds := client.ApiextensionsV1().CustomResourceDefinitions()
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(data, crd); err != nil {
+			return fmt.Errorf("decoding %s: %w", path, err)
+		}
+		if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+		}
+		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, stepTimeout, true, func(ctx context.Context) (bool, error) {
+			stored, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, cond := range stored.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for CRD %s to be established: %w", crd.Name, err)
+		}
+	}
+	return nil
+}
+
+// registerOperatorWebhooks creates the operator's ValidatingWebhookConfiguration
+// with each webhook pointed at the loopback URL plus its path.
+func (c *Cluster) registerOperatorWebhooks(ctx context.Context, path string, webhook *OperatorWebhook) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading the operator's webhooks (make tools copies them there): %w", err)
+	}
+	config := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := yaml.Unmarshal(data, config); err != nil {
+		return fmt.Errorf("decoding %s: %w", path, err)
+	}
+	config.Name = webhook.ConfigurationName
+	for i := range config.Webhooks {
+		pointAt(&config.Webhooks[i].ClientConfig, webhook.URL)
+		config.Webhooks[i].ClientConfig.CABundle = webhook.CABundle
+	}
+	restConfig, err := c.RESTConfig()
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("creating client: %w", err)
+	}
+	if _, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("registering the webhooks of %s: %w", config.Name, err)
+	}
+	return nil
+}

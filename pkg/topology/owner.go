@@ -1,0 +1,195 @@
+package topology
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+)
+
+// DerivedFromAnnotation marks a PodGroup whose topology muster-controller
+// derived from its owner's spec, as Kind/name. Such a group's members are
+// the operator's: they keep its hostnames, Service and environment, and
+// muster adds nothing to them.
+const DerivedFromAnnotation = "muster.dev/derived-from"
+
+// ownerReader reads the topology of one kind of job from its spec.
+type ownerReader struct {
+	// replicaSpecs is the spec's field of replica specs by replica type.
+	replicaSpecs string
+	framework    Framework
+	// roles lists the replica types in the order the roles are written.
+	roles []string
+	// order is the launch order of a generic framework ("none" for none);
+	// the others have their framework's default.
+	order string
+	// options reads further annotations from the spec.
+	options func(spec map[string]any, annotations map[string]string) error
+}
+
+// owners are the kinds muster reads a topology from, by "group/Kind".
+// MPIJob is read alike in training-operator's v1 and mpi-operator's
+// v2beta1.
+var owners = map[string]ownerReader{
+	"kubeflow.org/PyTorchJob": {replicaSpecs: "pytorchReplicaSpecs", framework: PyTorch, roles: []string{"Master", "Worker"}, options: pytorchOptions},
+	"kubeflow.org/TFJob":      {replicaSpecs: "tfReplicaSpecs", framework: TensorFlow, roles: []string{"Chief", "Master", "PS", "Worker", "Evaluator"}},
+	"kubeflow.org/MPIJob":     {replicaSpecs: "mpiReplicaSpecs", framework: MPI, roles: []string{"Launcher", "Worker"}, options: mpiOptions},
+	// Paddle's master is its parameter server in PS mode: trainers start
+	// after it.
+	"kubeflow.org/PaddleJob":  {replicaSpecs: "paddleReplicaSpecs", framework: Generic, roles: []string{"Master", "Worker"}, order: "master>worker"},
+	"kubeflow.org/XGBoostJob": {replicaSpecs: "xgbReplicaSpecs", framework: Generic, roles: []string{"Master", "Worker"}, order: "master>worker"},
+	"kubeflow.org/JAXJob":     {replicaSpecs: "jaxReplicaSpecs", framework: Generic, roles: []string{"Worker"}, order: "none"},
+}
+
+// AwaitsDerivation reports whether a PodGroup has no topology of its own
+// yet and a controller owner muster reads one from: muster-controller is
+// about to record it. It returns the owner as Kind/name.
+func AwaitsDerivation(pg *v1alpha1.PodGroup) (string, bool) {
+	if _, ok := pg.Annotations[FrameworkAnnotation]; ok {
+		return "", false
+	}
+	if _, ok := pg.Annotations[RolesAnnotation]; ok {
+		return "", false
+	}
+	owner := metav1.GetControllerOfNoCopy(pg)
+	if owner == nil || !IsKnownOwner(owner.APIVersion, owner.Kind) {
+		return "", false
+	}
+	return owner.Kind + "/" + owner.Name, true
+}
+
+// AwaitingDerivationMessage says why a member waits while its group's
+// topology is read from its owner.
+func AwaitingDerivationMessage(group types.NamespacedName, owner string) string {
+	return fmt.Sprintf("waiting for muster-controller to read the topology of group %s from %s", group, owner)
+}
+
+// IsKnownOwner reports whether muster reads a topology from a controller
+// owner of this API version and kind.
+func IsKnownOwner(apiVersion, kind string) bool {
+	_, ok := owners[groupOf(apiVersion)+"/"+kind]
+	return ok
+}
+
+func groupOf(apiVersion string) string {
+	group, _, found := strings.Cut(apiVersion, "/")
+	if !found {
+		return ""
+	}
+	return group
+}
+
+// FromOwner returns the topology annotations equivalent to a known
+// owner's spec (its unstructured .spec), with DerivedFromAnnotation naming
+// the owner. Roles are the replica types in lower case, with their
+// replicas (1 when unset, as the operators default them).
+func FromOwner(apiVersion, kind, name string, spec map[string]any) (map[string]string, error) {
+	reader, ok := owners[groupOf(apiVersion)+"/"+kind]
+	if !ok {
+		return nil, fmt.Errorf("muster reads no topology from %s %s", apiVersion, kind)
+	}
+	replicaSpecs, _ := spec[reader.replicaSpecs].(map[string]any)
+	if len(replicaSpecs) == 0 {
+		return nil, fmt.Errorf("%s %s has no spec.%s", kind, name, reader.replicaSpecs)
+	}
+	var roles []string
+	for _, replicaType := range slices.Sorted(maps.Keys(replicaSpecs)) {
+		if !slices.Contains(reader.roles, replicaType) {
+			return nil, fmt.Errorf("%s %s has replica type %q, which muster does not know for %s", kind, name, replicaType, kind)
+		}
+	}
+	for _, replicaType := range reader.roles {
+		replicaSpec, present := replicaSpecs[replicaType].(map[string]any)
+		if !present {
+			continue
+		}
+		replicas, err := intField(replicaSpec, "replicas", 1)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: spec.%s.%s.%w", kind, name, reader.replicaSpecs, replicaType, err)
+		}
+		if replicas < 1 {
+			continue
+		}
+		roles = append(roles, fmt.Sprintf("%s=%d", strings.ToLower(replicaType), replicas))
+	}
+	annotations := map[string]string{
+		FrameworkAnnotation:   string(reader.framework),
+		RolesAnnotation:       strings.Join(roles, ","),
+		DerivedFromAnnotation: kind + "/" + name,
+	}
+	if reader.order != "" && hasRoles(roles, strings.Split(reader.order, ">")) {
+		annotations[LaunchOrderAnnotation] = reader.order
+	}
+	if reader.options != nil {
+		if err := reader.options(spec, annotations); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", kind, name, err)
+		}
+	}
+	if _, errs := Parse(annotations); len(errs) > 0 {
+		return nil, fmt.Errorf("%s %s makes no topology muster can serve: %w", kind, name, errs.ToAggregate())
+	}
+	return annotations, nil
+}
+
+// hasRoles reports whether every role of order is one of roles, given as
+// role=replicas; "none" needs none.
+func hasRoles(roles, order []string) bool {
+	for _, want := range order {
+		if want != "none" && !slices.ContainsFunc(roles, func(r string) bool { return strings.HasPrefix(r, want+"=") }) {
+			return false
+		}
+	}
+	return true
+}
+
+// pytorchOptions reads PyTorchJob's elastic range.
+func pytorchOptions(spec map[string]any, annotations map[string]string) error {
+	elastic, ok := spec["elasticPolicy"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	lo, errMin := intField(elastic, "minReplicas", 0)
+	hi, errMax := intField(elastic, "maxReplicas", 0)
+	if errMin != nil || errMax != nil {
+		return fmt.Errorf("spec.elasticPolicy: %v %v", errMin, errMax)
+	}
+	if lo > 0 && hi > 0 {
+		annotations[ElasticAnnotation] = fmt.Sprintf("%d:%d", lo, hi)
+	}
+	return nil
+}
+
+// mpiOptions reads an MPIJob's slots per worker and, in v2beta1, its MPI
+// implementation.
+func mpiOptions(spec map[string]any, annotations map[string]string) error {
+	slots, err := intField(spec, "slotsPerWorker", 0)
+	if err != nil {
+		return err
+	}
+	if slots > 0 {
+		annotations[SlotsAnnotation] = strconv.FormatInt(slots, 10)
+	}
+	if implementation, ok := spec["mpiImplementation"].(string); ok && implementation != "" {
+		annotations[MPIImplementationAnnotation] = strings.ToLower(implementation)
+	}
+	return nil
+}
+
+// intField reads a whole number of an unstructured object, or def when it
+// is absent.
+func intField(obj map[string]any, field string, def int64) (int64, error) {
+	switch v := obj[field].(type) {
+	case nil:
+		return def, nil
+	case int64:
+		return v, nil
+	case float64:
+		return int64(v), nil
+	}
+	return 0, fmt.Errorf("%s is %v, not a whole number", field, obj[field])
+}

@@ -1,0 +1,86 @@
+package topology
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+)
+
+// Specs in the shape the operators' own examples have.
+const (
+	pytorchJob = `
+pytorchReplicaSpecs:
+  Master: {replicas: 1, restartPolicy: OnFailure}
+  Worker: {replicas: 3, restartPolicy: OnFailure}
+`
+	elasticPyTorchJob = `
+elasticPolicy: {rdzvBackend: c10d, minReplicas: 1, maxReplicas: 3, maxRestarts: 100}
+pytorchReplicaSpecs:
+  Worker: {replicas: 2, restartPolicy: OnFailure}
+`
+	tfJob = `
+tfReplicaSpecs:
+  PS: {replicas: 2}
+  Chief: {}
+  Worker: {replicas: 4}
+`
+	mpiJobV2 = `
+slotsPerWorker: 2
+launcherCreationPolicy: WaitForWorkersReady
+mpiImplementation: Intel
+mpiReplicaSpecs:
+  Launcher: {replicas: 1}
+  Worker: {replicas: 2}
+`
+	paddleJob = `
+paddleReplicaSpecs:
+  Worker: {replicas: 2}
+`
+	xgboostJob = `
+xgbReplicaSpecs:
+  Master: {replicas: 1}
+  Worker: {replicas: 2}
+`
+	jaxJob = `
+jaxReplicaSpecs:
+  Worker: {replicas: 2}
+`
+)
+
+func TestFromOwner(t *testing.T) {
+	tests := []struct {
+		apiVersion, kind, spec string
+		want                   map[string]string
+	}{
+		{"kubeflow.org/v1", "PyTorchJob", pytorchJob, map[string]string{FrameworkAnnotation: "pytorch", RolesAnnotation: "master=1,worker=3"}},
+		{"kubeflow.org/v1", "PyTorchJob", elasticPyTorchJob, map[string]string{FrameworkAnnotation: "pytorch", RolesAnnotation: "worker=2", ElasticAnnotation: "1:3"}},
+		{"kubeflow.org/v1", "TFJob", tfJob, map[string]string{FrameworkAnnotation: "tensorflow", RolesAnnotation: "chief=1,ps=2,worker=4"}},
+		{"kubeflow.org/v2beta1", "MPIJob", mpiJobV2, map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", SlotsAnnotation: "2", MPIImplementationAnnotation: "intel"}},
+		{"kubeflow.org/v1", "PaddleJob", paddleJob, map[string]string{FrameworkAnnotation: "generic", RolesAnnotation: "worker=2"}},
+		{"kubeflow.org/v1", "XGBoostJob", xgboostJob, map[string]string{FrameworkAnnotation: "generic", RolesAnnotation: "master=1,worker=2", LaunchOrderAnnotation: "master>worker"}},
+		{"kubeflow.org/v1", "JAXJob", jaxJob, map[string]string{FrameworkAnnotation: "generic", RolesAnnotation: "worker=2", LaunchOrderAnnotation: "none"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind, func(t *testing.T) {
+			spec := map[string]any{}
+			require.NoError(t, yaml.Unmarshal([]byte(tt.spec), &spec))
+			require.True(t, IsKnownOwner(tt.apiVersion, tt.kind))
+			got, err := FromOwner(tt.apiVersion, tt.kind, "job", spec)
+			require.NoError(t, err)
+			tt.want[DerivedFromAnnotation] = tt.kind + "/job"
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestFromOwnerRefusesWhatItCannotRead(t *testing.T) {
+	_, err := FromOwner("kubeflow.org/v1", "PyTorchJob", "job", map[string]any{})
+	assert.EqualError(t, err, "PyTorchJob job has no spec.pytorchReplicaSpecs")
+	_, err = FromOwner("kubeflow.org/v1", "PyTorchJob", "job", map[string]any{"pytorchReplicaSpecs": map[string]any{"Trainer": map[string]any{}}})
+	assert.ErrorContains(t, err, `has replica type "Trainer"`)
+	_, err = FromOwner("batch/v1", "Job", "job", nil)
+	assert.ErrorContains(t, err, "muster reads no topology from batch/v1 Job")
+	assert.False(t, IsKnownOwner("example.com/v1", "PyTorchJob"))
+}

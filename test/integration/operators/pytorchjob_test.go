@@ -1,0 +1,139 @@
+package operators
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/muster-dev/muster/pkg/controller/podgroup"
+	"github.com/muster-dev/muster/pkg/localcluster"
+	"github.com/muster-dev/muster/pkg/topology"
+	"github.com/muster-dev/muster/pkg/webhooks"
+	"github.com/muster-dev/muster/test/integration/framework"
+)
+
+var pytorchJobs = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}
+
+// A PyTorchJob as its users write it, with no muster annotation. The
+// master turns Ready 3 s after it starts, so that a worker bound before it
+// was Ready would show.
+const pytorchJob = `
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: pt
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        metadata:
+          annotations: {muster.dev/sim-ready-after: 3s}
+        spec:
+          containers:
+          - {name: pytorch, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "1"}}}
+    Worker:
+      replicas: 2
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - {name: pytorch, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "1"}}}
+`
+
+// times records when each pod was first seen bound and Ready.
+type times struct {
+	mu           sync.Mutex
+	bound, ready map[string]time.Time
+}
+
+func watchTimes(t *testing.T, namespace string) *times {
+	tm := &times{bound: map[string]time.Time{}, ready: map[string]time.Time{}}
+	framework.WatchPods(t, namespace, func(_, pod *corev1.Pod) {
+		tm.mu.Lock()
+		defer tm.mu.Unlock()
+		now := time.Now()
+		if _, seen := tm.bound[pod.Name]; !seen && framework.IsBound(pod) {
+			tm.bound[pod.Name] = now
+		}
+		if _, seen := tm.ready[pod.Name]; !seen && framework.IsReady(pod) {
+			tm.ready[pod.Name] = now
+		}
+	})
+	return tm
+}
+
+// TestPyTorchJobIsGangedAndOrdered: training-operator makes the PodGroup;
+// muster reads the topology from the PyTorchJob, binds the gang whole and
+// the master before the workers, and leaves the operator's environment,
+// hostnames and Services as they are.
+func TestPyTorchJobIsGangedAndOrdered(t *testing.T) {
+	if err := startTrainingOperator(); err != nil {
+		data, _ := os.ReadFile(framework.Cluster().Dir + "/logs/training-operator.log")
+		t.Fatalf("starting training-operator: %v\n%s", err, data[:min(len(data), 8000)])
+	}
+	ns := framework.NewNamespace(t)
+	seen := watchTimes(t, ns)
+	job := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(pytorchJob), &job.Object); err != nil {
+		t.Fatal(err)
+	}
+	jobs := dynamic.NewForConfigOrDie(framework.Config).Resource(pytorchJobs).Namespace(ns)
+	// The operator registers its webhook handlers a moment after it is
+	// ready: until then its server answers 404.
+	framework.Eventually(t, "PyTorchJob pt created", func(ctx context.Context) (*unstructured.Unstructured, error) {
+		return jobs.Create(ctx, job, metav1.CreateOptions{})
+	})
+
+	note := framework.WaitForEvent(t, ns, "pt", podgroup.ReasonTopologyDerived)
+	if want := "read from PyTorchJob/pt: framework pytorch, roles master=1,worker=2"; note != want {
+		t.Errorf("TopologyDerived says %q; want %q", note, want)
+	}
+	members := []string{"pt-master-0", "pt-worker-0", "pt-worker-1"}
+	for _, name := range members {
+		framework.WaitForPod(t, ns, name, "Ready", framework.IsReady)
+	}
+	seen.mu.Lock()
+	for _, worker := range members[1:] {
+		if !seen.bound[worker].After(seen.ready["pt-master-0"]) {
+			t.Errorf("%s was bound at %s, before the master was Ready at %s", worker,
+				seen.bound[worker].Format(time.StampMilli), seen.ready["pt-master-0"].Format(time.StampMilli))
+		}
+	}
+	seen.mu.Unlock()
+
+	worker, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), "pt-worker-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if worker.Spec.SchedulerName != localcluster.SchedulerName {
+		t.Errorf("the operator gave the worker scheduler %q", worker.Spec.SchedulerName)
+	}
+	if added := worker.Annotations[webhooks.AddedAnnotation]; !strings.HasPrefix(added, "nothing") {
+		t.Errorf("muster says it added %q to the operator's pod", added)
+	}
+	for _, c := range append(worker.Spec.InitContainers, worker.Spec.Containers...) {
+		for _, e := range c.Env {
+			if strings.HasPrefix(e.Name, "MUSTER_") || (e.Name == "MASTER_ADDR" && strings.HasSuffix(e.Value, ".svc")) {
+				t.Errorf("container %s has muster's %s=%s", c.Name, e.Name, e.Value)
+			}
+		}
+	}
+	if got := worker.Labels[topology.GroupLabel]; got != "pt" {
+		t.Errorf("the worker's group label is %q", got)
+	}
+	if _, err := framework.Client.CoreV1().Services(ns).Get(context.Background(), "pt", metav1.GetOptions{}); err == nil {
+		t.Errorf("muster made a Service for a group whose Services are the operator's")
+	}
+}
