@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -130,6 +131,7 @@ func TestPodGroupValidator(t *testing.T) {
 	tf := map[string]string{topology.FrameworkAnnotation: "tensorflow", topology.RolesAnnotation: "ps=2,worker=3"}
 	tfMoreWorkers := map[string]string{topology.FrameworkAnnotation: "tensorflow", topology.RolesAnnotation: "ps=2,worker=4"}
 	cyclic := map[string]string{topology.RolesAnnotation: "a=1,b=1", topology.LaunchOrderAnnotation: "a>b>a"}
+	derived := map[string]string{topology.FrameworkAnnotation: "pytorch", topology.RolesAnnotation: "master=1,worker=2", topology.DerivedFromAnnotation: "PyTorchJob/job"}
 	tests := []struct {
 		name        string
 		op          admissionv1.Operation
@@ -152,6 +154,10 @@ func TestPodGroupValidator(t *testing.T) {
 		{"too many members", admissionv1.Create, podGroup("job", 1, map[string]string{topology.FrameworkAnnotation: "tensorflow", topology.RolesAnnotation: "ps=1,worker=99999"}), nil, false,
 			"100000 members make each member's environment"},
 		{"a misspelt annotation", admissionv1.Create, podGroup("job", 1, map[string]string{"muster.dev/framwork": "mpi"}), nil, false, "did you mean muster.dev/framework?"},
+		{"a topology derived from the owner, given to a PodGroup with none", admissionv1.Update, podGroup("job", 3, derived), podGroup("job", 3, nil), true, ""},
+		{"a derived topology does not replace one set", admissionv1.Update, podGroup("job", 3, derived), podGroup("job", 3, map[string]string{topology.FrameworkAnnotation: "pytorch", topology.RolesAnnotation: "master=1,worker=1"}), false,
+			"the topology cannot change once set"},
+		{"a derived group is not checked for the names muster would make", admissionv1.Create, podGroup("1job", 3, derived), nil, true, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,5 +202,22 @@ func TestPodUpdateValidator(t *testing.T) {
 				assert.Contains(t, resp.Result.Message, tt.wantMessage)
 			}
 		})
+	}
+}
+
+func TestPodDefaulterAddsNothingToAnOperatorsMembers(t *testing.T) {
+	derived := podGroup("pt", 3, map[string]string{topology.FrameworkAnnotation: "pytorch", topology.RolesAnnotation: "master=1,worker=2", topology.DerivedFromAnnotation: "PyTorchJob/pt"})
+	awaiting := podGroup("tf", 2, nil)
+	awaiting.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "TFJob", Name: "tf", UID: "tf-uid", Controller: ptr.To(true)}}
+	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(derived, awaiting).Build()
+	for group, want := range map[string]string{"pt": "nothing: the group's members are PyTorchJob/pt's", "tf": "nothing: the group's topology is being read from TFJob/tf"} {
+		pod := st.MakePod().Namespace("team-a").Name(group+"-worker-0").Label(topology.GroupLabel, group).
+			Label(topology.KubeflowRoleLabel, "Worker").Label(topology.KubeflowIndexLabel, "0").Container("trainer:1").Obj()
+		pod.Spec.Hostname = group + "-worker-0"
+		resp := podWebhook(t, c).Handle(context.Background(), request(t, admissionv1.Create, pod, nil))
+		require.True(t, resp.Allowed, resp.Result)
+		out := patched(t, pod, resp)
+		assert.Equal(t, want, out.Annotations[AddedAnnotation])
+		assert.Equal(t, pod.Spec, out.Spec, "the operator's pod spec is left as it is")
 	}
 }

@@ -123,17 +123,90 @@ func TestPyTorchJobIsGangedAndOrdered(t *testing.T) {
 	if added := worker.Annotations[webhooks.AddedAnnotation]; !strings.HasPrefix(added, "nothing") {
 		t.Errorf("muster says it added %q to the operator's pod", added)
 	}
-	for _, c := range append(worker.Spec.InitContainers, worker.Spec.Containers...) {
-		for _, e := range c.Env {
-			if strings.HasPrefix(e.Name, "MUSTER_") || (e.Name == "MASTER_ADDR" && strings.HasSuffix(e.Value, ".svc")) {
-				t.Errorf("container %s has muster's %s=%s", c.Name, e.Name, e.Value)
-			}
-		}
-	}
+	checkNoMusterEnv(t, worker, "pt")
 	if got := worker.Labels[topology.GroupLabel]; got != "pt" {
 		t.Errorf("the worker's group label is %q", got)
 	}
 	if _, err := framework.Client.CoreV1().Services(ns).Get(context.Background(), "pt", metav1.GetOptions{}); err == nil {
 		t.Errorf("muster made a Service for a group whose Services are the operator's")
+	}
+}
+
+// A TFJob as its users write it: parameter servers, then workers.
+const tfJob = `
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata:
+  name: tf
+spec:
+  tfReplicaSpecs:
+    PS:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        metadata:
+          annotations: {muster.dev/sim-ready-after: 3s}
+        spec:
+          containers:
+          - {name: tensorflow, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "1"}}}
+    Worker:
+      replicas: 2
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - {name: tensorflow, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "1"}}}
+`
+
+// TestTFJobStartsItsParameterServersFirst: a TFJob's workers are bound
+// only once its parameter server is Ready, and keep the operator's
+// TF_CONFIG.
+func TestTFJobStartsItsParameterServersFirst(t *testing.T) {
+	if err := startTrainingOperator(); err != nil {
+		t.Fatalf("starting training-operator: %v", err)
+	}
+	ns := framework.NewNamespace(t)
+	seen := watchTimes(t, ns)
+	job := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(tfJob), &job.Object); err != nil {
+		t.Fatal(err)
+	}
+	jobs := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "tfjobs"}).Namespace(ns)
+	framework.Eventually(t, "TFJob tf created", func(ctx context.Context) (*unstructured.Unstructured, error) {
+		return jobs.Create(ctx, job, metav1.CreateOptions{})
+	})
+	note := framework.WaitForEvent(t, ns, "tf", podgroup.ReasonTopologyDerived)
+	if want := "read from TFJob/tf: framework tensorflow, roles ps=1,worker=2"; note != want {
+		t.Errorf("TopologyDerived says %q; want %q", note, want)
+	}
+	for _, name := range []string{"tf-ps-0", "tf-worker-0", "tf-worker-1"} {
+		framework.WaitForPod(t, ns, name, "Ready", framework.IsReady)
+	}
+	seen.mu.Lock()
+	for _, worker := range []string{"tf-worker-0", "tf-worker-1"} {
+		if !seen.bound[worker].After(seen.ready["tf-ps-0"]) {
+			t.Errorf("%s was bound before the parameter server was Ready", worker)
+		}
+	}
+	seen.mu.Unlock()
+	worker, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), "tf-worker-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNoMusterEnv(t, worker, "tf")
+}
+
+// checkNoMusterEnv fails the test when any container of an operator's pod
+// has a variable muster writes, or an address in muster's form
+// (<member>.<group>.<namespace>.svc) rather than the operator's.
+func checkNoMusterEnv(t *testing.T, pod *corev1.Pod, group string) {
+	t.Helper()
+	musterAddress := "." + group + "." + pod.Namespace + ".svc"
+	for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+		for _, e := range c.Env {
+			if strings.HasPrefix(e.Name, "MUSTER_") || strings.Contains(e.Value, musterAddress) {
+				t.Errorf("container %s of %s has muster's %s=%s", c.Name, pod.Name, e.Name, e.Value)
+			}
+		}
 	}
 }
