@@ -34,6 +34,10 @@ const (
 	SimRunForAnnotation = "muster.dev/sim-run-for"
 )
 
+// SimulatedNodeEphemeralStorage is the local storage a simulated node
+// advertises.
+const SimulatedNodeEphemeralStorage = "100Gi"
+
 // SchedulerName is the profile of muster-scheduler's configuration.
 const SchedulerName = "muster-scheduler"
 

@@ -348,6 +348,9 @@ func simulatedNode(name string, opts Options) *corev1.Node {
 		corev1.ResourceCPU:    resource.MustParse(opts.NodeCPU),
 		corev1.ResourceMemory: resource.MustParse(opts.NodeMemory),
 		corev1.ResourcePods:   resource.MustParse("110"),
+		// Operators' init containers ask for it: the MPIJob v1 launcher's
+		// kubectl delivery requests 5Gi.
+		corev1.ResourceEphemeralStorage: resource.MustParse(SimulatedNodeEphemeralStorage),
 	}
 	if opts.NodeGPUs > 0 {
 		resources["nvidia.com/gpu"] = *resource.NewQuantity(int64(opts.NodeGPUs), resource.DecimalSI)

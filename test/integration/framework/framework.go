@@ -216,9 +216,10 @@ func deletePods(t *testing.T, namespace string) {
 func AddPoolNode(t *testing.T, namespace, name, cpu string) {
 	t.Helper()
 	resources := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse(cpu),
-		corev1.ResourceMemory: resource.MustParse("64Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
+		corev1.ResourceCPU:              resource.MustParse(cpu),
+		corev1.ResourceMemory:           resource.MustParse("64Gi"),
+		corev1.ResourcePods:             resource.MustParse("110"),
+		corev1.ResourceEphemeralStorage: resource.MustParse(localcluster.SimulatedNodeEphemeralStorage),
 	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{

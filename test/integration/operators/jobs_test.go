@@ -210,3 +210,72 @@ func checkNoMusterEnv(t *testing.T, pod *corev1.Pod, group string) {
 		}
 	}
 }
+
+// An MPIJob of training-operator's v1 API: its launcher's init container
+// delivers kubectl and asks for 5Gi of ephemeral storage, and its
+// launcher runs mpirun through the operator's kubexec.sh.
+const mpiJobV1 = `
+apiVersion: kubeflow.org/v1
+kind: MPIJob
+metadata:
+  name: mpi
+spec:
+  slotsPerWorker: 1
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - {name: mpi, image: registry.k8s.io/pause:3.10, command: [mpirun, -n, "2", hostname], resources: {requests: {cpu: "1"}}}
+    Worker:
+      replicas: 2
+      template:
+        metadata:
+          annotations: {muster.dev/sim-ready-after: 3s}
+        spec:
+          containers:
+          - {name: mpi, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "1"}}}
+`
+
+// TestMPIJobV1LaunchesAfterItsWorkers: the launcher, which has no index
+// and is not refused for it, is bound only once both workers are Ready,
+// and keeps the operator's rsh agent with none of muster's ssh options.
+func TestMPIJobV1LaunchesAfterItsWorkers(t *testing.T) {
+	if err := startTrainingOperator(); err != nil {
+		t.Fatalf("starting training-operator: %v", err)
+	}
+	ns := framework.NewNamespace(t)
+	seen := watchTimes(t, ns)
+	job := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(mpiJobV1), &job.Object); err != nil {
+		t.Fatal(err)
+	}
+	jobs := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "mpijobs"}).Namespace(ns)
+	framework.Eventually(t, "MPIJob mpi created", func(ctx context.Context) (*unstructured.Unstructured, error) {
+		return jobs.Create(ctx, job, metav1.CreateOptions{})
+	})
+	note := framework.WaitForEvent(t, ns, "mpi", podgroup.ReasonTopologyDerived)
+	if want := "read from MPIJob/mpi: framework mpi, roles launcher=1,worker=2"; note != want {
+		t.Errorf("TopologyDerived says %q; want %q", note, want)
+	}
+	launcher := framework.WaitForPod(t, ns, "mpi-launcher", "bound", framework.IsBound)
+	seen.mu.Lock()
+	for _, worker := range []string{"mpi-worker-0", "mpi-worker-1"} {
+		if ready, ok := seen.ready[worker]; !ok || !seen.bound["mpi-launcher"].After(ready) {
+			t.Errorf("the launcher was bound before %s was Ready", worker)
+		}
+	}
+	seen.mu.Unlock()
+	checkNoMusterEnv(t, launcher, "mpi")
+	env := map[string]string{}
+	for _, e := range launcher.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if env["OMPI_MCA_plm_rsh_agent"] == "" {
+		t.Errorf("the launcher lacks the operator's OMPI_MCA_plm_rsh_agent: %v", env)
+	}
+	if args, ok := env["OMPI_MCA_plm_rsh_args"]; ok {
+		t.Errorf("the launcher has OMPI_MCA_plm_rsh_args=%q, which would reach the operator's kubexec.sh", args)
+	}
+}
