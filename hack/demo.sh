@@ -76,6 +76,45 @@ echo "huge cannot fit on any node; it was rejected whole, with nothing bound, an
 say "Every framework: TensorFlow, PyTorch (static and elastic), MPI and MXNet"
 "$bin/muster-local" tour --dir "$dir" --examples "$root/manifests/examples" --namespace muster-tour
 
+say "Kubeflow's training-operator, run with --gang-scheduler-name=muster-scheduler"
+"$bin/muster-local" training-operator --dir "$dir"
+kubectl create namespace muster-operators >/dev/null
+echo "Applying manifests/examples/operators/pytorchjob.yaml: a PyTorchJob with no muster annotation"
+# The operator registers its webhook handlers a moment after it is ready.
+for attempt in $(seq 50); do
+	kubectl apply --namespace muster-operators -f "$root/manifests/examples/operators/pytorchjob.yaml" 2>/dev/null && break
+	[[ $attempt == 50 ]] && kubectl apply --namespace muster-operators -f "$root/manifests/examples/operators/pytorchjob.yaml"
+	sleep 0.2
+done
+for _ in $(seq 600); do
+	[[ $(kubectl get pods --namespace muster-operators --selector training.kubeflow.org/job-name=pt-mnist -o name | wc -l) == 3 ]] && break
+	sleep 0.2
+done
+kubectl wait --namespace muster-operators --for=condition=Ready pod --selector training.kubeflow.org/job-name=pt-mnist --timeout=120s >/dev/null
+
+say "What muster derived from the PyTorchJob, on the PodGroup the operator made"
+kubectl get podgroup pt-mnist --namespace muster-operators \
+	-o jsonpath='derived-from: {.metadata.annotations.muster\.dev/derived-from}{"\n"}framework:    {.metadata.annotations.muster\.dev/framework}{"\n"}roles:        {.metadata.annotations.muster\.dev/roles}{"\n"}minMember:    {.spec.minMember}{"\n"}'
+
+say "The job's pods: bound in order, with the operator's environment"
+kubectl get pods --namespace muster-operators --sort-by .metadata.name \
+	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.training\.kubeflow\.org/replica-type,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,MASTER_ADDR:.spec.containers[0].env[?(@.name=="MASTER_ADDR")].value,MUSTER-ADDED:.metadata.annotations.muster\.dev/added'
+kubectl get events.events.k8s.io --namespace muster-operators --sort-by .metadata.resourceVersion \
+	-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk 'NR == 1 || $2 ~ /^Topology|^Gang|^Launch/'
+
+master_ready=$(kubectl get pod pt-mnist-master-0 --namespace muster-operators -o jsonpath='{.status.conditions[?(@.type=="Ready")].lastTransitionTime}')
+for worker in pt-mnist-worker-0 pt-mnist-worker-1; do
+	bound=$(kubectl get pod "$worker" --namespace muster-operators -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime}')
+	if [[ $bound < $master_ready ]]; then
+		echo "$worker was bound at $bound, before the master was Ready at $master_ready" >&2
+		exit 1
+	fi
+done
+echo
+echo "training-operator made the PodGroup; muster read the master and workers from"
+echo "the PyTorchJob, bound the gang whole and the workers only once the master was"
+echo "Ready, and added nothing to the operator's pods."
+
 if [[ ${KEEP:-} == 1 ]]; then
 	echo
 	echo "The cluster keeps running (KEEP=1):"

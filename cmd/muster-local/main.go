@@ -55,7 +55,7 @@ and removes DIR.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&dir, "dir", defaultDir, "directory for the cluster's state, credentials and logs")
-	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir))
+	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir), newTrainingOperatorCommand(&dir))
 	return root
 }
 
@@ -125,6 +125,28 @@ func newDownCommand(dir *string) *cobra.Command {
 				return err
 			}
 			fmt.Printf("Stopped %d programs and removed %s.\n", len(cluster.Processes), cluster.Dir)
+			return nil
+		},
+	}
+}
+
+func newTrainingOperatorCommand(dir *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "training-operator",
+		Short: "Run Kubeflow's training-operator against the cluster, pointed at muster-scheduler",
+		Long: `Runs bin/training-operator (built by 'make tools') as its users run it
+with muster, --gang-scheduler-name=muster-scheduler, with its CRDs installed
+and its webhooks served on loopback. 'down' stops it with the rest.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cluster, err := localcluster.Load(*dir)
+			if err != nil {
+				return err
+			}
+			if err := cluster.StartTrainingOperator(cmd.Context(), defaultBinDir()); err != nil {
+				return err
+			}
+			fmt.Println("training-operator runs; its jobs' pods are scheduled by muster-scheduler.")
 			return nil
 		},
 	}

@@ -94,6 +94,12 @@ type Cluster struct {
 	// Server is the API server's URL.
 	Server    string     `json:"server"`
 	Processes []*Process `json:"processes"`
+	// Mounted are directories outside Dir that the cluster wrote for a
+	// program, as a kubelet mounts a volume; Down removes them.
+	Mounted []string `json:"mounted,omitempty"`
+	// Detached is true when its programs outlive the process that started
+	// them (Options.Detach), as operators started later do too.
+	Detached bool `json:"detached,omitempty"`
 }
 
 // Up starts a cluster and returns once its nodes are Ready, the PodGroup CRD
@@ -119,7 +125,7 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 	}
 
-	c = &Cluster{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig")}
+	c = &Cluster{Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), Detached: opts.Detach}
 	defer func() {
 		if err != nil {
 			if downErr := c.Down(); downErr != nil {
@@ -179,6 +185,11 @@ func (c *Cluster) Down() error {
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
+	}
+	for _, dir := range c.Mounted {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("removing %s: %w", dir, err)
+		}
 	}
 	if err := os.RemoveAll(c.Dir); err != nil {
 		return fmt.Errorf("removing %s: %w", c.Dir, err)

@@ -56,7 +56,7 @@ func (c *Cluster) StartOperator(ctx context.Context, binDir string, op Operator)
 		}
 	}
 	args := append([]string{"--kubeconfig=" + c.Kubeconfig}, op.Args...)
-	p, err := startProcess(op.Name, filepath.Join(binDir, op.Name), args, filepath.Join(c.Dir, "logs"), false)
+	p, err := startProcess(op.Name, filepath.Join(binDir, op.Name), args, filepath.Join(c.Dir, "logs"), c.Detached)
 	if err != nil {
 		return err
 	}

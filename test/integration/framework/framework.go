@@ -97,9 +97,6 @@ func runMain(m *testing.M, configure func(*localcluster.Options)) int {
 	stopOnSignal()
 
 	code := run(m)
-	for _, cleanup := range afterAll {
-		cleanup()
-	}
 	if err := cluster.Down(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the local cluster left something behind:", err)
 		return 1
@@ -124,13 +121,6 @@ func run(m *testing.M) int {
 	}
 	return m.Run()
 }
-
-// afterAll runs once the package's tests have run, pass or fail.
-var afterAll []func()
-
-// AfterAll registers cleanup to run once the package's tests have run,
-// before the cluster stops, for what outlives a single test.
-func AfterAll(cleanup func()) { afterAll = append(afterAll, cleanup) }
 
 // stopOnSignal stops the cluster when the test binary is interrupted.
 func stopOnSignal() {

@@ -2,7 +2,6 @@ package operators
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -80,8 +79,7 @@ func watchTimes(t *testing.T, namespace string) *times {
 // hostnames and Services as they are.
 func TestPyTorchJobIsGangedAndOrdered(t *testing.T) {
 	if err := startTrainingOperator(); err != nil {
-		data, _ := os.ReadFile(framework.Cluster().Dir + "/logs/training-operator.log")
-		t.Fatalf("starting training-operator: %v\n%s", err, data[:min(len(data), 8000)])
+		t.Fatalf("starting training-operator: %v", err)
 	}
 	ns := framework.NewNamespace(t)
 	seen := watchTimes(t, ns)

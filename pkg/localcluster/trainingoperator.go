@@ -1,0 +1,161 @@
+package localcluster
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// What training-operator expects of its surroundings, all its defaults:
+// the namespace it runs in when its pod namespace is not set, the Secret
+// its certificate rotator keeps its webhook certificate in, its Service,
+// the webhook configuration its rotator injects the CA into, and the
+// directory it reads its serving certificate from (in a cluster the
+// kubelet mounts the Secret there).
+const (
+	trainingOperatorNamespace = "kubeflow"
+	trainingOperatorSecret    = "training-operator-webhook-cert"
+	trainingOperatorService   = "training-operator"
+	trainingOperatorWebhooks  = "validator.training-operator.kubeflow.org"
+	trainingOperatorCertDir   = "/tmp/k8s-webhook-server/serving-certs"
+)
+
+// StartTrainingOperator runs training-operator from binDir as its users
+// run it with muster, --gang-scheduler-name=muster-scheduler, with its
+// CRDs installed and its validating webhooks served on loopback. Its
+// certificate Secret is pre-filled with a certificate for 127.0.0.1, and
+// the files its rotator waits for are written where the kubelet would
+// mount them; Down removes them.
+func (c *Cluster) StartTrainingOperator(ctx context.Context, binDir string) error {
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	caPEM, secret, err := trainingOperatorCertificates()
+	if err != nil {
+		return err
+	}
+	config, err := c.RESTConfig()
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return fmt.Errorf("creating client: %w", err)
+	}
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: trainingOperatorNamespace}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, namespace, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", trainingOperatorNamespace, err)
+	}
+	if _, err := client.CoreV1().Secrets(trainingOperatorNamespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the webhook certificate Secret: %w", err)
+	}
+	if err := c.mountSecret(secret, trainingOperatorCertDir); err != nil {
+		return err
+	}
+	return c.StartOperator(ctx, binDir, Operator{
+		Name: "training-operator",
+		Args: []string{
+			// Any name but volcano means scheduler-plugins' PodGroups.
+			"--gang-scheduler-name=" + SchedulerName,
+			"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[0]),
+			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(ports[1]),
+			"--webhook-server-port=" + strconv.Itoa(ports[2]),
+		},
+		Health: "http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/readyz",
+		Webhook: &OperatorWebhook{
+			ConfigurationName: trainingOperatorWebhooks,
+			URL:               "https://127.0.0.1:" + strconv.Itoa(ports[2]),
+			CABundle:          caPEM,
+		},
+	})
+}
+
+// trainingOperatorCertificates makes the pre-filled certificate Secret
+// training-operator's rotator accepts and keeps: a CA with a PKCS#1 key
+// whose name is also its DNS name, and a serving certificate for its
+// Service name and for 127.0.0.1, where the API server reaches it here;
+// both valid past the rotator's look-ahead of 90 days.
+func trainingOperatorCertificates() ([]byte, *corev1.Secret, error) {
+	caKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	const caName, lifetime = "training-operator-ca", 365 * 24 * time.Hour
+	caTemplate := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: caName, Organization: []string{"training-operator"}},
+		DNSNames:  []string{caName},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(lifetime),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, nil, err
+	}
+	dnsName := trainingOperatorService + "." + trainingOperatorNamespace + ".svc"
+	template := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(lifetime),
+		DNSNames: []string{dnsName}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: trainingOperatorNamespace, Name: trainingOperatorSecret},
+		Data: map[string][]byte{
+			"ca.crt":  caPEM,
+			"ca.key":  pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(caKey)}),
+			"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+			"tls.key": pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
+		},
+	}
+	return caPEM, secret, nil
+}
+
+// mountSecret writes the Secret's keys as files into dir, as the kubelet
+// mounts a Secret volume; Down removes the directory.
+func (c *Cluster) mountSecret(secret *corev1.Secret, dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return fmt.Errorf("%s exists already: is another training-operator running on this machine?", dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	c.Mounted = append(c.Mounted, filepath.Dir(dir))
+	if err := c.save(); err != nil {
+		return err
+	}
+	for key, data := range secret.Data {
+		if err := os.WriteFile(filepath.Join(dir, key), data, 0o600); err != nil {
+			return fmt.Errorf("writing %s: %w", key, err)
+		}
+	}
+	return nil
+}
