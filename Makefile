@@ -31,14 +31,16 @@ build: ## Build muster-scheduler, muster-controller and muster-local into bin/.
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/muster-local ./cmd/muster-local
 
 # Operators the integration tests run as their users do, each pinned
-# exactly: NAME MODULE@VERSION PACKAGE CRD_DIR WEBHOOK_FILE.
+# exactly: NAME MODULE@VERSION PACKAGE CRD_FILES [WEBHOOK_FILE].
 TRAINING_OPERATOR := training-operator github.com/kubeflow/training-operator@v1.9.4 ./cmd/training-operator.v1 \
-	manifests/base/crds manifests/base/webhook/manifests.yaml
+	'manifests/base/crds/*.yaml' manifests/base/webhook/manifests.yaml
+MPI_OPERATOR := mpi-operator github.com/kubeflow/mpi-operator@v0.8.0 ./cmd/mpi-operator manifests/base/kubeflow.org_mpijobs.yaml
 
 .PHONY: tools
-tools: ## Build etcd, kube-apiserver, kube-controller-manager, kubectl, kwok and training-operator into bin/ (skipped when current).
+tools: ## Build etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, training-operator and mpi-operator into bin/ (skipped when current).
 	@for tool in $(TOOLS); do hack/build-tool.sh "$${tool%%=*}" "$${tool#*=}"; done
 	@hack/build-operator.sh $(TRAINING_OPERATOR)
+	@hack/build-operator.sh $(MPI_OPERATOR)
 
 .PHONY: test
 test: tools build conformance-deps ## Unit, integration and conformance tests, against a real control plane.

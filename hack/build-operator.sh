@@ -6,13 +6,15 @@
 # its own module directory, with its own go.mod; the module proxy refuses
 # version lists, so the version is named exactly.
 #
-#   hack/build-operator.sh NAME MODULE@VERSION PACKAGE CRD_DIR [WEBHOOK_FILE]
+#   hack/build-operator.sh NAME MODULE@VERSION PACKAGE CRD_FILES [WEBHOOK_FILE]
+#
+# CRD_FILES is a glob within the module, such as manifests/base/crds/*.yaml.
 set -euo pipefail
 
 name=$1
 module_version=$2
 package=$3
-crd_dir=$4
+crd_files=$4
 webhook_file=${5:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/bin
@@ -31,7 +33,8 @@ mkdir -p "$bin" "$bin/crds"
 (cd "$dir" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -o "$bin/$name" "$package")
 rm -rf "$bin/crds/$name"
 mkdir -p "$bin/crds/$name"
-cp "$dir/$crd_dir"/*.yaml "$bin/crds/$name/"
+# shellcheck disable=SC2086 # the glob is meant to expand
+cp "$dir"/$crd_files "$bin/crds/$name/"
 rm -f "$bin/crds/$name/kustomization.yaml"
 chmod 644 "$bin/crds/$name"/*.yaml
 if [[ -n $webhook_file ]]; then

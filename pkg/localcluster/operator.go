@@ -23,8 +23,12 @@ import (
 type Operator struct {
 	// Name is the operator's binary and the directory of its CRDs.
 	Name string
-	// Args are its flags; --kubeconfig (an admin's) is added.
+	// Args are its flags; KubeconfigFlag, with an admin's kubeconfig, is
+	// added.
 	Args []string
+	// KubeconfigFlag is the operator's flag for a kubeconfig;
+	// "--kubeconfig" when empty.
+	KubeconfigFlag string
 	// Health is a URL that answers 200 once it serves, or empty.
 	Health string
 	// Webhook, when set, registers the operator's validating webhooks
@@ -55,7 +59,11 @@ func (c *Cluster) StartOperator(ctx context.Context, binDir string, op Operator)
 			return err
 		}
 	}
-	args := append([]string{"--kubeconfig=" + c.Kubeconfig}, op.Args...)
+	flag := op.KubeconfigFlag
+	if flag == "" {
+		flag = "--kubeconfig"
+	}
+	args := append([]string{flag + "=" + c.Kubeconfig}, op.Args...)
 	p, err := startProcess(op.Name, filepath.Join(binDir, op.Name), args, filepath.Join(c.Dir, "logs"), c.Detached)
 	if err != nil {
 		return err

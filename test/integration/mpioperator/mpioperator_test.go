@@ -1,0 +1,132 @@
+// Package mpioperator tests muster with the real mpi-operator, built from
+// the module graph by `make tools` and run as its users run it, against a
+// real control plane of its own: its MPIJob v2beta1 CRD has the name of
+// training-operator's MPIJob v1, so the two cannot share a cluster.
+package mpioperator
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/muster-dev/muster/pkg/controller/podgroup"
+	"github.com/muster-dev/muster/pkg/topology"
+	"github.com/muster-dev/muster/pkg/webhooks"
+	"github.com/muster-dev/muster/test/integration/framework"
+)
+
+var errNotYet = errors.New("not yet")
+
+func TestMain(m *testing.M) {
+	framework.RunMain(m, nil)
+}
+
+var startMPIOperator = sync.OnceValue(func() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	return framework.Cluster().StartMPIOperator(ctx, framework.BinDir())
+})
+
+// An MPIJob v2beta1 as mpi-operator's users write it, with no muster
+// annotation; its launcher is created with its workers (AtStartup). The
+// workers turn Ready 3 s after they start.
+const mpiJob = `
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: pi
+spec:
+  slotsPerWorker: 1
+  launcherCreationPolicy: AtStartup
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - {name: launcher, image: mpioperator/mpi-pi:openmpi, command: [mpirun, -n, "2", /home/mpiuser/pi], resources: {requests: {cpu: "1"}}}
+    Worker:
+      replicas: 2
+      template:
+        metadata:
+          annotations: {muster.dev/sim-ready-after: 3s}
+        spec:
+          containers:
+          - {name: worker, image: mpioperator/mpi-pi:openmpi, command: [/usr/sbin/sshd, -De], resources: {requests: {cpu: "1"}}}
+`
+
+// TestMPIJobLaunchesAfterItsWorkers: mpi-operator's launcher, which has a
+// job-role label and no index, is bound only once both workers are Ready;
+// the operator's Service named after the job, its hostfile and its
+// environment are left as they are.
+func TestMPIJobLaunchesAfterItsWorkers(t *testing.T) {
+	if err := startMPIOperator(); err != nil {
+		t.Fatalf("starting mpi-operator: %v", err)
+	}
+	ns := framework.NewNamespace(t)
+	var mu sync.Mutex
+	bound, ready := map[string]time.Time{}, map[string]time.Time{}
+	framework.WatchPods(t, ns, func(_, pod *corev1.Pod) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, seen := bound[pod.Name]; !seen && framework.IsBound(pod) {
+			bound[pod.Name] = time.Now()
+		}
+		if _, seen := ready[pod.Name]; !seen && framework.IsReady(pod) {
+			ready[pod.Name] = time.Now()
+		}
+	})
+	job := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(mpiJob), &job.Object); err != nil {
+		t.Fatal(err)
+	}
+	jobs := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kubeflow.org", Version: "v2beta1", Resource: "mpijobs"}).Namespace(ns)
+	if _, err := jobs.Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating MPIJob pi: %v", err)
+	}
+	note := framework.WaitForEvent(t, ns, "pi", podgroup.ReasonTopologyDerived)
+	if want := "read from MPIJob/pi: framework mpi, roles launcher=1,worker=2"; note != want {
+		t.Errorf("TopologyDerived says %q; want %q", note, want)
+	}
+	launcher := framework.Eventually(t, "the launcher bound", func(ctx context.Context) (*corev1.Pod, error) {
+		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.KubeflowJobRoleLabel + "=launcher"})
+		if err != nil || len(pods.Items) != 1 || !framework.IsBound(&pods.Items[0]) {
+			return nil, errNotYet
+		}
+		return &pods.Items[0], nil
+	})
+	mu.Lock()
+	for _, worker := range []string{"pi-worker-0", "pi-worker-1"} {
+		if at, ok := ready[worker]; !ok || !bound[launcher.Name].After(at) {
+			t.Errorf("the launcher was bound before %s was Ready", worker)
+		}
+	}
+	mu.Unlock()
+	if added := launcher.Annotations[webhooks.AddedAnnotation]; !strings.HasPrefix(added, "nothing") {
+		t.Errorf("muster says it added %q to the operator's launcher", added)
+	}
+	for _, c := range launcher.Spec.Containers {
+		for _, e := range c.Env {
+			if strings.HasPrefix(e.Name, "MUSTER_") {
+				t.Errorf("the launcher has muster's %s=%s", e.Name, e.Value)
+			}
+		}
+	}
+	// The operator's Service named after the job is its own.
+	svc := framework.Eventually(t, "the operator's Service pi", func(ctx context.Context) (*corev1.Service, error) {
+		return framework.Client.CoreV1().Services(ns).Get(ctx, "pi", metav1.GetOptions{})
+	})
+	if owner := metav1.GetControllerOf(svc); owner == nil || owner.Kind != "MPIJob" {
+		t.Errorf("Service pi is controlled by %v, not by the MPIJob", owner)
+	}
+}
