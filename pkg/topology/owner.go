@@ -1,13 +1,17 @@
 package topology
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
@@ -165,8 +169,20 @@ func pytorchOptions(spec map[string]any, annotations map[string]string) error {
 }
 
 // mpiOptions reads an MPIJob's slots per worker and, in v2beta1, its MPI
-// implementation.
+// implementation and a launcher created only once the workers are Ready.
 func mpiOptions(spec map[string]any, annotations map[string]string) error {
+	if policy, _ := spec["launcherCreationPolicy"].(string); policy == "WaitForWorkersReady" {
+		launcher, _, _ := unstructured.NestedMap(spec, "mpiReplicaSpecs", "Launcher", "template", "spec")
+		requests, err := podRequests(launcher)
+		if err != nil {
+			return fmt.Errorf("spec.mpiReplicaSpecs.Launcher.template: %w", err)
+		}
+		late, err := json.Marshal(map[string]corev1.ResourceList{"launcher": requests})
+		if err != nil {
+			return err
+		}
+		annotations[LateMembersAnnotation] = string(late)
+	}
 	slots, err := intField(spec, "slotsPerWorker", 0)
 	if err != nil {
 		return err
@@ -178,6 +194,31 @@ func mpiOptions(spec map[string]any, annotations map[string]string) error {
 		annotations[MPIImplementationAnnotation] = strings.ToLower(implementation)
 	}
 	return nil
+}
+
+// podRequests is what a pod of this (unstructured) spec requests: its
+// containers' requests together, or an init container's when larger.
+func podRequests(podSpec map[string]any) (corev1.ResourceList, error) {
+	spec := corev1.PodSpec{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(podSpec, &spec); err != nil {
+		return nil, err
+	}
+	total := corev1.ResourceList{}
+	for _, c := range spec.Containers {
+		for name, q := range c.Resources.Requests {
+			sum := total[name]
+			sum.Add(q)
+			total[name] = sum
+		}
+	}
+	for _, c := range spec.InitContainers {
+		for name, q := range c.Resources.Requests {
+			if have, ok := total[name]; !ok || q.Cmp(have) > 0 {
+				total[name] = q
+			}
+		}
+	}
+	return total, nil
 }
 
 // intField reads a whole number of an unstructured object, or def when it

@@ -31,7 +31,15 @@ slotsPerWorker: 2
 launcherCreationPolicy: WaitForWorkersReady
 mpiImplementation: Intel
 mpiReplicaSpecs:
-  Launcher: {replicas: 1}
+  Launcher:
+    replicas: 1
+    template:
+      spec:
+        initContainers:
+        - {name: wait, resources: {requests: {cpu: 500m, memory: 4Gi}}}
+        containers:
+        - {name: launcher, resources: {requests: {cpu: "1", memory: 1Gi}}}
+        - {name: sidecar, resources: {requests: {cpu: 250m}}}
   Worker: {replicas: 2}
 `
 	paddleJob = `
@@ -57,7 +65,8 @@ func TestFromOwner(t *testing.T) {
 		{"kubeflow.org/v1", "PyTorchJob", pytorchJob, map[string]string{FrameworkAnnotation: "pytorch", RolesAnnotation: "master=1,worker=3"}},
 		{"kubeflow.org/v1", "PyTorchJob", elasticPyTorchJob, map[string]string{FrameworkAnnotation: "pytorch", RolesAnnotation: "worker=2", ElasticAnnotation: "1:3"}},
 		{"kubeflow.org/v1", "TFJob", tfJob, map[string]string{FrameworkAnnotation: "tensorflow", RolesAnnotation: "chief=1,ps=2,worker=4"}},
-		{"kubeflow.org/v2beta1", "MPIJob", mpiJobV2, map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", SlotsAnnotation: "2", MPIImplementationAnnotation: "intel"}},
+		{"kubeflow.org/v2beta1", "MPIJob", mpiJobV2, map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", SlotsAnnotation: "2", MPIImplementationAnnotation: "intel",
+			LateMembersAnnotation: `{"launcher":{"cpu":"1250m","memory":"4Gi"}}`}},
 		{"kubeflow.org/v1", "PaddleJob", paddleJob, map[string]string{FrameworkAnnotation: "generic", RolesAnnotation: "worker=2"}},
 		{"kubeflow.org/v1", "XGBoostJob", xgboostJob, map[string]string{FrameworkAnnotation: "generic", RolesAnnotation: "master=1,worker=2", LaunchOrderAnnotation: "master>worker"}},
 		{"kubeflow.org/v1", "JAXJob", jaxJob, map[string]string{FrameworkAnnotation: "generic", RolesAnnotation: "worker=2", LaunchOrderAnnotation: "none"}},

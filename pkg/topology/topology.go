@@ -1,11 +1,14 @@
 package topology
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -22,6 +25,11 @@ const (
 	NProcPerNodeAnnotation      = "muster.dev/nproc-per-node"
 	ElasticAnnotation           = "muster.dev/elastic"
 	TFEvaluatorAnnotation       = "muster.dev/tf-evaluator"
+	// LateMembersAnnotation names the roles whose pods the owner creates
+	// only after others are Ready, each with the resources one of them
+	// requests, as JSON: {"launcher":{"cpu":"1"}}. The gang is admitted
+	// with room reserved for them.
+	LateMembersAnnotation = "muster.dev/late-members"
 )
 
 // Annotations lists every topology annotation, in the order the design
@@ -29,7 +37,7 @@ const (
 var Annotations = []string{
 	FrameworkAnnotation, RolesAnnotation, LaunchOrderAnnotation, StartAfterAnnotation, PortAnnotation,
 	SlotsAnnotation, MPIImplementationAnnotation, NProcPerNodeAnnotation, ElasticAnnotation, TFEvaluatorAnnotation,
-	DerivedFromAnnotation,
+	DerivedFromAnnotation, LateMembersAnnotation,
 }
 
 // Framework is the training framework a group runs.
@@ -85,6 +93,9 @@ type Topology struct {
 	// DerivedFrom names the owner (Kind/name) the topology was read from;
 	// its members are the operator's, and muster adds nothing to them.
 	DerivedFrom string
+	// Late holds, for each role whose pods are created only after others
+	// are Ready, what one of its pods requests.
+	Late map[string]corev1.ResourceList
 }
 
 // defaultOrders are the launch orders a framework gets when its PodGroup
@@ -176,11 +187,30 @@ func Parse(annotations map[string]string) (*Topology, field.ErrorList) {
 		}
 	}
 	t.DerivedFrom = annotations[DerivedFromAnnotation]
+	errs = append(errs, t.parseLate(annotations)...)
 	errs = append(errs, t.checkAnnotations(annotations)...)
 	if len(errs) == 0 {
 		errs = t.checkRequiredRoles()
 	}
 	return t, errs
+}
+
+func (t *Topology) parseLate(annotations map[string]string) field.ErrorList {
+	v, ok := annotations[LateMembersAnnotation]
+	if !ok {
+		return nil
+	}
+	path := annotationPath(LateMembersAnnotation)
+	if err := json.Unmarshal([]byte(v), &t.Late); err != nil {
+		return field.ErrorList{field.Invalid(path, v, `must be JSON of the roles created late and what one pod of each requests, for example {"launcher":{"cpu":"1"}}`)}
+	}
+	var errs field.ErrorList
+	for _, role := range slices.Sorted(maps.Keys(t.Late)) {
+		if _, known := t.Replicas[role]; !known {
+			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("names role %q, which %s does not list", role, RolesAnnotation)))
+		}
+	}
+	return errs
 }
 
 func frameworkNames() []string {

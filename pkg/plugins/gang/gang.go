@@ -41,6 +41,7 @@ var (
 	_ framework.PreEnqueuePlugin  = &Gang{}
 	_ framework.QueueSortPlugin   = &Gang{}
 	_ framework.PreFilterPlugin   = &Gang{}
+	_ framework.FilterPlugin      = &Gang{}
 	_ framework.PostFilterPlugin  = &Gang{}
 	_ framework.ReservePlugin     = &Gang{}
 	_ framework.PermitPlugin      = &Gang{}
@@ -53,6 +54,7 @@ type Gang struct {
 	args     Args
 	groups   *group.Model
 	attempts *attempts
+	late     *lateRooms
 	clock    clock.WithDelayedExecution
 }
 
@@ -84,6 +86,7 @@ func newGang(handle framework.Handle, args Args, groups *group.Model, clk clock.
 		args:     args,
 		groups:   groups,
 		attempts: newAttempts(reportWaitingGangs),
+		late:     newLateRooms(),
 		clock:    clk,
 	}
 }
@@ -102,7 +105,8 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	if pg == nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key))
 	}
-	if active := g.members(key).active; active < pg.Spec.MinMember {
+	// Members their owner creates only later count: room is held for them.
+	if active := g.members(key).active + total(g.missingLate(key)); active < pg.Spec.MinMember {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForMembersMessage(key, active, pg.Spec.MinMember))
 	}
 	g.attempts.seen(key, g.clock.Now())
@@ -185,6 +189,12 @@ func (g *Gang) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, n
 		return nil, status
 	}
 	g.attempts.begin(key)
+	// A late member goes to the room held for it.
+	if role, ok := topology.RoleOf(pod); ok {
+		if node, held := g.late.node(key, role); held {
+			return &framework.PreFilterResult{NodeNames: sets.New(node)}, nil
+		}
+	}
 	if len(pg.Spec.MinResources) > 0 && g.attempts.placed(key, g.members(key).bound) == 0 {
 		if short := shortfall(pg.Spec.MinResources, nodes); short != "" {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
@@ -227,6 +237,9 @@ func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod
 func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
 	if key, ok := topology.GroupOf(pod); ok {
 		g.attempts.reserve(key, pod.UID)
+		if role, ok := topology.RoleOf(pod); ok {
+			g.late.take(key, role)
+		}
 	}
 	return nil
 }
@@ -251,7 +264,7 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 
 // Permit holds a member until bound and reserved members reach minMember,
 // then allows every waiting member in the same step.
-func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
+func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeName string) (*fwk.Status, time.Duration) {
 	key, ok := topology.GroupOf(pod)
 	if !ok {
 		return nil, 0
@@ -260,26 +273,38 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ 
 	if pg == nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key)), 0
 	}
-	if !g.admitIfComplete(klog.FromContext(ctx), key, pg, pod.UID) {
-		placed := g.attempts.placed(key, g.members(key).bound)
+	if !g.admitIfComplete(klog.FromContext(ctx), key, pg, pod, nodeName) {
+		placed := g.attempts.placed(key, g.members(key).bound) + g.late.count(key, "")
 		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("waiting at Permit for %d more members of group %s (%d/%d placed)",
 			pg.Spec.MinMember-placed, key, placed, pg.Spec.MinMember)), g.permitTimeout(pg)
 	}
 	return nil, 0
 }
 
-// admitIfComplete admits the group when its bound and reserved members
-// reach minMember: every member waiting at Permit, but the one asking
-// (self), is allowed to bind. It reports whether the group is admitted.
-func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg *v1alpha1.PodGroup, self types.UID) bool {
+// admitIfComplete admits the group when its bound and reserved members,
+// with the room held for members their owner creates later, reach
+// minMember: every member waiting at Permit, but the one asking (self, at
+// Permit on selfNode; nil for none), is allowed to bind. It reports
+// whether the group is admitted.
+func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg *v1alpha1.PodGroup, self *corev1.Pod, selfNode string) bool {
 	bound := g.members(key).bound
-	placed := g.attempts.placed(key, bound)
+	placed := g.attempts.placed(key, bound) + g.late.count(key, "")
+	if missing := g.missingLate(key); placed < pg.Spec.MinMember && placed+total(missing)-g.late.count(key, "") >= pg.Spec.MinMember {
+		if g.holdLateRooms(logger, key, missing, self, selfNode) {
+			placed = g.attempts.placed(key, bound) + g.late.count(key, "")
+			g.expireLateRooms(logger, pg)
+		}
+	}
 	if placed < pg.Spec.MinMember {
 		return false
 	}
+	var selfUID types.UID
+	if self != nil {
+		selfUID = self.UID
+	}
 	waiting, latency, first := g.attempts.admit(key, g.clock.Now())
 	for _, uid := range waiting {
-		if wp := g.handle.GetWaitingPod(uid); wp != nil && uid != self {
+		if wp := g.handle.GetWaitingPod(uid); wp != nil && uid != selfUID {
 			wp.Allow(Name)
 		}
 	}
@@ -298,6 +323,7 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 // rejected, which releases its reservation, and the group backs off.
 func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1alpha1.PodGroup, reason string) {
 	reserved, first := g.attempts.fail(key, g.clock.Now(), g.args.backoff())
+	g.late.release(key)
 	message := fmt.Sprintf("group %s rejected: %s", key, reason)
 	for _, uid := range reserved {
 		if wp := g.handle.GetWaitingPod(uid); wp != nil {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -21,6 +22,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
@@ -48,6 +50,23 @@ type fixture struct {
 	events    *events.FakeRecorder
 	activator *plugintest.Activator
 	client    *fake.Clientset
+}
+
+// boundPods are the pods a snapshot holds: those on a node.
+func boundPods(pods []*corev1.Pod) []*corev1.Pod {
+	var bound []*corev1.Pod
+	for _, pod := range pods {
+		if pod.Spec.NodeName != "" {
+			bound = append(bound, pod)
+		}
+	}
+	return bound
+}
+
+// nodes are the fixture's nodes: node-1 and node-2, each with 4 CPUs.
+var nodes = []*corev1.Node{
+	st.MakeNode().Name("node-1").Capacity(map[corev1.ResourceName]string{"cpu": "4", "pods": "110"}).Obj(),
+	st.MakeNode().Name("node-2").Capacity(map[corev1.ResourceName]string{"cpu": "4", "pods": "110"}).Obj(),
 }
 
 func newFixture(t *testing.T, args Args, podGroups []*v1alpha1.PodGroup, pods []*corev1.Pod) *fixture {
@@ -90,6 +109,7 @@ func newFixture(t *testing.T, args Args, podGroups []*v1alpha1.PodGroup, pods []
 		frameworkruntime.WithPodActivator(f.activator),
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
 		frameworkruntime.WithClientSet(f.client),
+		frameworkruntime.WithSnapshotSharedLister(internalcache.NewSnapshot(boundPods(pods), nodes)),
 	)
 	require.NoError(t, err)
 	f.fw = fw
@@ -575,4 +595,71 @@ func TestAPartlyBoundGangThatCompletesIsNotEvicted(t *testing.T) {
 	pods, err := f.client.CoreV1().Pods(ns).List(f.ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, pods.Items, 3, "a gang on its way is left alone")
+}
+
+func TestALateMemberGetsItsRoomHeld(t *testing.T) {
+	// An MPIJob under WaitForWorkersReady: minMember counts a launcher its
+	// operator creates only once the two workers are Ready.
+	pg := podGroup("job", 3).Obj()
+	pg.Annotations = map[string]string{
+		topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2",
+		topology.LateMembersAnnotation: `{"launcher":{"cpu":"3"}}`,
+	}
+	worker := func(name string) *corev1.Pod {
+		return member("job", name).Label(topology.RoleLabel, "worker").Req(map[corev1.ResourceName]string{"cpu": "1"}).Obj()
+	}
+	workers := []*corev1.Pod{worker("w0"), worker("w1")}
+	// The cycle's snapshot has w0, reserved on node-1 in an earlier cycle.
+	assumedW0 := st.MakePod().Namespace(ns).Name("assumed-w0").UID("assumed-w0").Node("node-1").Req(map[corev1.ResourceName]string{"cpu": "1"}).Obj()
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, append(workers, assumedW0))
+	key := types.NamespacedName{Namespace: ns, Name: "job"}
+
+	assert.Nil(t, f.gang.PreEnqueue(f.ctx, workers[0]), "two workers and the launcher to come make the gang of 3")
+	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, workers[0]).Code())
+	require.True(t, f.reserveAndPermit(t, workers[1]).IsSuccess(), "admitted with the launcher's room held")
+	assert.True(t, f.outcome(workers[0]).IsSuccess())
+	node, held := f.gang.late.node(key, "launcher")
+	require.True(t, held)
+	// Both workers reserved on node-1 leave 2 CPUs there: the launcher's 3
+	// are held on node-2.
+	assert.Equal(t, "node-2", node)
+
+	nodeInfos, err := f.fw.SnapshotSharedLister().NodeInfos().List()
+	require.NoError(t, err)
+	var node2 fwk.NodeInfo
+	for _, ni := range nodeInfos {
+		if ni.Node().Name == "node-2" {
+			node2 = ni
+		}
+	}
+	other := st.MakePod().Namespace(ns).Name("other").UID("other").Req(map[corev1.ResourceName]string{"cpu": "2"}).Obj()
+	status := f.gang.Filter(f.ctx, nil, other, node2)
+	assert.Equal(t, fwk.Unschedulable, status.Code(), "another pod does not get the held room")
+	assert.Contains(t, status.Message(), "room on the node is held for the members [team-a/job] will create later")
+
+	launcher := member("job", "l0").Label(topology.RoleLabel, "launcher").Req(map[corev1.ResourceName]string{"cpu": "3"}).Obj()
+	result, status := f.gang.PreFilter(f.ctx, nil, launcher, nodeInfos)
+	require.True(t, status.IsSuccess())
+	assert.Equal(t, []string{"node-2"}, sets.List(result.NodeNames), "the launcher goes to its room")
+	assert.Nil(t, f.gang.Filter(f.ctx, nil, launcher, node2), "its own room fits it")
+	f.gang.Reserve(f.ctx, nil, launcher, "node-2")
+	_, held = f.gang.late.node(key, "launcher")
+	assert.False(t, held, "the room is the launcher's now")
+	assert.Nil(t, f.gang.Filter(f.ctx, nil, other, node2))
+}
+
+func TestTheRoomOfALateMemberThatNeverComesIsReleased(t *testing.T) {
+	pg := podGroup("job", 2).ScheduleTimeoutSeconds(30).Obj()
+	pg.Annotations = map[string]string{
+		topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=1",
+		topology.LateMembersAnnotation: `{"launcher":{"cpu":"1"}}`,
+	}
+	w0 := member("job", "w0").Label(topology.RoleLabel, "worker").Obj()
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, []*corev1.Pod{w0})
+	require.True(t, f.reserveAndPermit(t, w0).IsSuccess())
+	f.drainEvents()
+
+	f.clock.Step(30 * time.Second)
+	assert.Zero(t, f.gang.late.count(types.NamespacedName{Namespace: ns, Name: "job"}, ""))
+	assert.Equal(t, []string{"Warning LateMemberMissing 1 late members were not created within 30s of the gang's admission; released the room held for them"}, f.drainEvents())
 }

@@ -102,13 +102,14 @@ func (g *Gang) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
 			}
 			key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
 			if g.attempts.isWaiting(key) {
-				g.admitIfComplete(logger, key, pg, "")
+				g.admitIfComplete(logger, key, pg, nil, "")
 			}
 			g.activate(logger, key)
 		},
 		DeleteFunc: func(obj any) {
 			if key, ok := group.KeyOf(obj); ok {
 				g.attempts.forget(key)
+				g.late.release(key)
 			}
 		},
 	}

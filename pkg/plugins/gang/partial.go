@@ -3,6 +3,7 @@ package gang
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,6 +80,7 @@ func (g *Gang) strandedMembers(key types.NamespacedName, pg *v1alpha1.PodGroup) 
 	if pending == 0 || placed >= pg.Spec.MinMember || len(bound) == 0 {
 		return nil, ""
 	}
+	slices.SortFunc(bound, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	return bound, fmt.Sprintf("%d/%d members placed and %d more could not be placed within %s of the last bind",
 		placed, pg.Spec.MinMember, pending, g.permitTimeout(pg))
 }

@@ -27,6 +27,21 @@ import (
 
 var errNotYet = errors.New("not yet")
 
+// createMPIJob creates the job, and deletes it when the test ends before
+// its pods are: the operator would recreate them.
+func createMPIJob(t *testing.T, namespace string, job *unstructured.Unstructured) {
+	t.Helper()
+	jobs := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kubeflow.org", Version: "v2beta1", Resource: "mpijobs"}).Namespace(namespace)
+	if _, err := jobs.Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating MPIJob %s: %v", job.GetName(), err)
+	}
+	t.Cleanup(func() {
+		if err := jobs.Delete(context.Background(), job.GetName(), metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting MPIJob %s: %v", job.GetName(), err)
+		}
+	})
+}
+
 func TestMain(m *testing.M) {
 	framework.RunMain(m, nil)
 }
@@ -90,10 +105,7 @@ func TestMPIJobLaunchesAfterItsWorkers(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(mpiJob), &job.Object); err != nil {
 		t.Fatal(err)
 	}
-	jobs := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kubeflow.org", Version: "v2beta1", Resource: "mpijobs"}).Namespace(ns)
-	if _, err := jobs.Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating MPIJob pi: %v", err)
-	}
+	createMPIJob(t, ns, job)
 	note := framework.WaitForEvent(t, ns, "pi", podgroup.ReasonTopologyDerived)
 	if want := "read from MPIJob/pi: framework mpi, roles launcher=1,worker=2"; note != want {
 		t.Errorf("TopologyDerived says %q; want %q", note, want)
@@ -128,5 +140,81 @@ func TestMPIJobLaunchesAfterItsWorkers(t *testing.T) {
 	})
 	if owner := metav1.GetControllerOf(svc); owner == nil || owner.Kind != "MPIJob" {
 		t.Errorf("Service pi is controlled by %v, not by the MPIJob", owner)
+	}
+}
+
+// An MPIJob whose launcher mpi-operator creates only once both workers are
+// Ready (WaitForWorkersReady), on the test's pool of one node with room
+// for the two workers and the launcher, and no more.
+const lateLauncherJob = `
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: late
+spec:
+  slotsPerWorker: 1
+  launcherCreationPolicy: WaitForWorkersReady
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          nodeSelector: {muster.dev/test-pool: NAMESPACE}
+          tolerations: [{key: muster.dev/test-pool, operator: Equal, value: NAMESPACE, effect: NoSchedule}]
+          containers:
+          - {name: launcher, image: mpioperator/mpi-pi:openmpi, command: [mpirun, -n, "2", /home/mpiuser/pi], resources: {requests: {cpu: "1"}}}
+    Worker:
+      replicas: 2
+      template:
+        metadata:
+          annotations: {muster.dev/sim-ready-after: 3s}
+        spec:
+          nodeSelector: {muster.dev/test-pool: NAMESPACE}
+          tolerations: [{key: muster.dev/test-pool, operator: Equal, value: NAMESPACE, effect: NoSchedule}]
+          containers:
+          - {name: worker, image: mpioperator/mpi-pi:openmpi, command: [/usr/sbin/sshd, -De], resources: {requests: {cpu: "1"}}}
+`
+
+// TestLateLauncherIsBoundIntoItsReservedRoom: the gang of two workers is
+// admitted although its PodGroup counts a launcher that does not exist
+// yet, with room held for it; a pod that arrives meanwhile does not get
+// that room; and the launcher, created once the workers are Ready, is
+// bound into it.
+func TestLateLauncherIsBoundIntoItsReservedRoom(t *testing.T) {
+	if err := startMPIOperator(); err != nil {
+		t.Fatalf("starting mpi-operator: %v", err)
+	}
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "3")
+	job := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(strings.ReplaceAll(lateLauncherJob, "NAMESPACE", ns)), &job.Object); err != nil {
+		t.Fatal(err)
+	}
+	createMPIJob(t, ns, job)
+	for _, worker := range []string{"late-worker-0", "late-worker-1"} {
+		framework.WaitForPod(t, ns, worker, "bound", framework.IsBound)
+	}
+	// Another pod of the same priority wants the room the launcher needs.
+	intruder := framework.InPool(framework.MemberPod(ns, "none", 0, "1").Obj(), ns)
+	delete(intruder.Labels, topology.GroupLabel)
+	intruder.Name = "intruder"
+	framework.CreatePods(t, intruder)
+
+	launcher := framework.Eventually(t, "the launcher bound", func(ctx context.Context) (*corev1.Pod, error) {
+		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.KubeflowJobRoleLabel + "=launcher"})
+		if err != nil || len(pods.Items) != 1 || !framework.IsBound(&pods.Items[0]) {
+			return nil, errNotYet
+		}
+		return &pods.Items[0], nil
+	})
+	if launcher.Spec.NodeName != ns+"-0" {
+		t.Errorf("the launcher went to %s", launcher.Spec.NodeName)
+	}
+	got, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), "intruder", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if framework.IsBound(got) {
+		t.Errorf("the intruder took the room held for the launcher, on %s", got.Spec.NodeName)
 	}
 }

@@ -1,0 +1,302 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	resourcehelper "k8s.io/component-helpers/resource"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// lateRoom is room held on a node for a member of a gang that its owner
+// creates only after others are Ready, such as mpi-operator's launcher
+// under WaitForWorkersReady: the gang is admitted with it, and the member
+// is bound into it when it comes.
+type lateRoom struct {
+	group   types.NamespacedName
+	role    string
+	node    string
+	request corev1.ResourceList
+}
+
+// lateRooms holds the rooms of every gang. The Filter of every pod reads
+// it, so an empty one costs a map lookup.
+type lateRooms struct {
+	mu      sync.RWMutex
+	byNode  map[string][]*lateRoom
+	byGroup map[types.NamespacedName][]*lateRoom
+}
+
+func newLateRooms() *lateRooms {
+	return &lateRooms{byNode: map[string][]*lateRoom{}, byGroup: map[types.NamespacedName][]*lateRoom{}}
+}
+
+func (l *lateRooms) add(r *lateRoom) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.byNode[r.node] = append(l.byNode[r.node], r)
+	l.byGroup[r.group] = append(l.byGroup[r.group], r)
+}
+
+// count returns how many rooms the group holds for role, or for every role
+// when role is "".
+func (l *lateRooms) count(key types.NamespacedName, role string) int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int32
+	for _, r := range l.byGroup[key] {
+		if role == "" || r.role == role {
+			n++
+		}
+	}
+	return n
+}
+
+// node returns the node of a room the group holds for role.
+func (l *lateRooms) node(key types.NamespacedName, role string) (string, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, r := range l.byGroup[key] {
+		if r.role == role {
+			return r.node, true
+		}
+	}
+	return "", false
+}
+
+// take removes one room the group holds for role, as its member is placed.
+func (l *lateRooms) take(key types.NamespacedName, role string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := slices.IndexFunc(l.byGroup[key], func(r *lateRoom) bool { return r.role == role })
+	if i >= 0 {
+		l.removeUnlocked(l.byGroup[key][i])
+	}
+}
+
+// release removes every room of the group and returns how many there were.
+func (l *lateRooms) release(key types.NamespacedName) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rooms := slices.Clone(l.byGroup[key])
+	for _, r := range rooms {
+		l.removeUnlocked(r)
+	}
+	return len(rooms)
+}
+
+func (l *lateRooms) removeUnlocked(r *lateRoom) {
+	remove := func(rooms []*lateRoom) []*lateRoom {
+		return slices.DeleteFunc(rooms, func(other *lateRoom) bool { return other == r })
+	}
+	if l.byNode[r.node] = remove(l.byNode[r.node]); len(l.byNode[r.node]) == 0 {
+		delete(l.byNode, r.node)
+	}
+	if l.byGroup[r.group] = remove(l.byGroup[r.group]); len(l.byGroup[r.group]) == 0 {
+		delete(l.byGroup, r.group)
+	}
+}
+
+// heldOn sums the rooms held on a node, but those of the given group and
+// role, which its own member may use.
+func (l *lateRooms) heldOn(node string, except types.NamespacedName, exceptRole string) (*framework.Resource, []types.NamespacedName) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	rooms := l.byNode[node]
+	if len(rooms) == 0 {
+		return nil, nil
+	}
+	held := &framework.Resource{}
+	var groups []types.NamespacedName
+	for _, r := range rooms {
+		if r.group == except && r.role == exceptRole {
+			continue
+		}
+		held.Add(r.request)
+		if !slices.Contains(groups, r.group) {
+			groups = append(groups, r.group)
+		}
+	}
+	return held, groups
+}
+
+// fits reports whether request fits in what is free on the node once held
+// is set aside.
+func fits(node fwk.NodeInfo, held, request *framework.Resource) bool {
+	alloc, used := node.GetAllocatable(), node.GetRequested()
+	if request.MilliCPU > alloc.GetMilliCPU()-used.GetMilliCPU()-held.MilliCPU ||
+		request.Memory > alloc.GetMemory()-used.GetMemory()-held.Memory ||
+		request.EphemeralStorage > alloc.GetEphemeralStorage()-used.GetEphemeralStorage()-held.EphemeralStorage {
+		return false
+	}
+	for name, quantity := range request.ScalarResources {
+		if quantity > alloc.GetScalarResources()[name]-used.GetScalarResources()[name]-held.ScalarResources[name] {
+			return false
+		}
+	}
+	return true
+}
+
+// podRequest is what a pod requests, as the scheduler counts it.
+func podRequest(pod *corev1.Pod) corev1.ResourceList {
+	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+}
+
+// Filter keeps every pod out of the room held on a node for another
+// gang's late members.
+func (g *Gang) Filter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	key, _ := topology.GroupOf(pod)
+	role, _ := topology.RoleOf(pod)
+	held, groups := g.late.heldOn(nodeInfo.Node().Name, key, role)
+	if held == nil || fits(nodeInfo, held, framework.NewResource(podRequest(pod))) {
+		return nil
+	}
+	return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("room on the node is held for the members %v will create later", groups))
+}
+
+// missingLate returns, for each role whose members its owner creates late,
+// how many of them do not exist yet.
+func (g *Gang) missingLate(key types.NamespacedName) map[string]int32 {
+	topo, err := g.groups.Topology(key)
+	if err != nil || topo == nil || len(topo.Late) == 0 {
+		return nil
+	}
+	pods, err := g.groups.Members(key)
+	if err != nil {
+		return nil
+	}
+	missing := map[string]int32{}
+	for role := range topo.Late {
+		missing[role] = topo.Replicas[role]
+	}
+	for _, pod := range pods {
+		if role, ok := topology.RoleOf(pod); ok && topology.IsActiveMember(pod) {
+			if _, late := missing[role]; late {
+				missing[role]--
+			}
+		}
+	}
+	return missing
+}
+
+func total(counts map[string]int32) int32 {
+	var n int32
+	for _, c := range counts {
+		n += max(c, 0)
+	}
+	return n
+}
+
+// holdLateRooms holds room for every late member not yet created nor held,
+// each on a node where it fits beside everything placed and held, and
+// reports whether it could. self is the member at Permit on node, which the
+// cycle's snapshot does not count yet.
+func (g *Gang) holdLateRooms(logger klog.Logger, key types.NamespacedName, missing map[string]int32, self *corev1.Pod, selfNode string) bool {
+	topo, err := g.groups.Topology(key)
+	if err != nil || topo == nil {
+		return false
+	}
+	nodes, err := g.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return false
+	}
+	nodes = slices.DeleteFunc(nodes, func(n fwk.NodeInfo) bool { return n.Node() == nil })
+	// The member's own node first: a launcher beside its workers.
+	slices.SortStableFunc(nodes, func(a, b fwk.NodeInfo) int {
+		return boolOrder(a.Node().Name != selfNode) - boolOrder(b.Node().Name != selfNode)
+	})
+	var held []*lateRoom
+	for _, role := range slices.Sorted(maps.Keys(missing)) {
+		request := topo.Late[role]
+		for range missing[role] - g.late.count(key, role) {
+			room := g.findRoom(nodes, request, self, selfNode)
+			if room == "" {
+				for _, r := range held {
+					g.late.take(key, r.role)
+				}
+				return false
+			}
+			r := &lateRoom{group: key, role: role, node: room, request: request}
+			g.late.add(r)
+			held = append(held, r)
+			logger.V(2).Info("Holding room for a late member", "podGroup", key, "role", role, "node", room)
+		}
+	}
+	return true
+}
+
+// findRoom returns a node where request fits beside what is placed and
+// held, or "". The late member's own pod does not exist yet: the node must
+// be one the gang's member at Permit may use (its node selector and
+// tolerations), or an untainted one when there is none.
+func (g *Gang) findRoom(nodes []fwk.NodeInfo, request corev1.ResourceList, self *corev1.Pod, selfNode string) string {
+	for _, node := range nodes {
+		if !mayUse(self, node.Node()) {
+			continue
+		}
+		held, _ := g.late.heldOn(node.Node().Name, types.NamespacedName{}, "")
+		if held == nil {
+			held = &framework.Resource{}
+		}
+		if self != nil && node.Node().Name == selfNode {
+			held.Add(podRequest(self))
+		}
+		if fits(node, held, framework.NewResource(request)) {
+			return node.Node().Name
+		}
+	}
+	return ""
+}
+
+// mayUse reports whether a pod like member may go to the node: it is
+// schedulable, matches member's node selector, and member tolerates its
+// taints.
+func mayUse(member *corev1.Pod, node *corev1.Node) bool {
+	if node.Spec.Unschedulable {
+		return false
+	}
+	var tolerations []corev1.Toleration
+	if member != nil {
+		tolerations = member.Spec.Tolerations
+		if !labels.SelectorFromSet(member.Spec.NodeSelector).Matches(labels.Set(node.Labels)) {
+			return false
+		}
+	}
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	})
+	return !untolerated
+}
+
+func boolOrder(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// expireLateRooms releases a gang's rooms, with a Warning event, when its
+// late members have not come within its schedule timeout.
+func (g *Gang) expireLateRooms(logger klog.Logger, pg *v1alpha1.PodGroup) {
+	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
+	timeout := g.permitTimeout(pg)
+	g.clock.AfterFunc(timeout, func() {
+		if released := g.late.release(key); released > 0 {
+			logger.V(2).Info("Released the room of late members that did not come", "podGroup", key, "rooms", released)
+			g.recordEvent(pg, corev1.EventTypeWarning, "LateMemberMissing", "Release",
+				fmt.Sprintf("%d late members were not created within %s of the gang's admission; released the room held for them", released, timeout))
+		}
+	})
+}
