@@ -213,6 +213,16 @@ func (t *Topology) parseLate(annotations map[string]string) field.ErrorList {
 	return errs
 }
 
+// MissingLate returns how many pods of each late role do not exist yet,
+// given how many active pods each role has.
+func (t *Topology) MissingLate(active map[string]int32) map[string]int32 {
+	missing := map[string]int32{}
+	for role := range t.Late {
+		missing[role] = max(t.Replicas[role]-active[role], 0)
+	}
+	return missing
+}
+
 func frameworkNames() []string {
 	names := make([]string, 0, len(frameworks))
 	for _, f := range frameworks {

@@ -11,15 +11,16 @@ import (
 
 // census counts a group's members by state.
 type census struct {
-	active    int32 // neither finished nor being deleted
-	scheduled int32 // active and bound to a node
-	running   int32
-	succeeded int32
-	failed    int32
+	active       int32 // neither finished nor being deleted
+	activeByRole map[string]int32
+	scheduled    int32 // active and bound to a node
+	running      int32
+	succeeded    int32
+	failed       int32
 }
 
 func countMembers(pods []corev1.Pod) census {
-	var c census
+	c := census{activeByRole: map[string]int32{}}
 	for i := range pods {
 		pod := &pods[i]
 		switch pod.Status.Phase {
@@ -32,6 +33,9 @@ func countMembers(pods []corev1.Pod) census {
 		}
 		if topology.IsActiveMember(pod) {
 			c.active++
+			if role, ok := topology.RoleOf(pod); ok {
+				c.activeByRole[role]++
+			}
 			if pod.Spec.NodeName != "" {
 				c.scheduled++
 			}
@@ -73,6 +77,14 @@ func desiredStatus(pg *v1alpha1.PodGroup, c census, now metav1.Time) v1alpha1.Po
 	return status
 }
 
+func lateMissing(topo *topology.Topology, activeByRole map[string]int32) int32 {
+	var n int32
+	for _, missing := range topo.MissingLate(activeByRole) {
+		n += missing
+	}
+	return n
+}
+
 // waitingMessage says why the group's unscheduled members cannot be
 // scheduled yet, or "" when nothing in the group holds them back. It is
 // the message Gang's or LaunchOrder's PreEnqueue gives.
@@ -83,11 +95,14 @@ func waitingMessage(pg *v1alpha1.PodGroup, c census, group types.NamespacedName)
 	if owner, awaits := topology.AwaitsDerivation(pg); awaits {
 		return topology.AwaitingDerivationMessage(group, owner)
 	}
-	if _, errs := topology.FromPodGroup(pg); len(errs) > 0 {
+	topo, errs := topology.FromPodGroup(pg)
+	if len(errs) > 0 {
 		return topology.InvalidMessage(group, errs)
 	}
-	if c.active < pg.Spec.MinMember {
-		return topology.WaitingForMembersMessage(group, c.active, pg.Spec.MinMember)
+	// Members their owner creates later count: the scheduler holds room
+	// for them.
+	if active := c.active + lateMissing(topo, c.activeByRole); active < pg.Spec.MinMember {
+		return topology.WaitingForMembersMessage(group, active, pg.Spec.MinMember)
 	}
 	return ""
 }

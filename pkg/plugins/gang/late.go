@@ -177,24 +177,19 @@ func (g *Gang) missingLate(key types.NamespacedName) map[string]int32 {
 	if err != nil {
 		return nil
 	}
-	missing := map[string]int32{}
-	for role := range topo.Late {
-		missing[role] = topo.Replicas[role]
-	}
+	active := map[string]int32{}
 	for _, pod := range pods {
 		if role, ok := topology.RoleOf(pod); ok && topology.IsActiveMember(pod) {
-			if _, late := missing[role]; late {
-				missing[role]--
-			}
+			active[role]++
 		}
 	}
-	return missing
+	return topo.MissingLate(active)
 }
 
 func total(counts map[string]int32) int32 {
 	var n int32
 	for _, c := range counts {
-		n += max(c, 0)
+		n += c
 	}
 	return n
 }
