@@ -2,11 +2,6 @@ package localcluster
 
 import (
 	"context"
-	"fmt"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // What mpi-operator expects: the namespace of its leader election lease,
@@ -22,17 +17,8 @@ const (
 // installed. Its CRD has the name of training-operator's MPIJob v1: a
 // cluster runs one or the other.
 func (c *Cluster) StartMPIOperator(ctx context.Context, binDir string) error {
-	config, err := c.RESTConfig()
-	if err != nil {
+	if _, err := c.createNamespace(ctx, mpiOperatorLockNamespace); err != nil {
 		return err
-	}
-	client, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		return fmt.Errorf("creating client: %w", err)
-	}
-	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mpiOperatorLockNamespace}}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, namespace, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating namespace %s: %w", mpiOperatorLockNamespace, err)
 	}
 	return c.StartOperator(ctx, binDir, Operator{
 		Name:           "mpi-operator",

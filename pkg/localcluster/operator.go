@@ -8,6 +8,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -154,4 +155,21 @@ func (c *Cluster) registerOperatorWebhooks(ctx context.Context, path string, web
 		return fmt.Errorf("registering the webhooks of %s: %w", config.Name, err)
 	}
 	return nil
+}
+
+// createNamespace creates a namespace an operator expects to exist.
+func (c *Cluster) createNamespace(ctx context.Context, name string) (kubernetes.Interface, error) {
+	config, err := c.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("creating client: %w", err)
+	}
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, namespace, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return client, nil
 }

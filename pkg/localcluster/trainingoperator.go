@@ -17,7 +17,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // What training-operator expects of its surroundings, all its defaults:
@@ -49,17 +48,9 @@ func (c *Cluster) StartTrainingOperator(ctx context.Context, binDir string) erro
 	if err != nil {
 		return err
 	}
-	config, err := c.RESTConfig()
+	client, err := c.createNamespace(ctx, trainingOperatorNamespace)
 	if err != nil {
 		return err
-	}
-	client, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		return fmt.Errorf("creating client: %w", err)
-	}
-	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: trainingOperatorNamespace}}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, namespace, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating namespace %s: %w", trainingOperatorNamespace, err)
 	}
 	if _, err := client.CoreV1().Secrets(trainingOperatorNamespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the webhook certificate Secret: %w", err)

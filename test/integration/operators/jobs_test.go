@@ -21,7 +21,6 @@ import (
 	"github.com/muster-dev/muster/test/integration/framework"
 )
 
-var pytorchJobs = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}
 
 // A PyTorchJob as its users write it, with no muster annotation. The
 // master turns Ready 3 s after it starts, so that a worker bound before it
@@ -73,43 +72,58 @@ func watchTimes(t *testing.T, namespace string) *times {
 	return tm
 }
 
-// TestPyTorchJobIsGangedAndOrdered: training-operator makes the PodGroup;
-// muster reads the topology from the PyTorchJob, binds the gang whole and
-// the master before the workers, and leaves the operator's environment,
-// hostnames and Services as they are.
-func TestPyTorchJobIsGangedAndOrdered(t *testing.T) {
+// runJob starts training-operator once, creates the job (of resource, in
+// kubeflow.org/v1) in a namespace of the test, and waits until muster has
+// derived its topology, which must read as derived. It returns the
+// namespace and the pods' times.
+func runJob(t *testing.T, manifest, resource, derived string) (string, *times) {
+	t.Helper()
 	if err := startTrainingOperator(); err != nil {
 		t.Fatalf("starting training-operator: %v", err)
 	}
 	ns := framework.NewNamespace(t)
 	seen := watchTimes(t, ns)
 	job := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(pytorchJob), &job.Object); err != nil {
+	if err := yaml.Unmarshal([]byte(manifest), &job.Object); err != nil {
 		t.Fatal(err)
 	}
-	jobs := dynamic.NewForConfigOrDie(framework.Config).Resource(pytorchJobs).Namespace(ns)
+	jobs := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: resource}).Namespace(ns)
 	// The operator registers its webhook handlers a moment after it is
 	// ready: until then its server answers 404.
-	framework.Eventually(t, "PyTorchJob pt created", func(ctx context.Context) (*unstructured.Unstructured, error) {
+	framework.Eventually(t, job.GetKind()+" "+job.GetName()+" created", func(ctx context.Context) (*unstructured.Unstructured, error) {
 		return jobs.Create(ctx, job, metav1.CreateOptions{})
 	})
-
-	note := framework.WaitForEvent(t, ns, "pt", podgroup.ReasonTopologyDerived)
-	if want := "read from PyTorchJob/pt: framework pytorch, roles master=1,worker=2"; note != want {
+	note := framework.WaitForEvent(t, ns, job.GetName(), podgroup.ReasonTopologyDerived)
+	if want := "read from " + job.GetKind() + "/" + job.GetName() + ": " + derived; note != want {
 		t.Errorf("TopologyDerived says %q; want %q", note, want)
 	}
-	members := []string{"pt-master-0", "pt-worker-0", "pt-worker-1"}
-	for _, name := range members {
-		framework.WaitForPod(t, ns, name, "Ready", framework.IsReady)
-	}
-	seen.mu.Lock()
-	for _, worker := range members[1:] {
-		if !seen.bound[worker].After(seen.ready["pt-master-0"]) {
-			t.Errorf("%s was bound at %s, before the master was Ready at %s", worker,
-				seen.bound[worker].Format(time.StampMilli), seen.ready["pt-master-0"].Format(time.StampMilli))
+	return ns, seen
+}
+
+// boundAfterReady fails the test when a pod of later was bound before
+// first was Ready.
+func (tm *times) boundAfterReady(t *testing.T, first string, later ...string) {
+	t.Helper()
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	for _, pod := range later {
+		if ready, ok := tm.ready[first]; !ok || !tm.bound[pod].After(ready) {
+			t.Errorf("%s was bound at %s, before %s was Ready at %s", pod,
+				tm.bound[pod].Format(time.StampMilli), first, tm.ready[first].Format(time.StampMilli))
 		}
 	}
-	seen.mu.Unlock()
+}
+
+// TestPyTorchJobIsGangedAndOrdered: training-operator makes the PodGroup;
+// muster reads the topology from the PyTorchJob, binds the gang whole and
+// the master before the workers, and leaves the operator's environment,
+// hostnames and Services as they are.
+func TestPyTorchJobIsGangedAndOrdered(t *testing.T) {
+	ns, seen := runJob(t, pytorchJob, "pytorchjobs", "framework pytorch, roles master=1,worker=2")
+	for _, name := range []string{"pt-master-0", "pt-worker-0", "pt-worker-1"} {
+		framework.WaitForPod(t, ns, name, "Ready", framework.IsReady)
+	}
+	seen.boundAfterReady(t, "pt-master-0", "pt-worker-0", "pt-worker-1")
 
 	worker, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), "pt-worker-0", metav1.GetOptions{})
 	if err != nil {
@@ -160,33 +174,11 @@ spec:
 // only once its parameter server is Ready, and keep the operator's
 // TF_CONFIG.
 func TestTFJobStartsItsParameterServersFirst(t *testing.T) {
-	if err := startTrainingOperator(); err != nil {
-		t.Fatalf("starting training-operator: %v", err)
-	}
-	ns := framework.NewNamespace(t)
-	seen := watchTimes(t, ns)
-	job := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(tfJob), &job.Object); err != nil {
-		t.Fatal(err)
-	}
-	jobs := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "tfjobs"}).Namespace(ns)
-	framework.Eventually(t, "TFJob tf created", func(ctx context.Context) (*unstructured.Unstructured, error) {
-		return jobs.Create(ctx, job, metav1.CreateOptions{})
-	})
-	note := framework.WaitForEvent(t, ns, "tf", podgroup.ReasonTopologyDerived)
-	if want := "read from TFJob/tf: framework tensorflow, roles ps=1,worker=2"; note != want {
-		t.Errorf("TopologyDerived says %q; want %q", note, want)
-	}
+	ns, seen := runJob(t, tfJob, "tfjobs", "framework tensorflow, roles ps=1,worker=2")
 	for _, name := range []string{"tf-ps-0", "tf-worker-0", "tf-worker-1"} {
 		framework.WaitForPod(t, ns, name, "Ready", framework.IsReady)
 	}
-	seen.mu.Lock()
-	for _, worker := range []string{"tf-worker-0", "tf-worker-1"} {
-		if !seen.bound[worker].After(seen.ready["tf-ps-0"]) {
-			t.Errorf("%s was bound before the parameter server was Ready", worker)
-		}
-	}
-	seen.mu.Unlock()
+	seen.boundAfterReady(t, "tf-ps-0", "tf-worker-0", "tf-worker-1")
 	worker, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), "tf-worker-0", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -240,31 +232,10 @@ spec:
 // and is not refused for it, is bound only once both workers are Ready,
 // and keeps the operator's rsh agent with none of muster's ssh options.
 func TestMPIJobV1LaunchesAfterItsWorkers(t *testing.T) {
-	if err := startTrainingOperator(); err != nil {
-		t.Fatalf("starting training-operator: %v", err)
-	}
-	ns := framework.NewNamespace(t)
-	seen := watchTimes(t, ns)
-	job := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(mpiJobV1), &job.Object); err != nil {
-		t.Fatal(err)
-	}
-	jobs := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "mpijobs"}).Namespace(ns)
-	framework.Eventually(t, "MPIJob mpi created", func(ctx context.Context) (*unstructured.Unstructured, error) {
-		return jobs.Create(ctx, job, metav1.CreateOptions{})
-	})
-	note := framework.WaitForEvent(t, ns, "mpi", podgroup.ReasonTopologyDerived)
-	if want := "read from MPIJob/mpi: framework mpi, roles launcher=1,worker=2"; note != want {
-		t.Errorf("TopologyDerived says %q; want %q", note, want)
-	}
+	ns, seen := runJob(t, mpiJobV1, "mpijobs", "framework mpi, roles launcher=1,worker=2")
 	launcher := framework.WaitForPod(t, ns, "mpi-launcher", "bound", framework.IsBound)
-	seen.mu.Lock()
-	for _, worker := range []string{"mpi-worker-0", "mpi-worker-1"} {
-		if ready, ok := seen.ready[worker]; !ok || !seen.bound["mpi-launcher"].After(ready) {
-			t.Errorf("the launcher was bound before %s was Ready", worker)
-		}
-	}
-	seen.mu.Unlock()
+	seen.boundAfterReady(t, "mpi-worker-0", "mpi-launcher")
+	seen.boundAfterReady(t, "mpi-worker-1", "mpi-launcher")
 	checkNoMusterEnv(t, launcher, "mpi")
 	env := map[string]string{}
 	for _, e := range launcher.Spec.Containers[0].Env {
