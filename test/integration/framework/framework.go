@@ -342,12 +342,30 @@ func WithoutPodGroupValidation(t *testing.T) {
 	if err := configs.Delete(context.Background(), config.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("removing the PodGroup webhook: %v", err)
 	}
+	// The API server sees a change of its webhooks a moment later; a
+	// PodGroup only the webhook refuses tells when it has.
+	probe := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "probe", Annotations: map[string]string{topology.AnnotationPrefix + "no-such-setting": "x"}}}
+	refused := func(ctx context.Context) bool {
+		_, err := PodGroups.SchedulingV1alpha1().PodGroups(metav1.NamespaceDefault).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil
+	}
 	t.Cleanup(func() {
 		config.ResourceVersion = ""
 		if _, err := configs.Create(context.Background(), config, metav1.CreateOptions{}); err != nil {
 			t.Errorf("restoring the PodGroup webhook: %v", err)
+			return
+		}
+		if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, Timeout, true, func(ctx context.Context) (bool, error) {
+			return refused(ctx), nil
+		}); err != nil {
+			t.Errorf("waiting for the PodGroup webhook to serve again: %v", err)
 		}
 	})
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, Timeout, true, func(ctx context.Context) (bool, error) {
+		return !refused(ctx), nil
+	}); err != nil {
+		t.Fatalf("waiting for the PodGroup webhook to go: %v", err)
+	}
 }
 
 // WaitForEvent waits for an event with the reason about the named object
