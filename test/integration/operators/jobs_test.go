@@ -21,7 +21,6 @@ import (
 	"github.com/muster-dev/muster/test/integration/framework"
 )
 
-
 // A PyTorchJob as its users write it, with no muster annotation. The
 // master turns Ready 3 s after it starts, so that a worker bound before it
 // was Ready would show.
