@@ -77,7 +77,9 @@ say "Every framework: TensorFlow, PyTorch (static and elastic), MPI and MXNet"
 "$bin/muster-local" tour --dir "$dir" --examples "$root/manifests/examples" --namespace muster-tour
 
 say "Kubeflow's training-operator, run with --gang-scheduler-name=muster-scheduler"
-"$bin/muster-local" training-operator --dir "$dir"
+# Its MPIJob v1 CRD has the name of mpi-operator's MPIJob v2beta1: the
+# demo runs mpi-operator for MPI jobs.
+"$bin/muster-local" training-operator --dir "$dir" --schemes pytorchjob,tfjob
 kubectl create namespace muster-operators >/dev/null
 echo "Applying manifests/examples/operators/pytorchjob.yaml: a PyTorchJob with no muster annotation"
 # The operator registers its webhook handlers a moment after it is ready.
@@ -114,6 +116,33 @@ echo
 echo "training-operator made the PodGroup; muster read the master and workers from"
 echo "the PyTorchJob, bound the gang whole and the workers only once the master was"
 echo "Ready, and added nothing to the operator's pods."
+
+say "Kubeflow's mpi-operator, run with --gang-scheduling=muster-scheduler"
+"$bin/muster-local" mpi-operator --dir "$dir"
+echo "Applying manifests/examples/operators/mpijob.yaml: the launcher is created only once the workers are Ready"
+kubectl apply --namespace muster-operators -f "$root/manifests/examples/operators/mpijob.yaml"
+for _ in $(seq 600); do
+	kubectl get pods --namespace muster-operators --selector training.kubeflow.org/job-name=pi,training.kubeflow.org/job-role=launcher \
+		-o jsonpath='{.items[*].spec.nodeName}' | grep -q . && break
+	sleep 0.2
+done
+
+say "The MPIJob's PodGroup and pods: the gang admitted before its launcher existed"
+kubectl get podgroup pi --namespace muster-operators \
+	-o jsonpath='minMember:    {.spec.minMember}{"\n"}late members: {.metadata.annotations.muster\.dev/late-members}{"\n"}'
+kubectl get pods --namespace muster-operators --selector training.kubeflow.org/job-name=pi --sort-by .metadata.creationTimestamp \
+	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.training\.kubeflow\.org/job-role,CREATED:.metadata.creationTimestamp,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
+kubectl get events.events.k8s.io --namespace muster-operators --sort-by .metadata.resourceVersion \
+	-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk 'NR == 1 || ($1 ~ /^pi/ && $2 ~ /^Topology|^Gang|^Late/)'
+launcher_node=$(kubectl get pods --namespace muster-operators --selector training.kubeflow.org/job-name=pi,training.kubeflow.org/job-role=launcher -o jsonpath='{.items[0].spec.nodeName}')
+if [[ -z $launcher_node ]]; then
+	echo "the launcher of MPIJob pi was not bound" >&2
+	exit 1
+fi
+echo
+echo "mpi-operator's PodGroup counts the launcher; muster admitted the two workers"
+echo "with the launcher's room held, and bound the launcher into it on $launcher_node"
+echo "once the operator created it: no deadlock, and no wait for room."
 
 if [[ ${KEEP:-} == 1 ]]; then
 	echo

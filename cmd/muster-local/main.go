@@ -55,7 +55,7 @@ and removes DIR.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&dir, "dir", defaultDir, "directory for the cluster's state, credentials and logs")
-	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir), newTrainingOperatorCommand(&dir))
+	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir), newTrainingOperatorCommand(&dir), newMPIOperatorCommand(&dir))
 	return root
 }
 
@@ -131,7 +131,8 @@ func newDownCommand(dir *string) *cobra.Command {
 }
 
 func newTrainingOperatorCommand(dir *string) *cobra.Command {
-	return &cobra.Command{
+	var schemes []string
+	cmd := &cobra.Command{
 		Use:   "training-operator",
 		Short: "Run Kubeflow's training-operator against the cluster, pointed at muster-scheduler",
 		Long: `Runs bin/training-operator (built by 'make tools') as its users run it
@@ -143,10 +144,35 @@ and its webhooks served on loopback. 'down' stops it with the rest.`,
 			if err != nil {
 				return err
 			}
-			if err := cluster.StartTrainingOperator(cmd.Context(), defaultBinDir()); err != nil {
+			if err := cluster.StartTrainingOperator(cmd.Context(), defaultBinDir(), schemes...); err != nil {
 				return err
 			}
 			fmt.Println("training-operator runs; its jobs' pods are scheduled by muster-scheduler.")
+			return nil
+		},
+	}
+	cmd.Flags().StringSliceVar(&schemes, "schemes", nil, "job kinds to run, such as pytorchjob,tfjob (its --enable-scheme); all when empty. Leave out mpijob to run mpi-operator beside it")
+	return cmd
+}
+
+func newMPIOperatorCommand(dir *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "mpi-operator",
+		Short: "Run Kubeflow's mpi-operator against the cluster, pointed at muster-scheduler",
+		Long: `Runs bin/mpi-operator (built by 'make tools') as its users run it with
+muster, --gang-scheduling=muster-scheduler, with its MPIJob v2beta1 CRD
+installed. It always serves its health check on port 8080. 'down' stops
+it with the rest.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cluster, err := localcluster.Load(*dir)
+			if err != nil {
+				return err
+			}
+			if err := cluster.StartMPIOperator(cmd.Context(), defaultBinDir()); err != nil {
+				return err
+			}
+			fmt.Println("mpi-operator runs; its MPIJobs' pods are scheduled by muster-scheduler.")
 			return nil
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -32,6 +33,9 @@ type Operator struct {
 	KubeconfigFlag string
 	// Health is a URL that answers 200 once it serves, or empty.
 	Health string
+	// CRDs, when set, names the files of binDir/crds/<name> to install;
+	// every one when empty.
+	CRDs []string
 	// Webhook, when set, registers the operator's validating webhooks
 	// (binDir/webhooks/<name>.yaml) at a loopback URL, as its users
 	// register them at its Service.
@@ -52,7 +56,7 @@ type OperatorWebhook struct {
 // StartOperator installs the operator's CRDs, waits until they are
 // served, and starts it; Down stops it with the rest of the cluster.
 func (c *Cluster) StartOperator(ctx context.Context, binDir string, op Operator) error {
-	if err := c.installCRDs(ctx, filepath.Join(binDir, "crds", op.Name)); err != nil {
+	if err := c.installCRDs(ctx, filepath.Join(binDir, "crds", op.Name), op.CRDs); err != nil {
 		return err
 	}
 	if op.Webhook != nil {
@@ -80,12 +84,15 @@ func (c *Cluster) StartOperator(ctx context.Context, binDir string, op Operator)
 	return waitFor(ctx, p, op.Health, func(ctx context.Context) bool { return healthy(ctx, op.Health) })
 }
 
-// installCRDs creates every CRD in dir and waits until each is
-// established.
-func (c *Cluster) installCRDs(ctx context.Context, dir string) error {
+// installCRDs creates the CRDs of the named files in dir, or every one
+// there, and waits until each is established.
+func (c *Cluster) installCRDs(ctx context.Context, dir string, files []string) error {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(paths) == 0 {
 		return fmt.Errorf("no CRDs in %s (make tools copies them there): %v", dir, err)
+	}
+	if len(files) > 0 {
+		paths = slices.DeleteFunc(paths, func(path string) bool { return !slices.Contains(files, filepath.Base(path)) })
 	}
 	config, err := c.RESTConfig()
 	if err != nil {

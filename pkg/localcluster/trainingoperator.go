@@ -35,11 +35,12 @@ const (
 
 // StartTrainingOperator runs training-operator from binDir as its users
 // run it with muster, --gang-scheduler-name=muster-scheduler, with its
-// CRDs installed and its validating webhooks served on loopback. Its
+// CRDs installed and its validating webhooks served on loopback: for the
+// given schemes (lower-case kinds, such as pytorchjob), or all of them. Its
 // certificate Secret is pre-filled with a certificate for 127.0.0.1, and
 // the files its rotator waits for are written where the kubelet would
 // mount them; Down removes them.
-func (c *Cluster) StartTrainingOperator(ctx context.Context, binDir string) error {
+func (c *Cluster) StartTrainingOperator(ctx context.Context, binDir string, schemes ...string) error {
 	ports, err := freePorts(3)
 	if err != nil {
 		return err
@@ -58,15 +59,22 @@ func (c *Cluster) StartTrainingOperator(ctx context.Context, binDir string) erro
 	if err := c.mountSecret(secret, trainingOperatorCertDir); err != nil {
 		return err
 	}
+	args := []string{
+		// Any name but volcano means scheduler-plugins' PodGroups.
+		"--gang-scheduler-name=" + SchedulerName,
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[0]),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(ports[1]),
+		"--webhook-server-port=" + strconv.Itoa(ports[2]),
+	}
+	var crds []string
+	for _, scheme := range schemes {
+		args = append(args, "--enable-scheme="+scheme)
+		crds = append(crds, "kubeflow.org_"+scheme+"s.yaml")
+	}
 	return c.StartOperator(ctx, binDir, Operator{
-		Name: "training-operator",
-		Args: []string{
-			// Any name but volcano means scheduler-plugins' PodGroups.
-			"--gang-scheduler-name=" + SchedulerName,
-			"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[0]),
-			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(ports[1]),
-			"--webhook-server-port=" + strconv.Itoa(ports[2]),
-		},
+		Name:   "training-operator",
+		Args:   args,
+		CRDs:   crds,
 		Health: "http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/readyz",
 		Webhook: &OperatorWebhook{
 			ConfigurationName: trainingOperatorWebhooks,

@@ -3,6 +3,7 @@ package podgroup
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,10 @@ import (
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
+// kindRetry is how soon an owner whose kind the client does not know yet
+// is read again.
+const kindRetry = time.Second
+
 // Reasons of the events about a derived topology.
 const (
 	ReasonTopologyDerived = "TopologyDerived"
@@ -32,7 +37,7 @@ const (
 // and workers, an MPIJob's launcher and workers. It reads the owner when
 // it needs to, with no watch, so an operator installed after muster is
 // served without a restart, and a kind whose CRD is not installed is
-// simply never read.
+// never read.
 type TopologyReconciler struct {
 	Client client.Client
 	// Reader reads owners from the API server: nothing caches their kinds.
@@ -61,10 +66,13 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	owner.SetGroupVersionKind(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind))
 	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: ref.Name}, owner)
 	switch {
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		// No such owner (any more), or its kind is not installed: the
-		// group stays a plain gang.
+	case apierrors.IsNotFound(err):
+		// No such owner any more: the group stays a plain gang.
 		return reconcile.Result{}, nil
+	case meta.IsNoMatchError(err):
+		// The owner exists, so its kind does: its CRD was installed after
+		// the client last learnt the API's kinds, which it does again.
+		return reconcile.Result{RequeueAfter: kindRetry}, nil
 	case err != nil:
 		return reconcile.Result{}, fmt.Errorf("reading %s %s/%s, the owner of PodGroup %s: %w", ref.Kind, pg.Namespace, ref.Name, pg.Name, err)
 	}
