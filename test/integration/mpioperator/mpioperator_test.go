@@ -27,6 +27,19 @@ import (
 
 var errNotYet = errors.New("not yet")
 
+// boundLauncher waits until the namespace's launcher, which mpi-operator
+// names with a random suffix, is bound, and returns it.
+func boundLauncher(t *testing.T, namespace string) *corev1.Pod {
+	t.Helper()
+	return framework.Eventually(t, "the launcher bound", func(ctx context.Context) (*corev1.Pod, error) {
+		pods, err := framework.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: topology.KubeflowJobRoleLabel + "=launcher"})
+		if err != nil || len(pods.Items) != 1 || !framework.IsBound(&pods.Items[0]) {
+			return nil, errNotYet
+		}
+		return &pods.Items[0], nil
+	})
+}
+
 // createMPIJob creates the job, and deletes it when the test ends before
 // its pods are: the operator would recreate them.
 func createMPIJob(t *testing.T, namespace string, job *unstructured.Unstructured) {
@@ -110,13 +123,7 @@ func TestMPIJobLaunchesAfterItsWorkers(t *testing.T) {
 	if want := "read from MPIJob/pi: framework mpi, roles launcher=1,worker=2"; note != want {
 		t.Errorf("TopologyDerived says %q; want %q", note, want)
 	}
-	launcher := framework.Eventually(t, "the launcher bound", func(ctx context.Context) (*corev1.Pod, error) {
-		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.KubeflowJobRoleLabel + "=launcher"})
-		if err != nil || len(pods.Items) != 1 || !framework.IsBound(&pods.Items[0]) {
-			return nil, errNotYet
-		}
-		return &pods.Items[0], nil
-	})
+	launcher := boundLauncher(t, ns)
 	mu.Lock()
 	for _, worker := range []string{"pi-worker-0", "pi-worker-1"} {
 		if at, ok := ready[worker]; !ok || !bound[launcher.Name].After(at) {
@@ -200,13 +207,7 @@ func TestLateLauncherIsBoundIntoItsReservedRoom(t *testing.T) {
 	intruder.Name = "intruder"
 	framework.CreatePods(t, intruder)
 
-	launcher := framework.Eventually(t, "the launcher bound", func(ctx context.Context) (*corev1.Pod, error) {
-		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.KubeflowJobRoleLabel + "=launcher"})
-		if err != nil || len(pods.Items) != 1 || !framework.IsBound(&pods.Items[0]) {
-			return nil, errNotYet
-		}
-		return &pods.Items[0], nil
-	})
+	launcher := boundLauncher(t, ns)
 	if launcher.Spec.NodeName != ns+"-0" {
 		t.Errorf("the launcher went to %s", launcher.Spec.NodeName)
 	}
