@@ -34,6 +34,7 @@ func TestBadPodGroupsAreRefused(t *testing.T) {
 		want        []string
 	}{
 		{"1job", fw("mpi", "launcher=1,worker=2"), []string{`metadata.name: Invalid value: "1job"`, "must be a DNS-1035 label", "rename the PodGroup"}},
+		{"a.b", fw("mpi", "launcher=1,worker=2"), []string{`metadata.name: Invalid value: "a.b"`, "must be a DNS-1035 label"}},
 		{strings.Repeat("g", 60), fw("mpi", "launcher=1,worker=2"), []string{"the longest member hostname", "-launcher-0", "over the limit of 63"}},
 		{"role", fw("generic", strings.Repeat("r", 63)+"=1"), []string{"over the limit of 63; shorten the PodGroup's name or role " + strings.Repeat("r", 63)}},
 		{"trainer", fw("pytorch", "trainer=2"), []string{`metadata.annotations[muster.dev/roles]: Invalid value: "trainer"`, "PyTorch needs a master"}},
