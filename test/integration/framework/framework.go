@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -412,6 +413,44 @@ func WatchPods(t *testing.T, namespace string, observe func(old, pod *corev1.Pod
 	t.Cleanup(func() { close(stop) })
 	if !cache.WaitForCacheSync(stop, informer.HasSynced) {
 		t.Fatalf("syncing the watch of the pods of %s", namespace)
+	}
+}
+
+// Timeline records when each pod of a namespace was first seen bound and
+// Ready.
+type Timeline struct {
+	mu           sync.Mutex
+	bound, ready map[string]time.Time
+}
+
+// WatchTimeline records the namespace's pods until the test ends.
+func WatchTimeline(t *testing.T, namespace string) *Timeline {
+	tl := &Timeline{bound: map[string]time.Time{}, ready: map[string]time.Time{}}
+	WatchPods(t, namespace, func(_, pod *corev1.Pod) {
+		tl.mu.Lock()
+		defer tl.mu.Unlock()
+		now := time.Now()
+		if _, seen := tl.bound[pod.Name]; !seen && IsBound(pod) {
+			tl.bound[pod.Name] = now
+		}
+		if _, seen := tl.ready[pod.Name]; !seen && IsReady(pod) {
+			tl.ready[pod.Name] = now
+		}
+	})
+	return tl
+}
+
+// BoundAfterReady fails the test when a pod of later was bound before
+// first was Ready, or first was never seen Ready.
+func (tl *Timeline) BoundAfterReady(t *testing.T, first string, later ...string) {
+	t.Helper()
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	for _, pod := range later {
+		if ready, ok := tl.ready[first]; !ok || !tl.bound[pod].After(ready) {
+			t.Errorf("%s was bound at %s, before %s was Ready at %s", pod,
+				tl.bound[pod].Format(time.StampMilli), first, tl.ready[first].Format(time.StampMilli))
+		}
 	}
 }
 

@@ -102,18 +102,7 @@ func TestMPIJobLaunchesAfterItsWorkers(t *testing.T) {
 		t.Fatalf("starting mpi-operator: %v", err)
 	}
 	ns := framework.NewNamespace(t)
-	var mu sync.Mutex
-	bound, ready := map[string]time.Time{}, map[string]time.Time{}
-	framework.WatchPods(t, ns, func(_, pod *corev1.Pod) {
-		mu.Lock()
-		defer mu.Unlock()
-		if _, seen := bound[pod.Name]; !seen && framework.IsBound(pod) {
-			bound[pod.Name] = time.Now()
-		}
-		if _, seen := ready[pod.Name]; !seen && framework.IsReady(pod) {
-			ready[pod.Name] = time.Now()
-		}
-	})
+	seen := framework.WatchTimeline(t, ns)
 	job := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(mpiJob), &job.Object); err != nil {
 		t.Fatal(err)
@@ -124,13 +113,8 @@ func TestMPIJobLaunchesAfterItsWorkers(t *testing.T) {
 		t.Errorf("TopologyDerived says %q; want %q", note, want)
 	}
 	launcher := boundLauncher(t, ns)
-	mu.Lock()
-	for _, worker := range []string{"pi-worker-0", "pi-worker-1"} {
-		if at, ok := ready[worker]; !ok || !bound[launcher.Name].After(at) {
-			t.Errorf("the launcher was bound before %s was Ready", worker)
-		}
-	}
-	mu.Unlock()
+	seen.BoundAfterReady(t, "pi-worker-0", launcher.Name)
+	seen.BoundAfterReady(t, "pi-worker-1", launcher.Name)
 	if added := launcher.Annotations[webhooks.AddedAnnotation]; !strings.HasPrefix(added, "nothing") {
 		t.Errorf("muster says it added %q to the operator's launcher", added)
 	}

@@ -3,9 +3,7 @@ package operators
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,39 +47,17 @@ spec:
           - {name: pytorch, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "1"}}}
 `
 
-// times records when each pod was first seen bound and Ready.
-type times struct {
-	mu           sync.Mutex
-	bound, ready map[string]time.Time
-}
-
-func watchTimes(t *testing.T, namespace string) *times {
-	tm := &times{bound: map[string]time.Time{}, ready: map[string]time.Time{}}
-	framework.WatchPods(t, namespace, func(_, pod *corev1.Pod) {
-		tm.mu.Lock()
-		defer tm.mu.Unlock()
-		now := time.Now()
-		if _, seen := tm.bound[pod.Name]; !seen && framework.IsBound(pod) {
-			tm.bound[pod.Name] = now
-		}
-		if _, seen := tm.ready[pod.Name]; !seen && framework.IsReady(pod) {
-			tm.ready[pod.Name] = now
-		}
-	})
-	return tm
-}
-
 // runJob starts training-operator once, creates the job (of resource, in
 // kubeflow.org/v1) in a namespace of the test, and waits until muster has
 // derived its topology, which must read as derived. It returns the
 // namespace and the pods' times.
-func runJob(t *testing.T, manifest, resource, derived string) (string, *times) {
+func runJob(t *testing.T, manifest, resource, derived string) (string, *framework.Timeline) {
 	t.Helper()
 	if err := startTrainingOperator(); err != nil {
 		t.Fatalf("starting training-operator: %v", err)
 	}
 	ns := framework.NewNamespace(t)
-	seen := watchTimes(t, ns)
+	seen := framework.WatchTimeline(t, ns)
 	job := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(manifest), &job.Object); err != nil {
 		t.Fatal(err)
@@ -99,20 +75,6 @@ func runJob(t *testing.T, manifest, resource, derived string) (string, *times) {
 	return ns, seen
 }
 
-// boundAfterReady fails the test when a pod of later was bound before
-// first was Ready.
-func (tm *times) boundAfterReady(t *testing.T, first string, later ...string) {
-	t.Helper()
-	tm.mu.Lock()
-	defer tm.mu.Unlock()
-	for _, pod := range later {
-		if ready, ok := tm.ready[first]; !ok || !tm.bound[pod].After(ready) {
-			t.Errorf("%s was bound at %s, before %s was Ready at %s", pod,
-				tm.bound[pod].Format(time.StampMilli), first, tm.ready[first].Format(time.StampMilli))
-		}
-	}
-}
-
 // TestPyTorchJobIsGangedAndOrdered: training-operator makes the PodGroup;
 // muster reads the topology from the PyTorchJob, binds the gang whole and
 // the master before the workers, and leaves the operator's environment,
@@ -122,7 +84,7 @@ func TestPyTorchJobIsGangedAndOrdered(t *testing.T) {
 	for _, name := range []string{"pt-master-0", "pt-worker-0", "pt-worker-1"} {
 		framework.WaitForPod(t, ns, name, "Ready", framework.IsReady)
 	}
-	seen.boundAfterReady(t, "pt-master-0", "pt-worker-0", "pt-worker-1")
+	seen.BoundAfterReady(t, "pt-master-0", "pt-worker-0", "pt-worker-1")
 
 	worker, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), "pt-worker-0", metav1.GetOptions{})
 	if err != nil {
@@ -177,7 +139,7 @@ func TestTFJobStartsItsParameterServersFirst(t *testing.T) {
 	for _, name := range []string{"tf-ps-0", "tf-worker-0", "tf-worker-1"} {
 		framework.WaitForPod(t, ns, name, "Ready", framework.IsReady)
 	}
-	seen.boundAfterReady(t, "tf-ps-0", "tf-worker-0", "tf-worker-1")
+	seen.BoundAfterReady(t, "tf-ps-0", "tf-worker-0", "tf-worker-1")
 	worker, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), "tf-worker-0", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -233,8 +195,8 @@ spec:
 func TestMPIJobV1LaunchesAfterItsWorkers(t *testing.T) {
 	ns, seen := runJob(t, mpiJobV1, "mpijobs", "framework mpi, roles launcher=1,worker=2")
 	launcher := framework.WaitForPod(t, ns, "mpi-launcher", "bound", framework.IsBound)
-	seen.boundAfterReady(t, "mpi-worker-0", "mpi-launcher")
-	seen.boundAfterReady(t, "mpi-worker-1", "mpi-launcher")
+	seen.BoundAfterReady(t, "mpi-worker-0", "mpi-launcher")
+	seen.BoundAfterReady(t, "mpi-worker-1", "mpi-launcher")
 	checkNoMusterEnv(t, launcher, "mpi")
 	env := map[string]string{}
 	for _, e := range launcher.Spec.Containers[0].Env {
