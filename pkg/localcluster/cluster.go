@@ -100,6 +100,8 @@ type Cluster struct {
 	// Detached is true when its programs outlive the process that started
 	// them (Options.Detach), as operators started later do too.
 	Detached bool `json:"detached,omitempty"`
+	// locks are the machine-wide locks the cluster holds while it runs.
+	locks []*os.File
 }
 
 // Up starts a cluster and returns once its nodes are Ready, the PodGroup CRD
@@ -190,6 +192,9 @@ func (c *Cluster) Down() error {
 		if err := os.RemoveAll(dir); err != nil {
 			return fmt.Errorf("removing %s: %w", dir, err)
 		}
+	}
+	for _, lock := range c.locks {
+		lock.Close()
 	}
 	if err := os.RemoveAll(c.Dir); err != nil {
 		return fmt.Errorf("removing %s: %w", c.Dir, err)

@@ -7,16 +7,19 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // What training-operator expects of its surroundings, all its defaults:
@@ -31,6 +34,10 @@ const (
 	trainingOperatorService   = "training-operator"
 	trainingOperatorWebhooks  = "validator.training-operator.kubeflow.org"
 	trainingOperatorCertDir   = "/tmp/k8s-webhook-server/serving-certs"
+	// trainingOperatorLock is held by the cluster whose training-operator
+	// owns trainingOperatorCertDir, so that clusters of test packages
+	// running side by side take turns.
+	trainingOperatorLock = "/tmp/k8s-webhook-server.lock"
 )
 
 // StartTrainingOperator runs training-operator from binDir as its users
@@ -55,6 +62,9 @@ func (c *Cluster) StartTrainingOperator(ctx context.Context, binDir string, sche
 	}
 	if _, err := client.CoreV1().Secrets(trainingOperatorNamespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the webhook certificate Secret: %w", err)
+	}
+	if err := c.holdLock(ctx, trainingOperatorLock); err != nil {
+		return err
 	}
 	if err := c.mountSecret(secret, trainingOperatorCertDir); err != nil {
 		return err
@@ -136,6 +146,28 @@ func trainingOperatorCertificates() ([]byte, *corev1.Secret, error) {
 		},
 	}
 	return caPEM, secret, nil
+}
+
+// holdLock waits until this process holds an exclusive lock on path, or
+// ctx ends; Down releases it, as does the end of this process.
+func (c *Cluster) holdLock(ctx context.Context, path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", path, err)
+	}
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("waiting for %s, held by another cluster on this machine: %w", path, err)
+	}
+	c.locks = append(c.locks, f)
+	return nil
 }
 
 // mountSecret writes the Secret's keys as files into dir, as the kubelet

@@ -50,7 +50,7 @@ type file struct {
 // member is one pod as the harness runs it.
 type member struct {
 	hostname string // <group>-<role>-<index>
-	fqdn     string // <hostname>.<subdomain>.<namespace>.svc
+	fqdn     string // <hostname>.<subdomain>.<namespace>.svc, with a subdomain
 	ip       string
 	env      []string
 	files    []file
@@ -97,6 +97,9 @@ func group(t *testing.T, subnet int, annotations map[string]string, roles map[st
 			if err != nil {
 				t.Fatalf("creating pod %s: %v", pod.Name, err)
 			}
+			if stored.Spec.Hostname == "" || stored.Spec.Subdomain == "" {
+				t.Fatalf("pod %s was not given a hostname and subdomain", stored.Name)
+			}
 			m := readBack(t, stored)
 			m.ip = fmt.Sprintf("127.0.%d.%d", subnet, n)
 			n++
@@ -106,17 +109,17 @@ func group(t *testing.T, subnet int, annotations map[string]string, roles map[st
 	return members
 }
 
-// readBack turns a stored pod into a member: its first container's
-// environment, and the files of each volume it mounts, as the kubelet
-// would project them.
+// readBack turns a stored pod into a member: its host name and DNS name,
+// its first container's environment, and the files of each volume it
+// mounts, as the kubelet would set and project them.
 func readBack(t *testing.T, pod *corev1.Pod) *member {
 	t.Helper()
-	if pod.Spec.Hostname == "" || pod.Spec.Subdomain == "" {
-		t.Fatalf("pod %s was not given a hostname and subdomain", pod.Name)
+	m := &member{hostname: pod.Spec.Hostname}
+	if m.hostname == "" {
+		m.hostname = pod.Name
 	}
-	m := &member{
-		hostname: pod.Spec.Hostname,
-		fqdn:     fmt.Sprintf("%s.%s.%s.svc", pod.Spec.Hostname, pod.Spec.Subdomain, pod.Namespace),
+	if pod.Spec.Subdomain != "" {
+		m.fqdn = fmt.Sprintf("%s.%s.%s.svc", m.hostname, pod.Spec.Subdomain, pod.Namespace)
 	}
 	container := pod.Spec.Containers[0]
 	for _, e := range container.Env {
@@ -185,7 +188,7 @@ func (c *cluster) hosts() string {
 	b.WriteString("127.0.0.1 localhost\n")
 	for _, name := range slices.Sorted(maps.Keys(c.members)) {
 		m := c.members[name]
-		fmt.Fprintf(&b, "%s %s %s\n", m.ip, m.fqdn, m.hostname)
+		fmt.Fprintln(&b, strings.Join(slices.DeleteFunc([]string{m.ip, m.fqdn, m.hostname}, func(s string) bool { return s == "" }), " "))
 	}
 	return b.String()
 }
@@ -193,6 +196,7 @@ func (c *cluster) hosts() string {
 // process is a running member's program.
 type process struct {
 	name   string
+	pid    int
 	output *lockedWriter
 	done   chan struct{}
 	err    error
@@ -240,6 +244,9 @@ func (c *cluster) start(m *member, extraEnv []string, binds map[string]string, c
 	if err := cmd.Start(); err != nil {
 		c.t.Fatalf("starting %s: %v", m.hostname, err)
 	}
+	// unshare and sh exec the command in place: this PID is the member's
+	// program, in the member's namespaces.
+	p.pid = cmd.Process.Pid
 	c.mu.Lock()
 	c.procs = append(c.procs, cmd)
 	c.mu.Unlock()
