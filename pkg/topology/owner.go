@@ -172,12 +172,12 @@ func pytorchOptions(spec map[string]any, annotations map[string]string) error {
 // implementation and a launcher created only once the workers are Ready.
 func mpiOptions(spec map[string]any, annotations map[string]string) error {
 	if policy, _ := spec["launcherCreationPolicy"].(string); policy == "WaitForWorkersReady" {
-		launcher, _, _ := unstructured.NestedMap(spec, "mpiReplicaSpecs", "Launcher", "template", "spec")
-		requests, err := podRequests(launcher)
-		if err != nil {
+		template, _, _ := unstructured.NestedMap(spec, "mpiReplicaSpecs", "Launcher", "template", "spec")
+		launcher := corev1.PodSpec{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(template, &launcher); err != nil {
 			return fmt.Errorf("spec.mpiReplicaSpecs.Launcher.template: %w", err)
 		}
-		late, err := json.Marshal(map[string]corev1.ResourceList{"launcher": requests})
+		late, err := json.Marshal(map[string]LateMember{"launcher": LateMemberOf(&launcher)})
 		if err != nil {
 			return err
 		}
@@ -194,31 +194,6 @@ func mpiOptions(spec map[string]any, annotations map[string]string) error {
 		annotations[MPIImplementationAnnotation] = strings.ToLower(implementation)
 	}
 	return nil
-}
-
-// podRequests is what a pod of this (unstructured) spec requests: its
-// containers' requests together, or an init container's when larger.
-func podRequests(podSpec map[string]any) (corev1.ResourceList, error) {
-	spec := corev1.PodSpec{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(podSpec, &spec); err != nil {
-		return nil, err
-	}
-	total := corev1.ResourceList{}
-	for _, c := range spec.Containers {
-		for name, q := range c.Resources.Requests {
-			sum := total[name]
-			sum.Add(q)
-			total[name] = sum
-		}
-	}
-	for _, c := range spec.InitContainers {
-		for name, q := range c.Resources.Requests {
-			if have, ok := total[name]; !ok || q.Cmp(have) > 0 {
-				total[name] = q
-			}
-		}
-	}
-	return total, nil
 }
 
 // intField reads a whole number of an unstructured object, or def when it

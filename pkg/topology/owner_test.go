@@ -35,6 +35,8 @@ mpiReplicaSpecs:
     replicas: 1
     template:
       spec:
+        nodeSelector: {pool: cpu}
+        tolerations: [{key: dedicated, operator: Equal, value: mpi, effect: NoSchedule}]
         initContainers:
         - {name: wait, resources: {requests: {cpu: 500m, memory: 4Gi}}}
         containers:
@@ -66,7 +68,8 @@ func TestFromOwner(t *testing.T) {
 		{"kubeflow.org/v1", "PyTorchJob", elasticPyTorchJob, map[string]string{FrameworkAnnotation: "pytorch", RolesAnnotation: "worker=2", ElasticAnnotation: "1:3"}},
 		{"kubeflow.org/v1", "TFJob", tfJob, map[string]string{FrameworkAnnotation: "tensorflow", RolesAnnotation: "chief=1,ps=2,worker=4"}},
 		{"kubeflow.org/v2beta1", "MPIJob", mpiJobV2, map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", SlotsAnnotation: "2", MPIImplementationAnnotation: "intel",
-			LateMembersAnnotation: `{"launcher":{"cpu":"1250m","memory":"4Gi"}}`}},
+			LateMembersAnnotation: `{"launcher":{"requests":{"cpu":"1250m","memory":"4Gi"},"nodeSelector":{"pool":"cpu"},` +
+				`"tolerations":[{"key":"dedicated","operator":"Equal","value":"mpi","effect":"NoSchedule"}]}}`}},
 		{"kubeflow.org/v1", "PaddleJob", paddleJob, map[string]string{FrameworkAnnotation: "generic", RolesAnnotation: "worker=2"}},
 		{"kubeflow.org/v1", "XGBoostJob", xgboostJob, map[string]string{FrameworkAnnotation: "generic", RolesAnnotation: "master=1,worker=2", LaunchOrderAnnotation: "master>worker"}},
 		{"kubeflow.org/v1", "JAXJob", jaxJob, map[string]string{FrameworkAnnotation: "generic", RolesAnnotation: "worker=2", LaunchOrderAnnotation: "none"}},

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Annotations of a PodGroup that describe its topology.
@@ -26,9 +27,10 @@ const (
 	ElasticAnnotation           = "muster.dev/elastic"
 	TFEvaluatorAnnotation       = "muster.dev/tf-evaluator"
 	// LateMembersAnnotation names the roles whose pods the owner creates
-	// only after others are Ready, each with the resources one of them
-	// requests, as JSON: {"launcher":{"cpu":"1"}}. The gang is admitted
-	// with room reserved for them.
+	// only after others are Ready, each with what its pod template says of
+	// where it runs (LateMember), as JSON:
+	// {"launcher":{"requests":{"cpu":"1"}}}. The gang is admitted with
+	// room reserved for them.
 	LateMembersAnnotation = "muster.dev/late-members"
 )
 
@@ -94,8 +96,44 @@ type Topology struct {
 	// its members are the operator's, and muster adds nothing to them.
 	DerivedFrom string
 	// Late holds, for each role whose pods are created only after others
-	// are Ready, what one of its pods requests.
-	Late map[string]corev1.ResourceList
+	// are Ready, what its pod template says of where one of them runs.
+	Late map[string]LateMember
+}
+
+// LateMember is what a pod created late requests and where it may run,
+// from its owner's pod template: room for it is held on a node it may use.
+type LateMember struct {
+	Requests     corev1.ResourceList  `json:"requests"`
+	NodeSelector map[string]string    `json:"nodeSelector,omitempty"`
+	NodeAffinity *corev1.NodeAffinity `json:"nodeAffinity,omitempty"`
+	Tolerations  []corev1.Toleration  `json:"tolerations,omitempty"`
+}
+
+// LateMemberOf is what a pod of this template tells of a late member.
+func LateMemberOf(spec *corev1.PodSpec) LateMember {
+	late := LateMember{
+		Requests:     resourcehelper.PodRequests(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{}),
+		NodeSelector: spec.NodeSelector,
+		Tolerations:  spec.Tolerations,
+	}
+	if spec.Affinity != nil {
+		late.NodeAffinity = spec.Affinity.NodeAffinity
+	}
+	return late
+}
+
+// Pod is a pod of the late member as far as the scheduler's node checks
+// read it.
+func (l LateMember) Pod() *corev1.Pod {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		NodeSelector: l.NodeSelector,
+		Tolerations:  l.Tolerations,
+		Containers:   []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: l.Requests}}},
+	}}
+	if l.NodeAffinity != nil {
+		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: l.NodeAffinity}
+	}
+	return pod
 }
 
 // defaultOrders are the launch orders a framework gets when its PodGroup
@@ -201,8 +239,10 @@ func (t *Topology) parseLate(annotations map[string]string) field.ErrorList {
 		return nil
 	}
 	path := annotationPath(LateMembersAnnotation)
-	if err := json.Unmarshal([]byte(v), &t.Late); err != nil {
-		return field.ErrorList{field.Invalid(path, v, `must be JSON of the roles created late and what one pod of each requests, for example {"launcher":{"cpu":"1"}}`)}
+	decoder := json.NewDecoder(strings.NewReader(v))
+	decoder.DisallowUnknownFields()
+	if err := decoder.Decode(&t.Late); err != nil {
+		return field.ErrorList{field.Invalid(path, v, `must be JSON of the roles created late and what one pod of each requests, and where it may run, for example {"launcher":{"requests":{"cpu":"1"},"nodeSelector":{"pool":"cpu"}}}`)}
 	}
 	var errs field.ErrorList
 	for _, role := range slices.Sorted(maps.Keys(t.Late)) {

@@ -227,6 +227,16 @@ func TestParseErrors(t *testing.T) {
 			want:        []string{"add scheduler=1"},
 		},
 		{
+			name:        "late members in the form of a bare resource list",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", LateMembersAnnotation: `{"launcher":{"cpu":"1"}}`},
+			want:        []string{`metadata.annotations[muster.dev/late-members]: Invalid value: "{\"launcher\":{\"cpu\":\"1\"}}": must be JSON of the roles created late and what one pod of each requests, and where it may run, for example {"launcher":{"requests":{"cpu":"1"}`},
+		},
+		{
+			name:        "a late member of a role the group does not have",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", LateMembersAnnotation: `{"driver":{"requests":{"cpu":"1"}}}`},
+			want:        []string{`names role "driver", which muster.dev/roles does not list`},
+		},
+		{
 			name:        "MPI without workers",
 			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1"},
 			want:        []string{"add worker=N"},

@@ -176,7 +176,8 @@ func (g *Gang) queueOrder(info fwk.QueuedPodInfo) (time.Time, string) {
 // PreFilter turns a member away while its group backs off, and rejects a
 // group whose minResources exceed what the cluster has free before any
 // member is placed.
-func (g *Gang) PreFilter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
+func (g *Gang) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
+	g.restoreLateRooms(klog.FromContext(ctx))
 	key, ok := topology.GroupOf(pod)
 	if !ok {
 		return nil, nil

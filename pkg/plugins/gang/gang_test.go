@@ -66,7 +66,7 @@ func boundPods(pods []*corev1.Pod) []*corev1.Pod {
 // nodes are the fixture's nodes: node-1 and node-2, each with 4 CPUs.
 var nodes = []*corev1.Node{
 	st.MakeNode().Name("node-1").Capacity(map[corev1.ResourceName]string{"cpu": "4", "pods": "110"}).Obj(),
-	st.MakeNode().Name("node-2").Capacity(map[corev1.ResourceName]string{"cpu": "4", "pods": "110"}).Obj(),
+	st.MakeNode().Name("node-2").Label("pool", "cpu").Capacity(map[corev1.ResourceName]string{"cpu": "4", "pods": "110"}).Obj(),
 }
 
 func newFixture(t *testing.T, args Args, podGroups []*v1alpha1.PodGroup, pods []*corev1.Pod) *fixture {
@@ -603,7 +603,7 @@ func TestALateMemberGetsItsRoomHeld(t *testing.T) {
 	pg := podGroup("job", 3).Obj()
 	pg.Annotations = map[string]string{
 		topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2",
-		topology.LateMembersAnnotation: `{"launcher":{"cpu":"3"}}`,
+		topology.LateMembersAnnotation: `{"launcher":{"requests":{"cpu":"3"}}}`,
 	}
 	worker := func(name string) *corev1.Pod {
 		return member("job", name).Label(topology.RoleLabel, "worker").Req(map[corev1.ResourceName]string{"cpu": "1"}).Obj()
@@ -648,11 +648,88 @@ func TestALateMemberGetsItsRoomHeld(t *testing.T) {
 	assert.Nil(t, f.gang.Filter(f.ctx, nil, other, node2))
 }
 
+func TestALateMemberIsHeldRoomWhereItsTemplateLetsItRun(t *testing.T) {
+	tests := []struct {
+		name, late string
+		// node is where the room is held, or "" when there is none and the
+		// gang is not admitted.
+		node string
+	}{
+		{"no constraint: beside the worker", `{"launcher":{"requests":{"cpu":"1"}}}`, "node-1"},
+		{"a node selector", `{"launcher":{"requests":{"cpu":"1"},"nodeSelector":{"pool":"cpu"}}}`, "node-2"},
+		{"a required node affinity", `{"launcher":{"requests":{"cpu":"1"},"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":` +
+			`{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["cpu"]}]}]}}}}`, "node-2"},
+		{"a node selector no node matches", `{"launcher":{"requests":{"cpu":"1"},"nodeSelector":{"pool":"highmem"}}}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pg := podGroup("job", 2).Obj()
+			pg.Annotations = map[string]string{
+				topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=1",
+				topology.LateMembersAnnotation: tt.late,
+			}
+			w0 := member("job", "w0").Label(topology.RoleLabel, "worker").Req(map[corev1.ResourceName]string{"cpu": "1"}).Obj()
+			f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, []*corev1.Pod{w0})
+			status := f.reserveAndPermit(t, w0)
+			node, held := f.gang.late.node(types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
+			if tt.node == "" {
+				assert.Equal(t, fwk.Wait, status.Code(), "no room for the launcher: the gang is not admitted")
+				assert.False(t, held)
+				return
+			}
+			assert.True(t, status.IsSuccess(), "admitted: %v", status)
+			assert.Equal(t, tt.node, node)
+		})
+	}
+}
+
+func TestARestartedSchedulerHoldsTheLateRoomOfAnAdmittedGangAgain(t *testing.T) {
+	worker := func(name string) *st.PodWrapper {
+		return member("job", name).Label(topology.RoleLabel, "worker").Req(map[corev1.ResourceName]string{"cpu": "1"})
+	}
+	launcher := member("job", "l0").Label(topology.RoleLabel, "launcher")
+	tests := []struct {
+		name string
+		pods []*corev1.Pod
+		held bool
+	}{
+		{"both workers bound, the launcher to come", []*corev1.Pod{worker("w0").Node("node-1").Obj(), worker("w1").Node("node-1").Obj()}, true},
+		{"one worker bound: the gang was never admitted", []*corev1.Pod{worker("w0").Node("node-1").Obj(), worker("w1").Obj()}, false},
+		{"the launcher has finished", []*corev1.Pod{worker("w0").Node("node-1").Obj(), worker("w1").Node("node-1").Obj(),
+			launcher.Node("node-2").Phase(corev1.PodSucceeded).Obj()}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pg := podGroup("job", 3).Obj()
+			pg.Annotations = map[string]string{
+				topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2",
+				topology.LateMembersAnnotation: `{"launcher":{"requests":{"cpu":"1"},"nodeSelector":{"pool":"cpu"}}}`,
+			}
+			f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, tt.pods)
+			// The restarted scheduler's informer lists the pods.
+			handler := f.gang.podHandler(klog.Background()).(cache.FilteringResourceEventHandler)
+			for _, pod := range tt.pods {
+				handler.OnAdd(pod, true)
+			}
+			other := st.MakePod().Namespace(ns).Name("other").UID("other").Obj()
+			nodeInfos, err := f.fw.SnapshotSharedLister().NodeInfos().List()
+			require.NoError(t, err)
+			_, status := f.gang.PreFilter(f.ctx, nil, other, nodeInfos)
+			require.True(t, status.IsSuccess())
+			node, held := f.gang.late.node(types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
+			assert.Equal(t, tt.held, held)
+			if tt.held {
+				assert.Equal(t, "node-2", node, "where the launcher's template lets it run")
+			}
+		})
+	}
+}
+
 func TestTheRoomOfALateMemberThatNeverComesIsReleased(t *testing.T) {
 	pg := podGroup("job", 2).ScheduleTimeoutSeconds(30).Obj()
 	pg.Annotations = map[string]string{
 		topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=1",
-		topology.LateMembersAnnotation: `{"launcher":{"cpu":"1"}}`,
+		topology.LateMembersAnnotation: `{"launcher":{"requests":{"cpu":"1"}}}`,
 	}
 	w0 := member("job", "w0").Label(topology.RoleLabel, "worker").Obj()
 	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, []*corev1.Pod{w0})

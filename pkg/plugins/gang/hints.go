@@ -134,13 +134,19 @@ func (g *Gang) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) {
 				pod := obj.(*corev1.Pod)
-				if pod.Spec.NodeName != "" || !topology.IsActiveMember(pod) {
+				if !topology.IsActiveMember(pod) {
+					return
+				}
+				key, _ := topology.GroupOf(pod)
+				// A member found bound was bound before this scheduler
+				// started: its gang's late rooms may need holding again.
+				if pod.Spec.NodeName != "" {
+					g.late.check(key)
 					return
 				}
 				// The queue does not tell other pods about a new unscheduled
 				// pod, so the member that completes a group wakes its gated
 				// siblings here, once, as the group reaches minMember.
-				key, _ := topology.GroupOf(pod)
 				if pg := g.podGroup(key); pg != nil && g.members(key).active == pg.Spec.MinMember {
 					g.activate(logger, key)
 				}

@@ -8,10 +8,11 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -37,10 +38,33 @@ type lateRooms struct {
 	mu      sync.RWMutex
 	byNode  map[string][]*lateRoom
 	byGroup map[types.NamespacedName][]*lateRoom
+	// unchecked holds groups whose bound members the scheduler found
+	// without having bound them, as after a restart: their rooms, held in
+	// memory, may have to be held again.
+	unchecked sets.Set[types.NamespacedName]
 }
 
 func newLateRooms() *lateRooms {
-	return &lateRooms{byNode: map[string][]*lateRoom{}, byGroup: map[types.NamespacedName][]*lateRoom{}}
+	return &lateRooms{byNode: map[string][]*lateRoom{}, byGroup: map[types.NamespacedName][]*lateRoom{}, unchecked: sets.New[types.NamespacedName]()}
+}
+
+// check marks a group whose rooms may have to be held again.
+func (l *lateRooms) check(key types.NamespacedName) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.unchecked.Insert(key)
+}
+
+// toCheck returns, and forgets, the groups marked by check.
+func (l *lateRooms) toCheck() []types.NamespacedName {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.unchecked.Len() == 0 {
+		return nil
+	}
+	keys := l.unchecked.UnsortedList()
+	l.unchecked.Clear()
+	return keys
 }
 
 func (l *lateRooms) add(r *lateRoom) {
@@ -214,16 +238,16 @@ func (g *Gang) holdLateRooms(logger klog.Logger, key types.NamespacedName, missi
 	})
 	var held []*lateRoom
 	for _, role := range slices.Sorted(maps.Keys(missing)) {
-		request := topo.Late[role]
+		late := topo.Late[role]
 		for range missing[role] - g.late.count(key, role) {
-			room := g.findRoom(nodes, request, self, selfNode)
+			room := g.findRoom(nodes, late, self, selfNode)
 			if room == "" {
 				for _, r := range held {
 					g.late.take(key, r.role)
 				}
 				return false
 			}
-			r := &lateRoom{group: key, role: role, node: room, request: request}
+			r := &lateRoom{group: key, role: role, node: room, request: late.Requests}
 			g.late.add(r)
 			held = append(held, r)
 			logger.V(2).Info("Holding room for a late member", "podGroup", key, "role", role, "node", room)
@@ -232,13 +256,14 @@ func (g *Gang) holdLateRooms(logger klog.Logger, key types.NamespacedName, missi
 	return true
 }
 
-// findRoom returns a node where request fits beside what is placed and
-// held, or "". The late member's own pod does not exist yet: the node must
-// be one the gang's member at Permit may use (its node selector and
-// tolerations), or an untainted one when there is none.
-func (g *Gang) findRoom(nodes []fwk.NodeInfo, request corev1.ResourceList, self *corev1.Pod, selfNode string) string {
+// findRoom returns a node that the late member's pod template lets it use
+// (its node selector, required node affinity and tolerations) where its
+// requests fit beside what is placed and held, or "". self is the member
+// at Permit on selfNode, which the cycle's snapshot does not count yet.
+func (g *Gang) findRoom(nodes []fwk.NodeInfo, late topology.LateMember, self *corev1.Pod, selfNode string) string {
+	pod := late.Pod()
 	for _, node := range nodes {
-		if !mayUse(self, node.Node()) {
+		if !mayUse(pod, node.Node()) {
 			continue
 		}
 		held, _ := g.late.heldOn(node.Node().Name, types.NamespacedName{}, "")
@@ -248,28 +273,24 @@ func (g *Gang) findRoom(nodes []fwk.NodeInfo, request corev1.ResourceList, self 
 		if self != nil && node.Node().Name == selfNode {
 			held.Add(podRequest(self))
 		}
-		if fits(node, held, framework.NewResource(request)) {
+		if fits(node, held, framework.NewResource(late.Requests)) {
 			return node.Node().Name
 		}
 	}
 	return ""
 }
 
-// mayUse reports whether a pod like member may go to the node: it is
-// schedulable, matches member's node selector, and member tolerates its
-// taints.
-func mayUse(member *corev1.Pod, node *corev1.Node) bool {
+// mayUse reports whether the pod may go to the node: it is schedulable,
+// matches the pod's node selector and required node affinity, and the pod
+// tolerates its taints.
+func mayUse(pod *corev1.Pod, node *corev1.Node) bool {
 	if node.Spec.Unschedulable {
 		return false
 	}
-	var tolerations []corev1.Toleration
-	if member != nil {
-		tolerations = member.Spec.Tolerations
-		if !labels.SelectorFromSet(member.Spec.NodeSelector).Matches(labels.Set(node.Labels)) {
-			return false
-		}
+	if match, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); err != nil || !match {
+		return false
 	}
-	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, tolerations, func(t *corev1.Taint) bool {
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 	})
 	return !untolerated
@@ -280,6 +301,50 @@ func boolOrder(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// restoreLateRooms holds again the rooms of admitted gangs whose late
+// members are still to come, for the groups marked by lateRooms.check: a
+// restarted scheduler lost them with its memory. A gang counts as admitted
+// when its bound members and its late members to come make its minMember.
+// It runs at PreFilter, inside a scheduling cycle, so that the snapshot is
+// current and the rooms are back before any other pod is filtered.
+func (g *Gang) restoreLateRooms(logger klog.Logger) {
+	for _, key := range g.late.toCheck() {
+		pg := g.podGroup(key)
+		missing := g.missingLate(key)
+		if pg == nil || total(missing) == 0 || g.late.count(key, "") > 0 || g.lateMemberCame(key) {
+			continue
+		}
+		if bound := g.groups.BoundCount(key); bound == 0 || bound+total(missing) < pg.Spec.MinMember {
+			continue
+		}
+		if g.holdLateRooms(logger, key, missing, nil, "") {
+			logger.V(2).Info("Held again the room of late members of an admitted gang", "podGroup", key)
+			g.expireLateRooms(logger, pg)
+		}
+	}
+}
+
+// lateMemberCame reports whether a pod of a late role exists, in any
+// phase: a launcher that has finished needs no room.
+func (g *Gang) lateMemberCame(key types.NamespacedName) bool {
+	topo, err := g.groups.Topology(key)
+	if err != nil || topo == nil {
+		return false
+	}
+	pods, err := g.groups.Members(key)
+	if err != nil {
+		return false
+	}
+	for _, pod := range pods {
+		if role, ok := topology.RoleOf(pod); ok {
+			if _, late := topo.Late[role]; late {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // expireLateRooms releases a gang's rooms, with a Warning event, when its

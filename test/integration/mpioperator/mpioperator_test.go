@@ -203,3 +203,45 @@ func TestLateLauncherIsBoundIntoItsReservedRoom(t *testing.T) {
 		t.Errorf("the intruder took the room held for the launcher, on %s", got.Spec.NodeName)
 	}
 }
+
+// TestLateLauncherRoomOutlivesASchedulerRestart: muster-scheduler restarts
+// after the gang is admitted and before the launcher exists, losing the
+// room it held in memory; the restarted scheduler holds it again before it
+// places anything else, so the pod that arrives then still does not get
+// it, and the launcher is bound into it.
+func TestLateLauncherRoomOutlivesASchedulerRestart(t *testing.T) {
+	if err := startMPIOperator(); err != nil {
+		t.Fatalf("starting mpi-operator: %v", err)
+	}
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "3")
+	// The workers turn Ready well after the restart is over, so that the
+	// launcher comes only then.
+	manifest := strings.ReplaceAll(strings.ReplaceAll(lateLauncherJob, "NAMESPACE", ns), "sim-ready-after: 3s", "sim-ready-after: 20s")
+	job := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(manifest), &job.Object); err != nil {
+		t.Fatal(err)
+	}
+	createMPIJob(t, ns, job)
+	for _, worker := range []string{"late-worker-0", "late-worker-1"} {
+		framework.WaitForPod(t, ns, worker, "bound", framework.IsBound)
+	}
+	if err := framework.Cluster().Restart(context.Background(), "muster-scheduler"); err != nil {
+		t.Fatalf("restarting muster-scheduler: %v", err)
+	}
+	intruder := framework.InPool(framework.MemberPod(ns, "none", 0, "1").Obj(), ns)
+	delete(intruder.Labels, topology.GroupLabel)
+	intruder.Name = "intruder"
+	framework.CreatePods(t, intruder)
+	launcher := boundLauncher(t, ns)
+	if launcher.Spec.NodeName != ns+"-0" {
+		t.Errorf("the launcher went to %s", launcher.Spec.NodeName)
+	}
+	got, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), "intruder", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if framework.IsBound(got) {
+		t.Errorf("the intruder took the room held for the launcher, on %s", got.Spec.NodeName)
+	}
+}
