@@ -83,7 +83,7 @@ conformance-deps: ## Install torchrun, OpenMPI, MPICH and sshd from Debian's pac
 	fi
 
 .PHONY: bench
-bench: tools ## Benchmarks: default, Coscheduling and muster side by side; writes docs/benchmarks.md (BENCH_ROUNDS, BENCH_LABELS, BENCH_CASES).
+bench: tools ## Benchmarks: default, Coscheduling and muster side by side; writes docs/benchmarks.md (BENCH_ROUNDS, BENCH_LABELS, BENCH_CASES, BENCH_DOC, BENCH_FINDINGS, BENCH_TITLE).
 	hack/bench.sh
 
 .PHONY: bench-quick

@@ -10,12 +10,17 @@
 # the ratio table to docs/benchmarks.md.
 #   BENCH_ROUNDS   rounds (default 3)
 #   BENCH_LABELS   the workloads' label filter: performance, quick or large
-#   BENCH_CASES    the workloads to run (default: all of them)
+#   BENCH_CASES    the workloads to run (default: all of them); the CPU
+#                  profile is taken only when GangFit10 is among them
+#   BENCH_DOC      the page to write (default docs/benchmarks.md)
+#   BENCH_FINDINGS the hand-written findings it includes
+#                  (default hack/benchtable/findings.md)
+#   BENCH_TITLE    the page's title (default Benchmarks)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${BENCH_ROUNDS:-3}
 labels=${BENCH_LABELS:-performance}
-cases=${BENCH_CASES:-SchedulingBasic GangFit3 GangFit10 GangFit64 GangContention10 Mixed10 LaunchOrder9 LaunchOrder9Ready2s}
+cases=${BENCH_CASES:-SchedulingBasic GangFit3 GangFit10 GangFit64 GangContention10 Mixed10 LaunchOrder9 LaunchOrder9Ready2s LaunchOrder9Paced LateLauncher9}
 out=$root/_output/bench
 mkdir -p "$out"
 : >"$out/results.txt"
@@ -41,12 +46,18 @@ for round in $(seq 1 "$rounds"); do
 	done
 done
 
+doc=${BENCH_DOC:-docs/benchmarks.md}
+findings=${BENCH_FINDINGS:-hack/benchtable/findings.md}
 profile_case=GangFit10
-echo "CPU profile: $profile_case-muster" >&2
-run "$out/profile-run.txt" "$profile_case" muster "$out/log-profile.txt" -test.cpuprofile "$out/cpu-muster.pprof"
+profile=()
+if [[ " $cases " == *" $profile_case "* ]]; then
+	echo "CPU profile: $profile_case-muster" >&2
+	run "$out/profile-run.txt" "$profile_case" muster "$out/log-profile.txt" -test.cpuprofile "$out/cpu-muster.pprof"
+	profile=(-profile "$out/cpu-muster.pprof" -profile-workload "$profile_case")
+fi
 
 cd "$root"
-go run ./hack/benchtable -in "$out/results.txt" -profile "$out/cpu-muster.pprof" -profile-workload "$profile_case" \
-	-out docs/benchmarks.md \
-	-command "make $([[ $labels == quick ]] && echo bench-quick || echo bench) (BENCH_ROUNDS=$rounds BENCH_LABELS=$labels)"
-echo "wrote docs/benchmarks.md from $out/results.txt" >&2
+go run ./hack/benchtable -in "$out/results.txt" "${profile[@]}" -findings "$findings" -title "${BENCH_TITLE:-Benchmarks}" \
+	-out "$doc" \
+	-command "make $([[ $labels == quick ]] && echo bench-quick || echo bench) (BENCH_ROUNDS=$rounds BENCH_LABELS=$labels${BENCH_CASES:+ BENCH_CASES=\"$cases\"}${BENCH_DOC:+ BENCH_DOC=$doc})"
+echo "wrote $doc from $out/results.txt" >&2

@@ -4,7 +4,9 @@ package perf
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -21,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/kubernetes/test/utils/ktesting"
@@ -43,20 +47,35 @@ const gateLabel = "muster.dev/bench-gate"
 //   - the kubelet: a bound pod annotated muster.dev/sim-ready-after is
 //     Running at once and Ready that long after; with muster.dev/sim-run-for
 //     it finishes that long after Ready and is deleted, freeing its room;
-//   - the gate that ends such a workload (gateLabel);
+//   - the operator of jobs whose launcher comes late (operator_test.go);
+//   - the gate that ends such a workload (gateLabel), or ends it once no
+//     group member has been bound for stallTimeout, which counts the
+//     gangs left incomplete as never completed;
 //   - the observer: it records when each pod was created, bound, Running,
 //     Ready and finished, and reports summarize's figures beside the
 //     harness's own when the workload ends.
 type simulator struct {
-	client kubernetes.Interface
-	queue  workqueue.TypedDelayingInterface[action]
+	client   kubernetes.Interface
+	queue    workqueue.TypedDelayingInterface[action]
+	operator *operator
 
 	mu      sync.Mutex
 	pods    map[types.UID]*podTimes
 	pending sets.Set[types.UID] // group members seen but not yet bound
-	gate    bool                // the gate pod exists
+	jobs    map[types.NamespacedName]*lateJob
+	gate    time.Time // when the gate pod was seen
 	opened  bool
+	// progress is when a group member was last bound or a late launcher
+	// created.
+	progress time.Time
+	// failed counts actions that failed: the workload was not what it
+	// says.
+	failed int
 }
+
+// stallTimeout is how long a workload goes on, once its gate pod exists,
+// with no group member bound: longer than any pod here runs.
+const stallTimeout = 20 * time.Second
 
 type actionKind string
 
@@ -65,6 +84,10 @@ const (
 	markReady   actionKind = "ready"
 	finish      actionKind = "finish"
 	openGate    actionKind = "open-gate"
+	// The operator's actions, on the job's group.
+	createPodGroup actionKind = "create-podgroup"
+	createLauncher actionKind = "create-launcher"
+	deleteWorkers  actionKind = "delete-workers"
 )
 
 type action struct {
@@ -85,15 +108,25 @@ func startSimulator(tCtx ktesting.TContext) error {
 	if err != nil {
 		return fmt.Errorf("creating the simulator's client: %w", err)
 	}
-	groupClient, err := schedulingclient.NewForConfig(config)
+	// The harness speaks protobuf, which PodGroups do not.
+	groupConfig := rest.CopyConfig(config)
+	groupConfig.ContentType = runtime.ContentTypeJSON
+	groupClient, err := schedulingclient.NewForConfig(groupConfig)
 	if err != nil {
 		return fmt.Errorf("creating the simulator's PodGroup client: %w", err)
 	}
+	operator, err := newOperator(profileOf(tCtx.TB().Name()), groupClient)
+	if err != nil {
+		return err
+	}
 	s := &simulator{
-		client:  client,
-		queue:   workqueue.NewTypedDelayingQueue[action](),
-		pods:    map[types.UID]*podTimes{},
-		pending: sets.New[types.UID](),
+		client:   client,
+		queue:    workqueue.NewTypedDelayingQueue[action](),
+		operator: operator,
+		pods:     map[types.UID]*podTimes{},
+		pending:  sets.New[types.UID](),
+		jobs:     map[types.NamespacedName]*lateJob{},
+		progress: time.Now(),
 	}
 	ctx, cancel := context.WithCancel(tCtx)
 	podInformers := informers.NewSharedInformerFactory(client, 0)
@@ -131,6 +164,11 @@ func startSimulator(tCtx ktesting.TContext) error {
 			}
 		}()
 	}
+	workers.Add(1)
+	go func() {
+		defer workers.Done()
+		wait.UntilWithContext(ctx, s.openGateIfStalled, time.Second)
+	}()
 	tCtx.Cleanup(func() {
 		if err := s.catchUp(ctx); err != nil {
 			tCtx.Errorf("the simulator's figures would miss binds: %v", err)
@@ -142,16 +180,22 @@ func startSimulator(tCtx ktesting.TContext) error {
 				if t, errs := topology.Parse(pg.Annotations); len(errs) == 0 && len(t.Roles) > 0 {
 					shape.topology = t
 				}
-				shapes[types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}] = shape
+				key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
+				_, shape.lateLauncher = s.jobs[key]
+				shapes[key] = shape
 			}
 		}
+		end := time.Now()
 		s.queue.ShutDown()
 		cancel()
 		workers.Wait()
+		if s.failed > 0 {
+			tCtx.Errorf("%d of the simulator's actions failed; its log lines say which", s.failed)
+		}
 		podInformers.Shutdown()
 		groupInformers.Shutdown()
 		if b, ok := tCtx.TB().(*testing.B); ok {
-			s.report(b, shapes)
+			s.report(b, shapes, end)
 		}
 	})
 	return nil
@@ -190,7 +234,9 @@ func (s *simulator) observe(obj any) {
 	defer s.mu.Unlock()
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	if _, isGate := pod.Labels[gateLabel]; isGate {
-		s.gate = true
+		if s.gate.IsZero() {
+			s.gate = now
+		}
 		s.openGateIfDone()
 		return
 	}
@@ -199,14 +245,24 @@ func (s *simulator) observe(obj any) {
 		p = &podTimes{created: now}
 		p.group, _ = topology.GroupOf(pod)
 		p.role, _ = topology.RoleOf(pod)
+		gpus := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})[gpuResource]
+		p.gpus = gpus.Value()
 		s.pods[pod.UID] = p
 		if p.group.Name != "" && pod.Spec.NodeName == "" {
 			s.pending.Insert(pod.UID)
 		}
+		if workers, ok := launcherAfter(pod); ok {
+			s.trackWorker(p.group, workers, pod.UID, key)
+		}
 	}
+	job := s.jobs[p.group]
 	if pod.Spec.NodeName != "" && p.bound.IsZero() {
 		p.bound = now
+		s.progress = now
 		s.pending.Delete(pod.UID)
+		if job != nil && p.role == "launcher" {
+			job.launcherBound = true
+		}
 		s.openGateIfDone()
 		if readyAfter, ok := annotatedDuration(pod, localcluster.SimReadyAfterAnnotation); ok {
 			if readyAfter == 0 {
@@ -222,6 +278,14 @@ func (s *simulator) observe(obj any) {
 	}
 	if podutil.IsPodReady(pod) && p.ready.IsZero() {
 		p.ready = now
+		if job != nil && job.members[pod.UID] == key {
+			job.ready.Insert(pod.UID)
+			if int32(job.ready.Len()) == job.workers && !job.launcherCreated {
+				job.launcherCreated = true
+				s.progress = now
+				s.queue.Add(action{kind: createLauncher, pod: p.group})
+			}
+		}
 		if runFor, ok := annotatedDuration(pod, localcluster.SimRunForAnnotation); ok {
 			s.queue.AddAfter(action{kind: finish, pod: key, uid: pod.UID}, runFor)
 		}
@@ -242,12 +306,53 @@ func (s *simulator) forget(obj any) {
 	s.openGateIfDone()
 }
 
-// openGateIfDone must be called with s.mu held.
-func (s *simulator) openGateIfDone() {
-	if s.gate && !s.opened && s.pending.Len() == 0 {
-		s.opened = true
-		s.queue.Add(action{kind: openGate})
+// trackWorker records a worker of a job whose launcher comes late, and
+// has its PodGroup created when it is the job's first. It must be called
+// with s.mu held.
+func (s *simulator) trackWorker(group types.NamespacedName, workers int32, uid types.UID, key types.NamespacedName) {
+	job, ok := s.jobs[group]
+	if !ok {
+		job = &lateJob{workers: workers, members: map[types.UID]types.NamespacedName{}, ready: sets.New[types.UID]()}
+		s.jobs[group] = job
+		s.queue.Add(action{kind: createPodGroup, pod: group})
 	}
+	job.members[uid] = key
+}
+
+// openGateIfDone opens the gate once every group member seen, and every
+// late launcher, has been bound. It must be called with s.mu held.
+func (s *simulator) openGateIfDone() {
+	if s.gate.IsZero() || s.opened || s.pending.Len() > 0 {
+		return
+	}
+	for _, job := range s.jobs {
+		if !job.launcherBound {
+			return
+		}
+	}
+	s.opened = true
+	s.queue.Add(action{kind: openGate})
+}
+
+// openGateIfStalled opens the gate when no group member has been bound for
+// stallTimeout since the gate pod was created: gangs that are still
+// incomplete then wait for each other or for room that nothing will free.
+func (s *simulator) openGateIfStalled(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gate.IsZero() || s.opened || time.Since(latest(s.gate, s.progress)) < stallTimeout {
+		return
+	}
+	s.opened = true
+	klog.FromContext(ctx).Info("Ending the workload: no group member was bound within the stall timeout", "timeout", stallTimeout, "pendingMembers", s.pending.Len())
+	s.queue.Add(action{kind: openGate})
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func annotatedDuration(pod *corev1.Pod, annotation string) (time.Duration, bool) {
@@ -281,20 +386,60 @@ func (s *simulator) work(ctx context.Context) bool {
 		s.mu.Lock()
 		if p, ok := s.pods[a.uid]; ok {
 			p.finished = time.Now()
+			if _, isJob := s.jobs[p.group]; isJob && p.role == "launcher" {
+				s.queue.Add(action{kind: deleteWorkers, pod: p.group})
+			}
 		}
 		s.mu.Unlock()
-		zero := int64(0)
-		err = s.client.CoreV1().Pods(a.pod.Namespace).Delete(ctx, a.pod.Name, metav1.DeleteOptions{
-			GracePeriodSeconds: &zero,
-			Preconditions:      &metav1.Preconditions{UID: &a.uid},
-		})
+		err = s.deletePod(ctx, a.pod, a.uid)
 	case openGate:
 		err = s.openGate(ctx)
+	case createPodGroup:
+		s.mu.Lock()
+		workers := s.jobs[a.pod].workers
+		s.mu.Unlock()
+		err = s.operator.createPodGroup(ctx, a.pod, workers)
+	case createLauncher:
+		_, err = s.client.CoreV1().Pods(a.pod.Namespace).Create(ctx, s.operator.launcherPod(a.pod), metav1.CreateOptions{})
+	case deleteWorkers:
+		err = s.deleteWorkers(ctx, a.pod)
 	}
 	if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 		klog.ErrorS(err, "Simulator action failed", "action", a.kind, "pod", a.pod)
+		s.mu.Lock()
+		s.failed++
+		s.mu.Unlock()
 	}
 	return true
+}
+
+func (s *simulator) deletePod(ctx context.Context, pod types.NamespacedName, uid types.UID) error {
+	zero := int64(0)
+	return s.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: &zero,
+		Preconditions:      &metav1.Preconditions{UID: &uid},
+	})
+}
+
+// deleteWorkers ends a job whose launcher has finished, as its operator
+// cleans up.
+func (s *simulator) deleteWorkers(ctx context.Context, group types.NamespacedName) error {
+	s.mu.Lock()
+	members := maps.Clone(s.jobs[group].members)
+	now := time.Now()
+	for uid := range members {
+		if p, ok := s.pods[uid]; ok {
+			p.finished = now
+		}
+	}
+	s.mu.Unlock()
+	var errs []error
+	for uid, pod := range members {
+		if err := s.deletePod(ctx, pod, uid); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (s *simulator) patchStatus(ctx context.Context, a action, patch string) error {
@@ -318,14 +463,14 @@ func (s *simulator) openGate(ctx context.Context) error {
 // report adds the simulator's figures to the benchmark's result line, in
 // benchstat units; a figure is left out where the workload has nothing to
 // measure it on.
-func (s *simulator) report(b *testing.B, shapes map[types.NamespacedName]groupShape) {
+func (s *simulator) report(b *testing.B, shapes map[types.NamespacedName]groupShape, end time.Time) {
 	s.mu.Lock()
 	pods := make([]podTimes, 0, len(s.pods))
 	for _, p := range s.pods {
 		pods = append(pods, *p)
 	}
 	s.mu.Unlock()
-	sum := summarize(pods, shapes)
+	sum := summarize(pods, shapes, end)
 	if sum.gangs == 0 {
 		return
 	}
@@ -344,5 +489,15 @@ func (s *simulator) report(b *testing.B, shapes map[types.NamespacedName]groupSh
 		b.ReportMetric(ms(percentile(sum.release, 50)), "launch_release_ms/Perc50")
 		b.ReportMetric(ms(percentile(sum.release, 99)), "launch_release_ms/Perc99")
 		b.ReportMetric(ms(percentile(sum.release, 100)), "launch_release_ms/Max")
+	}
+	if sum.lateJobs > 0 {
+		if len(sum.launcherWait) > 0 {
+			b.ReportMetric(ms(percentile(sum.launcherWait, 50)), "launcher_wait_ms/Perc50")
+			b.ReportMetric(ms(percentile(sum.launcherWait, 99)), "launcher_wait_ms/Perc99")
+			b.ReportMetric(percentile(sum.jobStart, 50).Seconds(), "job_start_s/Perc50")
+			b.ReportMetric(percentile(sum.jobStart, 99).Seconds(), "job_start_s/Perc99")
+		}
+		b.ReportMetric(sum.idleGPUSeconds, "idle_worker_gpu_s")
+		b.ReportMetric(float64(sum.neverLaunched), "never_launched")
 	}
 }

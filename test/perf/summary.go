@@ -5,16 +5,21 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-dev/muster/pkg/topology"
 )
+
+// gpuResource is the accelerator the workloads' idle time is counted in.
+const gpuResource corev1.ResourceName = "nvidia.com/gpu"
 
 // podTimes is what the workload simulator saw of one pod, all by the same
 // informer's clock. A zero time means the pod never got there.
 type podTimes struct {
 	group   types.NamespacedName
 	role    string
+	gpus    int64
 	created time.Time
 	bound   time.Time
 	running time.Time
@@ -28,6 +33,9 @@ type groupShape struct {
 	minMember int32
 	// topology is nil for a gang without roles.
 	topology *topology.Topology
+	// lateLauncher is set for a job whose launcher is created only once
+	// its workers are Ready.
+	lateLauncher bool
 }
 
 // summary holds the figures the harness has no collector for. They are
@@ -53,9 +61,26 @@ type summary struct {
 	// release is, per successor bound in order, the time from the last
 	// predecessor reaching start-after to the successor being bound.
 	release []time.Duration
+
+	// lateJobs counts the jobs whose launcher is created late.
+	lateJobs int
+	// launcherWait is, per such job whose launcher was bound, the time
+	// from its last worker Ready to its launcher bound.
+	launcherWait []time.Duration
+	// idleGPUSeconds sums, over those jobs' workers, the GPUs a worker
+	// holds times the time from its Ready to its launcher bound, or to the
+	// end of the workload when the launcher never was.
+	idleGPUSeconds float64
+	// neverLaunched counts those jobs whose launcher was never bound.
+	neverLaunched int
+	// jobStart is, per such job whose launcher was bound, the time from
+	// its last worker created to its launcher bound: how long a submitted
+	// job waited to run.
+	jobStart []time.Duration
 }
 
-func summarize(pods []podTimes, shapes map[types.NamespacedName]groupShape) summary {
+// summarize computes the figures of a workload that ended at end.
+func summarize(pods []podTimes, shapes map[types.NamespacedName]groupShape, end time.Time) summary {
 	byGroup := map[types.NamespacedName][]podTimes{}
 	for _, p := range pods {
 		if p.group.Name != "" {
@@ -88,6 +113,9 @@ func summarize(pods []podTimes, shapes map[types.NamespacedName]groupShape) summ
 		}
 		if shape.topology != nil {
 			s.addLaunchOrder(members, shape.topology)
+		}
+		if shape.lateLauncher {
+			s.addLateLauncher(members, end)
 		}
 	}
 	if !first.IsZero() && !last.IsZero() {
@@ -168,6 +196,39 @@ func (s *summary) addLaunchOrder(members []podTimes, t *topology.Topology) {
 			continue
 		}
 		s.release = append(s.release, successor.bound.Sub(lastReached))
+	}
+}
+
+func (s *summary) addLateLauncher(members []podTimes, end time.Time) {
+	s.lateJobs++
+	var launched, lastReady, lastCreated time.Time
+	for _, p := range members {
+		if p.role == "launcher" && !p.bound.IsZero() {
+			launched = p.bound
+		}
+	}
+	idleUntil := launched
+	if launched.IsZero() {
+		s.neverLaunched++
+		idleUntil = end
+	}
+	for _, p := range members {
+		if p.role == "launcher" || p.ready.IsZero() {
+			continue
+		}
+		if lastReady.Before(p.ready) {
+			lastReady = p.ready
+		}
+		if lastCreated.Before(p.created) {
+			lastCreated = p.created
+		}
+		if idleUntil.After(p.ready) {
+			s.idleGPUSeconds += float64(p.gpus) * idleUntil.Sub(p.ready).Seconds()
+		}
+	}
+	if !launched.IsZero() && !lastReady.IsZero() {
+		s.launcherWait = append(s.launcherWait, launched.Sub(lastReady))
+		s.jobStart = append(s.jobStart, launched.Sub(lastCreated))
 	}
 }
 

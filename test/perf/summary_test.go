@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/muster-dev/muster/pkg/topology"
@@ -92,11 +93,38 @@ func TestSummarize(t *testing.T) {
 				successors: 1, early: 1,
 			},
 		},
+		{
+			name: "a late launcher waits from the last worker Ready, and its workers idle until it is bound",
+			pods: []podTimes{
+				{group: group, role: "worker", gpus: 1, created: at(0), bound: at(10), ready: at(40)},
+				{group: group, role: "worker", gpus: 1, created: at(0), bound: at(10), ready: at(60)},
+				{group: group, role: "launcher", created: at(60), bound: at(100)},
+			},
+			shapes: map[types.NamespacedName]groupShape{group: {minMember: 3, topology: mpi, lateLauncher: true}},
+			want: summary{
+				gangs: 1, admission: []time.Duration{40 * time.Millisecond}, completion: 100 * time.Millisecond,
+				successors: 1, release: []time.Duration{40 * time.Millisecond},
+				lateJobs: 1, launcherWait: []time.Duration{40 * time.Millisecond}, idleGPUSeconds: 0.06 + 0.04,
+				jobStart: []time.Duration{100 * time.Millisecond},
+			},
+		},
+		{
+			name: "a late launcher never bound leaves its workers idle until the workload ends",
+			pods: []podTimes{
+				{group: group, role: "worker", gpus: 1, created: at(0), bound: at(10), ready: at(40)},
+				{group: group, role: "worker", gpus: 1, created: at(0), bound: at(10), ready: at(60)},
+			},
+			shapes: map[types.NamespacedName]groupShape{group: {minMember: 2, topology: mpi, lateLauncher: true}},
+			want: summary{
+				gangs: 1, admission: []time.Duration{10 * time.Millisecond}, completion: 10 * time.Millisecond,
+				lateJobs: 1, idleGPUSeconds: 0.96 + 0.94, neverLaunched: 1,
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := summarize(tc.pods, tc.shapes)
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(summary{})); diff != "" {
+			got := summarize(tc.pods, tc.shapes, at(1000))
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(summary{}), cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 				t.Errorf("summarize (-want +got):\n%s", diff)
 			}
 		})
