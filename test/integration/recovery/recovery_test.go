@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -168,12 +169,10 @@ func TestLoweredMinMemberBindsWaitingMembersAtOnce(t *testing.T) {
 		return framework.SchedulerMetrics(t)["muster_gangs_waiting"] >= 1
 	})
 
-	stored, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns).Get(context.Background(), "a", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("reading PodGroup a: %v", err)
-	}
-	stored.Spec.MinMember = 3
-	if _, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns).Update(context.Background(), stored, metav1.UpdateOptions{}); err != nil {
+	// A patch, since muster-controller writes the PodGroup's status
+	// meanwhile.
+	if _, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns).Patch(context.Background(), "a", types.MergePatchType,
+		[]byte(`{"spec":{"minMember":3}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("lowering minMember: %v", err)
 	}
 	for i := range 3 {
@@ -220,12 +219,9 @@ func TestStatusOnlyWritesCauseNoSchedulingAttempt(t *testing.T) {
 	}
 
 	for i := range 10 {
-		stored, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns).Get(context.Background(), "a", metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("reading PodGroup a: %v", err)
-		}
-		stored.Status.OccupiedBy = fmt.Sprintf("status write %d", i)
-		if _, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns).UpdateStatus(context.Background(), stored, metav1.UpdateOptions{}); err != nil {
+		patch := fmt.Sprintf(`{"status":{"occupiedBy":"status write %d"}}`, i)
+		if _, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns).Patch(context.Background(), "a", types.MergePatchType,
+			[]byte(patch), metav1.PatchOptions{}, "status"); err != nil {
 			t.Fatalf("writing the status of PodGroup a: %v", err)
 		}
 	}
