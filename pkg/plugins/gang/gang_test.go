@@ -683,6 +683,21 @@ func TestALateMemberIsHeldRoomWhereItsTemplateLetsItRun(t *testing.T) {
 	}
 }
 
+func TestTheMemberThatCompletesAGangWithALateMemberWakesItsSiblings(t *testing.T) {
+	pg := podGroup("job", 3).Obj()
+	pg.Annotations = map[string]string{
+		topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2",
+		topology.LateMembersAnnotation: `{"launcher":{"requests":{"cpu":"1"}}}`,
+	}
+	w0 := member("job", "w0").Label(topology.RoleLabel, "worker").Obj()
+	w1 := member("job", "w1").Label(topology.RoleLabel, "worker").Obj()
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, []*corev1.Pod{w0, w1})
+	handler := f.gang.podHandler(klog.Background()).(cache.FilteringResourceEventHandler)
+	handler.OnAdd(w1, false)
+	assert.ElementsMatch(t, []string{"team-a/w0", "team-a/w1"}, f.activator.Activated,
+		"the second worker and the launcher to come make the gang of 3")
+}
+
 func TestARestartedSchedulerHoldsTheLateRoomOfAnAdmittedGangAgain(t *testing.T) {
 	worker := func(name string) *st.PodWrapper {
 		return member("job", name).Label(topology.RoleLabel, "worker").Req(map[corev1.ResourceName]string{"cpu": "1"})

@@ -146,8 +146,9 @@ func (g *Gang) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 				}
 				// The queue does not tell other pods about a new unscheduled
 				// pod, so the member that completes a group wakes its gated
-				// siblings here, once, as the group reaches minMember.
-				if pg := g.podGroup(key); pg != nil && g.members(key).active == pg.Spec.MinMember {
+				// siblings here, once, as the group reaches minMember, with
+				// the members its owner creates later counted.
+				if pg := g.podGroup(key); pg != nil && g.members(key).active+total(g.missingLate(key)) == pg.Spec.MinMember {
 					g.activate(logger, key)
 				}
 			},
