@@ -169,6 +169,14 @@ func run(opts options) error {
 	if err := topologyReconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the PodGroup topology reconciler: %w", err)
 	}
+	jobSetReconciler := &podgroup.JobSetGroupReconciler{
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorderFor("muster-controller"),
+	}
+	if err := jobSetReconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the JobSet PodGroup reconciler: %w", err)
+	}
 
 	if err := setupCertificates(ctx, mgr, opts); err != nil {
 		return err

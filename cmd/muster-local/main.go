@@ -55,7 +55,7 @@ and removes DIR.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&dir, "dir", defaultDir, "directory for the cluster's state, credentials and logs")
-	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir), newTrainingOperatorCommand(&dir), newMPIOperatorCommand(&dir))
+	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir), newTrainingOperatorCommand(&dir), newMPIOperatorCommand(&dir), newJobSetCommand(&dir))
 	return root
 }
 
@@ -173,6 +173,29 @@ it with the rest.`,
 				return err
 			}
 			fmt.Println("mpi-operator runs; its MPIJobs' pods are scheduled by muster-scheduler.")
+			return nil
+		},
+	}
+}
+
+func newJobSetCommand(dir *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "jobset",
+		Short: "Run the JobSet controller against the cluster",
+		Long: `Runs bin/jobset (built by 'make tools') as its users run it, with its
+CRD installed and its webhooks served on loopback, its internal
+certificate management off. A JobSet whose pod templates name
+muster-scheduler is grouped by muster. 'down' stops it with the rest.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cluster, err := localcluster.Load(*dir)
+			if err != nil {
+				return err
+			}
+			if err := cluster.StartJobSet(cmd.Context(), defaultBinDir()); err != nil {
+				return err
+			}
+			fmt.Println("the JobSet controller runs; JobSets whose pods name muster-scheduler are grouped by muster.")
 			return nil
 		},
 	}

@@ -17,6 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	"github.com/muster-dev/muster/manifests"
+	"github.com/muster-dev/muster/pkg/certs"
 )
 
 // Operator is an operator the cluster runs as a program of its own, as a
@@ -36,7 +39,7 @@ type Operator struct {
 	// CRDs, when set, names the files of binDir/crds/<name> to install;
 	// every one when empty.
 	CRDs []string
-	// Webhook, when set, registers the operator's validating webhooks
+	// Webhook, when set, registers the operator's webhooks
 	// (binDir/webhooks/<name>.yaml) at a loopback URL, as its users
 	// register them at its Service.
 	Webhook *OperatorWebhook
@@ -44,7 +47,7 @@ type Operator struct {
 
 // OperatorWebhook is where an operator serves its webhooks.
 type OperatorWebhook struct {
-	// ConfigurationName is the name the operator knows its
+	// ConfigurationName, when set, is the name the operator knows its
 	// ValidatingWebhookConfiguration by (its manifests may rename it).
 	ConfigurationName string
 	// URL is the operator's webhook server, such as https://127.0.0.1:9443.
@@ -134,21 +137,17 @@ func (c *Cluster) installCRDs(ctx context.Context, dir string, files []string) e
 	return nil
 }
 
-// registerOperatorWebhooks creates the operator's ValidatingWebhookConfiguration
-// with each webhook pointed at the loopback URL plus its path.
+// registerOperatorWebhooks creates the operator's webhook configurations,
+// mutating and validating, with each webhook pointed at the loopback URL
+// plus its path.
 func (c *Cluster) registerOperatorWebhooks(ctx context.Context, path string, webhook *OperatorWebhook) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("reading the operator's webhooks (make tools copies them there): %w", err)
 	}
-	config := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := yaml.Unmarshal(data, config); err != nil {
+	configs, err := manifests.Objects(data)
+	if err != nil {
 		return fmt.Errorf("decoding %s: %w", path, err)
-	}
-	config.Name = webhook.ConfigurationName
-	for i := range config.Webhooks {
-		pointAt(&config.Webhooks[i].ClientConfig, webhook.URL)
-		config.Webhooks[i].ClientConfig.CABundle = webhook.CABundle
 	}
 	restConfig, err := c.RESTConfig()
 	if err != nil {
@@ -158,8 +157,26 @@ func (c *Cluster) registerOperatorWebhooks(ctx context.Context, path string, web
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
 	}
-	if _, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("registering the webhooks of %s: %w", config.Name, err)
+	registrations := client.AdmissionregistrationV1()
+	for _, config := range configs {
+		for _, clientConfig := range certs.ClientConfigs(config) {
+			pointAt(clientConfig, webhook.URL)
+			clientConfig.CABundle = webhook.CABundle
+		}
+		switch config := config.(type) {
+		case *admissionregistrationv1.MutatingWebhookConfiguration:
+			_, err = registrations.MutatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{})
+		case *admissionregistrationv1.ValidatingWebhookConfiguration:
+			if webhook.ConfigurationName != "" {
+				config.Name = webhook.ConfigurationName
+			}
+			_, err = registrations.ValidatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{})
+		default:
+			err = fmt.Errorf("%s is not a webhook configuration", config.GetName())
+		}
+		if err != nil {
+			return fmt.Errorf("registering the webhooks of %s: %w", config.GetName(), err)
+		}
 	}
 	return nil
 }

@@ -94,13 +94,14 @@ func IndexOf(pod *corev1.Pod) (index int32, ok bool, err error) {
 	return 0, false, nil
 }
 
-// RoleOf returns the pod's role from the first of the role labels it has,
-// in lower case for the operators' (training-operator writes "Master").
+// RoleOf returns the pod's role from the first of the role labels it has
+// (muster's, the Kubeflow operators', JobSet's replicated job name), in
+// lower case for the operators' (training-operator writes "Master").
 func RoleOf(pod *corev1.Pod) (string, bool) {
 	if role := pod.Labels[RoleLabel]; role != "" {
 		return role, true
 	}
-	for _, label := range []string{KubeflowRoleLabel, KubeflowJobRoleLabel} {
+	for _, label := range []string{KubeflowRoleLabel, KubeflowJobRoleLabel, JobSetReplicatedJobLabel} {
 		if role := pod.Labels[label]; role != "" {
 			return strings.ToLower(role), true
 		}

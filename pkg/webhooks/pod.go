@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -54,6 +56,9 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	// A pod created by generateName has no name yet, and may have no
 	// namespace in the object; the request has it.
 	inRequestNamespace(ctx, pod)
+	if joined, err := d.joinJobSetGroup(ctx, pod); joined || err != nil {
+		return err
+	}
 	key, ok := topology.GroupOf(pod)
 	if !ok {
 		return nil
@@ -114,6 +119,38 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	markAdded(pod, "hostname, subdomain, environment, files")
 	logger.V(2).Info("Gave a member its environment", "role", member.Role, "index", member.Index)
 	return nil
+}
+
+// joinJobSetGroup puts a pod of a JobSet that names no group into the
+// group muster-controller makes for the JobSet, named after it, and
+// reports whether it did. The webhook configuration sends only the pods of
+// JobSets scheduled by muster-scheduler. A JobSet that opts out, or whose
+// replicated jobs muster cannot place together, is left alone. Its members
+// are JobSet's: muster adds nothing else to them.
+func (d *PodDefaulter) joinJobSetGroup(ctx context.Context, pod *corev1.Pod) (bool, error) {
+	name := pod.Labels[topology.JobSetNameLabel]
+	if name == "" || pod.Labels[topology.GroupLabel] != "" {
+		return false, nil
+	}
+	js := &unstructured.Unstructured{}
+	js.SetGroupVersionKind(topology.JobSetGVK)
+	err := d.Reader.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, js)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading JobSet %s/%s: %w", pod.Namespace, name, err)
+	}
+	if topology.WantsNoPodGroup(js) {
+		return false, nil
+	}
+	if _, _, err := topology.FromJobSet(js); err != nil {
+		klog.FromContext(ctx).V(2).Info("Leaving a JobSet's pod out of any group", "jobSet", klog.KObj(js), "reason", err.Error())
+		return false, nil
+	}
+	pod.Labels[topology.GroupLabel] = name
+	markAdded(pod, fmt.Sprintf("the group label %s: the group's members are %s/%s's", topology.GroupLabel, topology.JobSetKind, name))
+	return true, nil
 }
 
 // AddedAnnotation says on a member what muster added to it.

@@ -1,0 +1,96 @@
+package podgroup
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// ReasonJobSetGrouped is the reason of the event on a JobSet whose
+// PodGroup muster made.
+const ReasonJobSetGrouped = "PodGroupCreated"
+
+// JobSetGroupReconciler makes the PodGroup of a JobSet whose pods the pod
+// webhook put into a group named after it: owned by the JobSet, with the
+// JobSet's topology and minMember. It reads the JobSet when a member
+// appears, with no watch, so JobSet installed after muster is served
+// without a restart.
+type JobSetGroupReconciler struct {
+	Client client.Client
+	// Reader reads JobSets from the API server: nothing caches their kind.
+	Reader   client.Reader
+	Recorder record.EventRecorder
+}
+
+// SetupWithManager registers the reconciler for the groups of JobSets'
+// pods.
+func (r *JobSetGroupReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("jobset-podgroup").
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(groupOfPod),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
+				key, ok := topology.GroupOf(obj.(*corev1.Pod))
+				return ok && obj.GetLabels()[topology.JobSetNameLabel] == key.Name
+			}))).
+		Complete(r)
+}
+
+// Reconcile creates the JobSet's PodGroup if it does not exist.
+func (r *JobSetGroupReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	err := r.Client.Get(ctx, req.NamespacedName, &v1alpha1.PodGroup{})
+	if !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	js := &unstructured.Unstructured{}
+	js.SetGroupVersionKind(topology.JobSetGVK)
+	err = r.Reader.Get(ctx, req.NamespacedName, js)
+	switch {
+	case apierrors.IsNotFound(err):
+		return reconcile.Result{}, nil
+	case meta.IsNoMatchError(err):
+		return reconcile.Result{RequeueAfter: kindRetry}, nil
+	case err != nil:
+		return reconcile.Result{}, fmt.Errorf("reading JobSet %s: %w", req.NamespacedName, err)
+	}
+	if topology.WantsNoPodGroup(js) || js.GetDeletionTimestamp() != nil {
+		return reconcile.Result{}, nil
+	}
+	annotations, minMember, err := topology.FromJobSet(js)
+	if err != nil {
+		// The webhook groups no pod of such a JobSet.
+		return reconcile.Result{}, nil
+	}
+	pg := &v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: req.Namespace, Name: req.Name, Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, topology.JobSetGVK)},
+		},
+		Spec: v1alpha1.PodGroupSpec{MinMember: minMember},
+	}
+	if err := r.Client.Create(ctx, pg); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("creating the PodGroup of JobSet %s: %w", req.NamespacedName, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Created the PodGroup of a JobSet", "jobSet", req.NamespacedName, "minMember", minMember, "roles", annotations[topology.RolesAnnotation])
+	r.Recorder.Eventf(js, corev1.EventTypeNormal, ReasonJobSetGrouped, "PodGroup %s: minMember %d, roles %s, launch order %s",
+		pg.Name, minMember, annotations[topology.RolesAnnotation], annotations[topology.LaunchOrderAnnotation])
+	return reconcile.Result{}, nil
+}

@@ -1,0 +1,90 @@
+package topology
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+func jobSet(t *testing.T, spec string) *unstructured.Unstructured {
+	t.Helper()
+	js := &unstructured.Unstructured{Object: map[string]any{}}
+	require.NoError(t, yaml.Unmarshal([]byte(spec), &js.Object))
+	js.SetName("js")
+	return js
+}
+
+func TestFromJobSet(t *testing.T) {
+	tests := []struct {
+		name, spec string
+		want       map[string]string
+		minMember  int32
+	}{
+		{
+			name: "replicated jobs are roles of replicas × parallelism pods, in no order",
+			spec: `
+spec:
+  replicatedJobs:
+  - name: leader
+    template: {spec: {template: {spec: {containers: [{name: c}]}}}}
+  - name: workers
+    replicas: 2
+    template: {spec: {parallelism: 3, template: {spec: {containers: [{name: c}]}}}}`,
+			want:      map[string]string{FrameworkAnnotation: "generic", RolesAnnotation: "leader=1,workers=6", LaunchOrderAnnotation: "none", DerivedFromAnnotation: "JobSet/js"},
+			minMember: 7,
+		},
+		{
+			name: "a replicated job that depends on others being Ready is ordered after them, and comes late",
+			spec: `
+spec:
+  replicatedJobs:
+  - name: workers
+    replicas: 2
+    template: {spec: {template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}}}
+  - name: launcher
+    dependsOn: [{name: workers, status: Ready}]
+    template: {spec: {template: {spec: {nodeSelector: {pool: cpu}, containers: [{name: c, resources: {requests: {cpu: "2"}}}]}}}}`,
+			want: map[string]string{FrameworkAnnotation: "generic", RolesAnnotation: "workers=2,launcher=1", LaunchOrderAnnotation: "workers>launcher",
+				DerivedFromAnnotation: "JobSet/js", LateMembersAnnotation: `{"launcher":{"requests":{"cpu":"2"},"nodeSelector":{"pool":"cpu"}}}`},
+			minMember: 3,
+		},
+		{
+			name: "InOrder starts each replicated job after the one before",
+			spec: `
+spec:
+  startupPolicy: {startupPolicyOrder: InOrder}
+  replicatedJobs:
+  - {name: a, template: {spec: {template: {spec: {containers: [{name: c}]}}}}}
+  - {name: b, template: {spec: {template: {spec: {containers: [{name: c}]}}}}}
+  - {name: c, template: {spec: {template: {spec: {containers: [{name: c}]}}}}}`,
+			want: map[string]string{FrameworkAnnotation: "generic", RolesAnnotation: "a=1,b=1,c=1", LaunchOrderAnnotation: "a>b,b>c",
+				DerivedFromAnnotation: "JobSet/js", LateMembersAnnotation: `{"b":{"requests":{}},"c":{"requests":{}}}`},
+			minMember: 3,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, minMember, err := FromJobSet(jobSet(t, tt.spec))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.minMember, minMember)
+			_, errs := Parse(got)
+			assert.Empty(t, errs, "what FromJobSet writes is a valid topology")
+		})
+	}
+}
+
+func TestFromJobSetRefusesWaitingForCompletion(t *testing.T) {
+	_, _, err := FromJobSet(jobSet(t, `
+spec:
+  replicatedJobs:
+  - {name: initializer, template: {spec: {template: {spec: {containers: [{name: c}]}}}}}
+  - name: node
+    dependsOn: [{name: initializer, status: Complete}]
+    template: {spec: {template: {spec: {containers: [{name: c}]}}}}`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "replicated job node of JobSet js waits for initializer to be Complete")
+}

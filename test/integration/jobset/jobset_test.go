@@ -1,0 +1,212 @@
+// Package jobset tests muster with the real JobSet controller, built from
+// the module graph by `make tools` and run as its users run it (its
+// webhooks served on loopback, its internal certificate management off),
+// against a real control plane: JobSets name muster-scheduler in their pod
+// templates and nothing else of muster.
+package jobset
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/muster-dev/muster/pkg/controller/podgroup"
+	"github.com/muster-dev/muster/pkg/topology"
+	"github.com/muster-dev/muster/test/integration/framework"
+)
+
+func TestMain(m *testing.M) {
+	framework.RunMain(m, nil)
+}
+
+var startJobSet = sync.OnceValue(func() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	return framework.Cluster().StartJobSet(ctx, framework.BinDir())
+})
+
+// podTemplate is a JobSet pod template on the test's node pool, scheduled
+// by muster-scheduler, asking for one CPU.
+const podTemplate = `
+          metadata:
+            annotations: {muster.dev/sim-ready-after: READY}
+          spec:
+            schedulerName: muster-scheduler
+            restartPolicy: Never
+            nodeSelector: {muster.dev/test-pool: NAMESPACE}
+            tolerations: [{key: muster.dev/test-pool, operator: Equal, value: NAMESPACE, effect: NoSchedule}]
+            containers:
+            - {name: main, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "1"}}}`
+
+// A JobSet of a leader and two replicas of a 2-pod Indexed Job: 5 pods.
+const plainJobSet = `
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: js
+spec:
+  replicatedJobs:
+  - name: leader
+    template:
+      spec:
+        template:` + podTemplate + `
+  - name: workers
+    replicas: 2
+    template:
+      spec:
+        parallelism: 2
+        completions: 2
+        completionMode: Indexed
+        template:` + podTemplate
+
+// createJobSet starts the JobSet controller once and creates the JobSet
+// in the namespace; its pods become Ready after ready.
+func createJobSet(t *testing.T, namespace, manifest, ready string) {
+	t.Helper()
+	if err := startJobSet(); err != nil {
+		t.Fatalf("starting the JobSet controller: %v", err)
+	}
+	js := &unstructured.Unstructured{}
+	manifest = strings.NewReplacer("NAMESPACE", namespace, "READY", ready).Replace(manifest)
+	if err := yaml.Unmarshal([]byte(manifest), &js.Object); err != nil {
+		t.Fatal(err)
+	}
+	jobSets := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}).Namespace(namespace)
+	// The controller registers its webhook handlers a moment after it is
+	// ready: until then its server answers 404.
+	framework.Eventually(t, "JobSet "+js.GetName()+" created", func(ctx context.Context) (*unstructured.Unstructured, error) {
+		return jobSets.Create(ctx, js, metav1.CreateOptions{})
+	})
+}
+
+// jobSetPods lists the JobSet's pods, once there are as many as want.
+func jobSetPods(t *testing.T, namespace string, want int) []corev1.Pod {
+	t.Helper()
+	return framework.Eventually(t, fmt.Sprintf("%d pods of the JobSet", want), func(ctx context.Context) ([]corev1.Pod, error) {
+		pods, err := framework.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetNameLabel})
+		if err != nil {
+			return nil, err
+		}
+		if len(pods.Items) != want {
+			return nil, fmt.Errorf("%d pods", len(pods.Items))
+		}
+		return pods.Items, nil
+	})
+}
+
+// TestJobSetIsGroupedAndPlacedWhole: muster makes the JobSet's PodGroup,
+// owned by it, with a member for each of its 5 pods and a role for each
+// replicated job; the pods join the group as they are created, keep
+// JobSet's hostnames, and are all bound.
+func TestJobSetIsGroupedAndPlacedWhole(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "5")
+	createJobSet(t, ns, plainJobSet, "0s")
+	note := framework.WaitForEvent(t, ns, "js", podgroup.ReasonJobSetGrouped)
+	if want := "PodGroup js: minMember 5, roles leader=1,workers=4, launch order none"; note != want {
+		t.Errorf("%s says %q; want %q", podgroup.ReasonJobSetGrouped, note, want)
+	}
+	pg := framework.Eventually(t, "PodGroup js", func(ctx context.Context) (*v1alpha1.PodGroup, error) {
+		return framework.PodGroups.SchedulingV1alpha1().PodGroups(ns).Get(ctx, "js", metav1.GetOptions{})
+	})
+	if owner := metav1.GetControllerOf(pg); owner == nil || owner.Kind != "JobSet" || owner.Name != "js" {
+		t.Errorf("PodGroup js is controlled by %v, not by JobSet js", owner)
+	}
+	for _, pod := range jobSetPods(t, ns, 5) {
+		if pod.Labels[topology.GroupLabel] != "js" {
+			t.Errorf("pod %s is in group %q, not js", pod.Name, pod.Labels[topology.GroupLabel])
+		}
+		if !strings.HasPrefix(pod.Spec.Hostname, "js-") {
+			t.Errorf("pod %s has hostname %q, not JobSet's", pod.Name, pod.Spec.Hostname)
+		}
+		framework.WaitForPod(t, ns, pod.Name, "bound", framework.IsBound)
+	}
+}
+
+// TestJobSetThatDoesNotFitBindsNothing: with room for 4 of its 5 pods, the
+// gang is rejected and no pod is bound.
+func TestJobSetThatDoesNotFitBindsNothing(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "4")
+	createJobSet(t, ns, plainJobSet, "0s")
+	framework.WaitForEvent(t, ns, "js", "GangRejected")
+	for _, pod := range jobSetPods(t, ns, 5) {
+		if framework.IsBound(&pod) {
+			t.Errorf("pod %s was bound to %s, with its gang incomplete", pod.Name, pod.Spec.NodeName)
+		}
+	}
+}
+
+// A JobSet whose launcher JobSet creates only once its two workers are
+// Ready (dependsOn), on a pool with room for the three and no more.
+const dependsOnJobSet = `
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: mpi
+spec:
+  replicatedJobs:
+  - name: workers
+    template:
+      spec:
+        parallelism: 2
+        completions: 2
+        completionMode: Indexed
+        template:` + podTemplate + `
+  - name: launcher
+    dependsOn: [{name: workers, status: Ready}]
+    template:
+      spec:
+        template:` + podTemplate
+
+// TestDependsOnLauncherIsBoundIntoItsReservedRoom: the gang of the two
+// workers is admitted with room held for the launcher JobSet creates
+// later; a pod that arrives meanwhile does not get that room, and the
+// launcher is bound into it once the workers are Ready.
+func TestDependsOnLauncherIsBoundIntoItsReservedRoom(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "3")
+	seen := framework.WatchTimeline(t, ns)
+	createJobSet(t, ns, dependsOnJobSet, "3s")
+	note := framework.WaitForEvent(t, ns, "mpi", podgroup.ReasonJobSetGrouped)
+	if want := "PodGroup mpi: minMember 3, roles workers=2,launcher=1, launch order workers>launcher"; note != want {
+		t.Errorf("%s says %q; want %q", podgroup.ReasonJobSetGrouped, note, want)
+	}
+	workers := jobSetPods(t, ns, 2)
+	for _, pod := range workers {
+		framework.WaitForPod(t, ns, pod.Name, "bound", framework.IsBound)
+	}
+	intruder := framework.InPool(framework.MemberPod(ns, "none", 0, "1").Obj(), ns)
+	delete(intruder.Labels, topology.GroupLabel)
+	intruder.Name = "intruder"
+	framework.CreatePods(t, intruder)
+
+	launcher := framework.Eventually(t, "the launcher bound", func(ctx context.Context) (*corev1.Pod, error) {
+		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetReplicatedJobLabel + "=launcher"})
+		if err != nil || len(pods.Items) != 1 || !framework.IsBound(&pods.Items[0]) {
+			return nil, fmt.Errorf("not yet")
+		}
+		return &pods.Items[0], nil
+	})
+	for _, worker := range workers {
+		seen.BoundAfterReady(t, worker.Name, launcher.Name)
+	}
+	got, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), "intruder", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if framework.IsBound(got) {
+		t.Errorf("the intruder took the room held for the launcher, on %s", got.Spec.NodeName)
+	}
+}
