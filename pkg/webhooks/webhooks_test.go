@@ -12,6 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -219,5 +220,58 @@ func TestPodDefaulterAddsNothingToAnOperatorsMembers(t *testing.T) {
 		out := patched(t, pod, resp)
 		assert.Equal(t, want, out.Annotations[AddedAnnotation])
 		assert.Equal(t, pod.Spec, out.Spec, "the operator's pod spec is left as it is")
+	}
+}
+
+func TestPodDefaulterGroupsTheJobSetsPods(t *testing.T) {
+	s := scheme(t)
+	s.AddKnownTypeWithName(topology.JobSetGVK, &unstructured.Unstructured{})
+	s.AddKnownTypeWithName(topology.JobSetGVK.GroupVersion().WithKind(topology.JobSetKind+"List"), &unstructured.UnstructuredList{})
+	jobSet := func(name string, annotations map[string]string, dependsOn string) *unstructured.Unstructured {
+		js := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicatedJobs": []any{
+			map[string]any{"name": "workers", "replicas": int64(2)},
+			map[string]any{"name": "launcher", "dependsOn": []any{map[string]any{"name": "workers", "status": dependsOn}}},
+		}}}}
+		js.SetGroupVersionKind(topology.JobSetGVK)
+		js.SetNamespace("team-a")
+		js.SetName(name)
+		js.SetAnnotations(annotations)
+		return js
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(
+		jobSet("js", nil, "Ready"),
+		jobSet("opted-out", map[string]string{topology.JobSetPodGroupAnnotation: "none"}, "Ready"),
+		jobSet("initialized", nil, "Complete"),
+		podGroup("own", 3, nil),
+	).Build()
+	m := admission.WithCustomDefaulter(s, &corev1.Pod{}, &PodDefaulter{Client: c, Reader: c, ClusterDomain: "cluster.local"})
+	pod := func(jobSet string) *st.PodWrapper {
+		return st.MakePod().Namespace("team-a").Name(jobSet+"-workers-0-0").Label(topology.JobSetNameLabel, jobSet).
+			Label(topology.JobSetReplicatedJobLabel, "workers").Container("trainer:1")
+	}
+	tests := []struct {
+		name, wantGroup string
+		pod             *corev1.Pod
+	}{
+		{"a JobSet's pod joins the group named after it", "js", pod("js").Obj()},
+		{"a JobSet that opts out", "", pod("opted-out").Obj()},
+		{"a JobSet whose replicated job waits for another to complete", "", pod("initialized").Obj()},
+		{"a JobSet that does not exist any more", "", pod("gone").Obj()},
+		{"a pod that names a group already", "own", pod("js").Label(topology.GroupLabel, "own").Obj()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := m.Handle(context.Background(), request(t, admissionv1.Create, tt.pod, nil))
+			require.True(t, resp.Allowed, resp.Result)
+			got := tt.pod
+			if len(resp.Patches) > 0 {
+				got = patched(t, tt.pod, resp)
+			}
+			assert.Equal(t, tt.wantGroup, got.Labels[topology.GroupLabel])
+			if tt.wantGroup == "js" {
+				assert.Equal(t, "the group label scheduling.x-k8s.io/pod-group: the group's members are JobSet/js's", got.Annotations[AddedAnnotation])
+				assert.Empty(t, got.Spec.Hostname, "JobSet's members get nothing else of muster's")
+			}
+		})
 	}
 }
