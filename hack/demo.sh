@@ -144,6 +144,37 @@ echo "mpi-operator's PodGroup counts the launcher; muster admitted the two worke
 echo "with the launcher's room held, and bound the launcher into it on $launcher_node"
 echo "once the operator created it: no deadlock, and no wait for room."
 
+say "JobSet, whose pod templates name muster-scheduler"
+"$bin/muster-local" jobset --dir "$dir"
+echo "Applying manifests/examples/operators/jobset.yaml: the launcher depends on the workers being Ready"
+for _ in $(seq 100); do
+	# The controller registers its webhook handlers a moment after it is ready.
+	kubectl apply --namespace muster-operators -f "$root/manifests/examples/operators/jobset.yaml" 2>/dev/null && break
+	sleep 0.2
+done
+for _ in $(seq 600); do
+	kubectl get pods --namespace muster-operators --selector jobset.sigs.k8s.io/jobset-name=js-mpi,jobset.sigs.k8s.io/replicatedjob-name=launcher \
+		-o jsonpath='{.items[*].spec.nodeName}' | grep -q . && break
+	sleep 0.2
+done
+
+say "The PodGroup muster made for the JobSet, and its pods"
+kubectl get podgroup js-mpi --namespace muster-operators \
+	-o jsonpath='owner:        {.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}{"\n"}roles:        {.metadata.annotations.muster\.dev/roles}{"\n"}launch order: {.metadata.annotations.muster\.dev/launch-order}{"\n"}minMember:    {.spec.minMember}{"\n"}late members: {.metadata.annotations.muster\.dev/late-members}{"\n"}'
+kubectl get pods --namespace muster-operators --selector jobset.sigs.k8s.io/jobset-name=js-mpi --sort-by .metadata.creationTimestamp \
+	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.jobset\.sigs\.k8s\.io/replicatedjob-name,HOSTNAME:.spec.hostname,CREATED:.metadata.creationTimestamp,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
+kubectl get events.events.k8s.io --namespace muster-operators --sort-by .metadata.resourceVersion \
+	-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk 'NR == 1 || ($1 ~ /^js-mpi/ && $2 ~ /^PodGroupCreated|^Gang|^Late/)'
+jobset_launcher=$(kubectl get pods --namespace muster-operators --selector jobset.sigs.k8s.io/jobset-name=js-mpi,jobset.sigs.k8s.io/replicatedjob-name=launcher -o jsonpath='{.items[0].spec.nodeName}')
+if [[ -z $jobset_launcher ]]; then
+	echo "the launcher of JobSet js-mpi was not bound" >&2
+	exit 1
+fi
+echo
+echo "JobSet made no PodGroup; muster made one from the JobSet, admitted the workers"
+echo "with the launcher's room held, and bound the launcher into it on $jobset_launcher"
+echo "once JobSet created it after the workers were Ready."
+
 if [[ ${KEEP:-} == 1 ]]; then
 	echo
 	echo "The cluster keeps running (KEEP=1):"
