@@ -261,6 +261,32 @@ func InPool(pod *corev1.Pod, namespace string) *corev1.Pod {
 	return pod
 }
 
+// IntruderName is the pod CreateIntruder creates.
+const IntruderName = "intruder"
+
+// CreateIntruder creates, on the namespace's node pool, a pod of no group
+// for muster-scheduler asking for cpu: another pod of the same priority
+// that wants the room a gang holds for a member to come.
+func CreateIntruder(t *testing.T, namespace, cpu string) {
+	t.Helper()
+	intruder := InPool(MemberPod(namespace, "none", 0, cpu).Name(IntruderName).Obj(), namespace)
+	delete(intruder.Labels, topology.GroupLabel)
+	CreatePods(t, intruder)
+}
+
+// CheckIntruderKeptOut fails the test if the intruder was bound: it took
+// room held for another member.
+func CheckIntruderKeptOut(t *testing.T, namespace string) {
+	t.Helper()
+	got, err := Client.CoreV1().Pods(namespace).Get(context.Background(), IntruderName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading the intruder: %v", err)
+	}
+	if IsBound(got) {
+		t.Errorf("the intruder took the room held for a member to come, on %s", got.Spec.NodeName)
+	}
+}
+
 // SchedulerMetrics scrapes muster-scheduler's /metrics as the admin and
 // returns each sample by its name and labels, as written in the exposition.
 func SchedulerMetrics(t *testing.T) map[string]float64 {

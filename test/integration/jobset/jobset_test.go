@@ -187,10 +187,7 @@ func TestDependsOnLauncherIsBoundIntoItsReservedRoom(t *testing.T) {
 	for _, pod := range workers {
 		framework.WaitForPod(t, ns, pod.Name, "bound", framework.IsBound)
 	}
-	intruder := framework.InPool(framework.MemberPod(ns, "none", 0, "1").Obj(), ns)
-	delete(intruder.Labels, topology.GroupLabel)
-	intruder.Name = "intruder"
-	framework.CreatePods(t, intruder)
+	framework.CreateIntruder(t, ns, "1")
 
 	launcher := framework.Eventually(t, "the launcher bound", func(ctx context.Context) (*corev1.Pod, error) {
 		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetReplicatedJobLabel + "=launcher"})
@@ -202,11 +199,5 @@ func TestDependsOnLauncherIsBoundIntoItsReservedRoom(t *testing.T) {
 	for _, worker := range workers {
 		seen.BoundAfterReady(t, worker.Name, launcher.Name)
 	}
-	got, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), "intruder", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if framework.IsBound(got) {
-		t.Errorf("the intruder took the room held for the launcher, on %s", got.Spec.NodeName)
-	}
+	framework.CheckIntruderKeptOut(t, ns)
 }

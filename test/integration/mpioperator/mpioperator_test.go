@@ -172,36 +172,7 @@ spec:
 // that room; and the launcher, created once the workers are Ready, is
 // bound into it.
 func TestLateLauncherIsBoundIntoItsReservedRoom(t *testing.T) {
-	if err := startMPIOperator(); err != nil {
-		t.Fatalf("starting mpi-operator: %v", err)
-	}
-	ns := framework.NewNamespace(t)
-	framework.NodePool(t, ns, 1, "3")
-	job := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(strings.ReplaceAll(lateLauncherJob, "NAMESPACE", ns)), &job.Object); err != nil {
-		t.Fatal(err)
-	}
-	createMPIJob(t, ns, job)
-	for _, worker := range []string{"late-worker-0", "late-worker-1"} {
-		framework.WaitForPod(t, ns, worker, "bound", framework.IsBound)
-	}
-	// Another pod of the same priority wants the room the launcher needs.
-	intruder := framework.InPool(framework.MemberPod(ns, "none", 0, "1").Obj(), ns)
-	delete(intruder.Labels, topology.GroupLabel)
-	intruder.Name = "intruder"
-	framework.CreatePods(t, intruder)
-
-	launcher := boundLauncher(t, ns)
-	if launcher.Spec.NodeName != ns+"-0" {
-		t.Errorf("the launcher went to %s", launcher.Spec.NodeName)
-	}
-	got, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), "intruder", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if framework.IsBound(got) {
-		t.Errorf("the intruder took the room held for the launcher, on %s", got.Spec.NodeName)
-	}
+	runLateLauncherJob(t, "3s", func() {})
 }
 
 // TestLateLauncherRoomOutlivesASchedulerRestart: muster-scheduler restarts
@@ -210,14 +181,27 @@ func TestLateLauncherIsBoundIntoItsReservedRoom(t *testing.T) {
 // places anything else, so the pod that arrives then still does not get
 // it, and the launcher is bound into it.
 func TestLateLauncherRoomOutlivesASchedulerRestart(t *testing.T) {
+	// The workers turn Ready well after the restart is over, so that the
+	// launcher comes only then.
+	runLateLauncherJob(t, "20s", func() {
+		if err := framework.Cluster().Restart(context.Background(), "muster-scheduler"); err != nil {
+			t.Fatalf("restarting muster-scheduler: %v", err)
+		}
+	})
+}
+
+// runLateLauncherJob runs lateLauncherJob, its workers Ready readyAfter
+// they start, on a pool of its own; once the workers are bound it calls
+// meanwhile, then has another pod of the same priority ask for the room
+// the launcher needs, and checks that the launcher, not that pod, gets it.
+func runLateLauncherJob(t *testing.T, readyAfter string, meanwhile func()) {
+	t.Helper()
 	if err := startMPIOperator(); err != nil {
 		t.Fatalf("starting mpi-operator: %v", err)
 	}
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "3")
-	// The workers turn Ready well after the restart is over, so that the
-	// launcher comes only then.
-	manifest := strings.ReplaceAll(strings.ReplaceAll(lateLauncherJob, "NAMESPACE", ns), "sim-ready-after: 3s", "sim-ready-after: 20s")
+	manifest := strings.NewReplacer("NAMESPACE", ns, "sim-ready-after: 3s", "sim-ready-after: "+readyAfter).Replace(lateLauncherJob)
 	job := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(manifest), &job.Object); err != nil {
 		t.Fatal(err)
@@ -226,22 +210,11 @@ func TestLateLauncherRoomOutlivesASchedulerRestart(t *testing.T) {
 	for _, worker := range []string{"late-worker-0", "late-worker-1"} {
 		framework.WaitForPod(t, ns, worker, "bound", framework.IsBound)
 	}
-	if err := framework.Cluster().Restart(context.Background(), "muster-scheduler"); err != nil {
-		t.Fatalf("restarting muster-scheduler: %v", err)
-	}
-	intruder := framework.InPool(framework.MemberPod(ns, "none", 0, "1").Obj(), ns)
-	delete(intruder.Labels, topology.GroupLabel)
-	intruder.Name = "intruder"
-	framework.CreatePods(t, intruder)
+	meanwhile()
+	framework.CreateIntruder(t, ns, "1")
 	launcher := boundLauncher(t, ns)
 	if launcher.Spec.NodeName != ns+"-0" {
 		t.Errorf("the launcher went to %s", launcher.Spec.NodeName)
 	}
-	got, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), "intruder", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if framework.IsBound(got) {
-		t.Errorf("the intruder took the room held for the launcher, on %s", got.Spec.NodeName)
-	}
+	framework.CheckIntruderKeptOut(t, ns)
 }
