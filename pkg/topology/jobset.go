@@ -3,6 +3,7 @@ package topology
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,51 +54,75 @@ func WantsNoPodGroup(js *unstructured.Unstructured) bool {
 	return js.GetAnnotations()[JobSetPodGroupAnnotation] == "none"
 }
 
-// FromJobSet reads the group of a JobSet's pods: the PodGroup annotations
-// of its topology and its minMember. Each replicated job is a role of
-// replicas × parallelism pods. A replicated job that JobSet creates only
-// after others (dependsOn, or startupPolicyOrder InOrder) is a late member,
-// with what its pod template requests and where it may run; when it waits
-// for the others to be Ready, the launch order says so too.
-func FromJobSet(js *unstructured.Unstructured) (map[string]string, int32, error) {
+// JobSetGroup is the group muster makes of a JobSet's pods.
+type JobSetGroup struct {
+	// Annotations are the PodGroup's: the topology.
+	Annotations map[string]string
+	MinMember   int32
+	// Ungrouped are the replicated jobs that others wait for to Complete,
+	// such as initializers: they run, and finish, before the group does,
+	// so their pods stay out of it.
+	Ungrouped []string
+}
+
+// FromJobSet reads the group of a JobSet's pods. Each replicated job that
+// no other waits for to Complete is a role of replicas × parallelism pods,
+// and minMember is their sum. A replicated job that JobSet creates only
+// once others are Ready (dependsOn Ready, or startupPolicyOrder InOrder)
+// is ordered after them and is a late member, with what its pod template
+// requests and where it may run.
+func FromJobSet(js *unstructured.Unstructured) (JobSetGroup, error) {
 	raw, _, _ := unstructured.NestedMap(js.Object, "spec")
 	spec := jobSetSpec{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &spec); err != nil {
-		return nil, 0, fmt.Errorf("reading the spec of JobSet %s: %w", js.GetName(), err)
-	}
-	if len(spec.ReplicatedJobs) == 0 {
-		return nil, 0, fmt.Errorf("JobSet %s has no replicated jobs", js.GetName())
+		return JobSetGroup{}, fmt.Errorf("reading the spec of JobSet %s: %w", js.GetName(), err)
 	}
 	inOrder := spec.StartupPolicy != nil && spec.StartupPolicy.StartupPolicyOrder == "InOrder"
+	var group JobSetGroup
+	for _, rjob := range spec.ReplicatedJobs {
+		for _, dependency := range rjob.DependsOn {
+			if dependency.Status == "Complete" && !slices.Contains(group.Ungrouped, dependency.Name) {
+				group.Ungrouped = append(group.Ungrouped, dependency.Name)
+			}
+		}
+	}
 	var roles, chains []string
 	late := map[string]LateMember{}
-	var minMember int32
-	for i, rjob := range spec.ReplicatedJobs {
+	previous := ""
+	for _, rjob := range spec.ReplicatedJobs {
+		if slices.Contains(group.Ungrouped, rjob.Name) {
+			continue
+		}
 		pods := ptr.Deref(rjob.Replicas, 1) * ptr.Deref(rjob.Template.Spec.Parallelism, 1)
 		roles = append(roles, fmt.Sprintf("%s=%d", rjob.Name, pods))
-		minMember += pods
-		waits := len(rjob.DependsOn) > 0 || (inOrder && i > 0)
-		if waits {
-			late[rjob.Name] = LateMemberOf(&rjob.Template.Spec.Template.Spec)
+		group.MinMember += pods
+		waitsForReady := inOrder && previous != ""
+		if waitsForReady {
+			chains = append(chains, previous+">"+rjob.Name)
 		}
 		for _, dependency := range rjob.DependsOn {
 			if dependency.Status != "Ready" {
-				// Its predecessors finish before it exists: they cannot be
-				// placed together, and muster's gang would wait for ever.
-				return nil, 0, fmt.Errorf("replicated job %s of JobSet %s waits for %s to be %s; muster groups only JobSets whose replicated jobs wait for others to be Ready",
-					rjob.Name, js.GetName(), dependency.Name, dependency.Status)
+				continue
 			}
+			if slices.Contains(group.Ungrouped, dependency.Name) {
+				return JobSetGroup{}, fmt.Errorf("replicated job %s of JobSet %s waits for %s to be Ready, which another waits for to Complete; muster cannot group both", rjob.Name, js.GetName(), dependency.Name)
+			}
+			waitsForReady = true
 			chains = append(chains, dependency.Name+">"+rjob.Name)
 		}
-		if inOrder && i > 0 {
-			chains = append(chains, spec.ReplicatedJobs[i-1].Name+">"+rjob.Name)
+		if waitsForReady {
+			late[rjob.Name] = LateMemberOf(&rjob.Template.Spec.Template.Spec)
 		}
+		previous = rjob.Name
+	}
+	if len(roles) == 0 {
+		return JobSetGroup{}, fmt.Errorf("JobSet %s has no replicated job to group", js.GetName())
 	}
 	order := "none"
 	if len(chains) > 0 {
 		order = strings.Join(chains, ",")
 	}
-	annotations := map[string]string{
+	group.Annotations = map[string]string{
 		FrameworkAnnotation:   string(Generic),
 		RolesAnnotation:       strings.Join(roles, ","),
 		LaunchOrderAnnotation: order,
@@ -106,11 +131,16 @@ func FromJobSet(js *unstructured.Unstructured) (map[string]string, int32, error)
 	if len(late) > 0 {
 		data, err := json.Marshal(late)
 		if err != nil {
-			return nil, 0, err
+			return JobSetGroup{}, err
 		}
-		annotations[LateMembersAnnotation] = string(data)
+		group.Annotations[LateMembersAnnotation] = string(data)
 	}
-	return annotations, minMember, nil
+	return group, nil
+}
+
+// Groups reports whether the group takes the pods of the replicated job.
+func (g JobSetGroup) Groups(replicatedJob string) bool {
+	return !slices.Contains(g.Ungrouped, replicatedJob)
 }
 
 // JobSetGVK is the JobSet API muster reads.

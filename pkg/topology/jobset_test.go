@@ -22,6 +22,7 @@ func TestFromJobSet(t *testing.T) {
 		name, spec string
 		want       map[string]string
 		minMember  int32
+		ungrouped  []string
 	}{
 		{
 			name: "replicated jobs are roles of replicas × parallelism pods, in no order",
@@ -64,27 +65,50 @@ spec:
 				DerivedFromAnnotation: "JobSet/js", LateMembersAnnotation: `{"b":{"requests":{}},"c":{"requests":{}}}`},
 			minMember: 3,
 		},
+		{
+			name: "initializers that others wait for to Complete run first, out of the group",
+			spec: `
+spec:
+  replicatedJobs:
+  - {name: dataset-initializer, template: {spec: {template: {spec: {containers: [{name: c}]}}}}}
+  - {name: model-initializer, template: {spec: {template: {spec: {containers: [{name: c}]}}}}}
+  - name: node
+    replicas: 2
+    dependsOn: [{name: dataset-initializer, status: Complete}, {name: model-initializer, status: Complete}]
+    template: {spec: {template: {spec: {containers: [{name: c}]}}}}`,
+			want:      map[string]string{FrameworkAnnotation: "generic", RolesAnnotation: "node=2", LaunchOrderAnnotation: "none", DerivedFromAnnotation: "JobSet/js"},
+			minMember: 2,
+			ungrouped: []string{"dataset-initializer", "model-initializer"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, minMember, err := FromJobSet(jobSet(t, tt.spec))
+			got, err := FromJobSet(jobSet(t, tt.spec))
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-			assert.Equal(t, tt.minMember, minMember)
-			_, errs := Parse(got)
+			assert.Equal(t, tt.want, got.Annotations)
+			assert.Equal(t, tt.minMember, got.MinMember)
+			assert.Equal(t, tt.ungrouped, got.Ungrouped)
+			_, errs := Parse(got.Annotations)
 			assert.Empty(t, errs, "what FromJobSet writes is a valid topology")
 		})
 	}
 }
 
-func TestFromJobSetRefusesWaitingForCompletion(t *testing.T) {
-	_, _, err := FromJobSet(jobSet(t, `
+func TestFromJobSetRefusesWhatItCannotGroup(t *testing.T) {
+	_, err := FromJobSet(jobSet(t, `
 spec:
   replicatedJobs:
   - {name: initializer, template: {spec: {template: {spec: {containers: [{name: c}]}}}}}
   - name: node
     dependsOn: [{name: initializer, status: Complete}]
+    template: {spec: {template: {spec: {containers: [{name: c}]}}}}
+  - name: sidecar
+    dependsOn: [{name: initializer, status: Ready}]
     template: {spec: {template: {spec: {containers: [{name: c}]}}}}`))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "replicated job node of JobSet js waits for initializer to be Complete")
+	assert.Contains(t, err.Error(), "replicated job sidecar of JobSet js waits for initializer to be Ready, which another waits for to Complete")
+
+	_, err = FromJobSet(jobSet(t, `spec: {replicatedJobs: []}`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "JobSet js has no replicated job to group")
 }

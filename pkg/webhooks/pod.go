@@ -124,9 +124,10 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 // joinJobSetGroup puts a pod of a JobSet that names no group into the
 // group muster-controller makes for the JobSet, named after it, and
 // reports whether it did. The webhook configuration sends only the pods of
-// JobSets scheduled by muster-scheduler. A JobSet that opts out, or whose
-// replicated jobs muster cannot place together, is left alone. Its members
-// are JobSet's: muster adds nothing else to them.
+// JobSets scheduled by muster-scheduler. A JobSet that opts out or that
+// muster cannot group is left alone, as are the pods of a replicated job
+// that others wait for to Complete. Its members are JobSet's: muster adds
+// nothing else to them.
 func (d *PodDefaulter) joinJobSetGroup(ctx context.Context, pod *corev1.Pod) (bool, error) {
 	name := pod.Labels[topology.JobSetNameLabel]
 	if name == "" || pod.Labels[topology.GroupLabel] != "" {
@@ -144,8 +145,13 @@ func (d *PodDefaulter) joinJobSetGroup(ctx context.Context, pod *corev1.Pod) (bo
 	if topology.WantsNoPodGroup(js) {
 		return false, nil
 	}
-	if _, _, err := topology.FromJobSet(js); err != nil {
+	group, err := topology.FromJobSet(js)
+	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Leaving a JobSet's pod out of any group", "jobSet", klog.KObj(js), "reason", err.Error())
+		return false, nil
+	}
+	// An initializer runs, and finishes, before the group does.
+	if !group.Groups(pod.Labels[topology.JobSetReplicatedJobLabel]) {
 		return false, nil
 	}
 	pod.Labels[topology.GroupLabel] = name

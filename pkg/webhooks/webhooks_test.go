@@ -255,7 +255,9 @@ func TestPodDefaulterGroupsTheJobSetsPods(t *testing.T) {
 	}{
 		{"a JobSet's pod joins the group named after it", "js", pod("js").Obj()},
 		{"a JobSet that opts out", "", pod("opted-out").Obj()},
-		{"a JobSet whose replicated job waits for another to complete", "", pod("initialized").Obj()},
+		{"a JobSet's initializer, which its workers wait for to complete", "", pod("initialized").Obj()},
+		{"a JobSet's pod that waits for its initializer", "initialized",
+			pod("initialized").Name("initialized-launcher-0-0").Label(topology.JobSetReplicatedJobLabel, "launcher").Obj()},
 		{"a JobSet that does not exist any more", "", pod("gone").Obj()},
 		{"a pod that names a group already", "own", pod("js").Label(topology.GroupLabel, "own").Obj()},
 	}
@@ -268,8 +270,8 @@ func TestPodDefaulterGroupsTheJobSetsPods(t *testing.T) {
 				got = patched(t, tt.pod, resp)
 			}
 			assert.Equal(t, tt.wantGroup, got.Labels[topology.GroupLabel])
-			if tt.wantGroup == "js" {
-				assert.Equal(t, "the group label scheduling.x-k8s.io/pod-group: the group's members are JobSet/js's", got.Annotations[AddedAnnotation])
+			if tt.wantGroup == "js" || tt.wantGroup == "initialized" {
+				assert.Equal(t, "the group label scheduling.x-k8s.io/pod-group: the group's members are JobSet/"+tt.wantGroup+"'s", got.Annotations[AddedAnnotation])
 				assert.Empty(t, got.Spec.Hostname, "JobSet's members get nothing else of muster's")
 			}
 		})

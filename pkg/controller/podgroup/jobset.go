@@ -3,6 +3,7 @@ package podgroup
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -71,17 +72,17 @@ func (r *JobSetGroupReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	if topology.WantsNoPodGroup(js) || js.GetDeletionTimestamp() != nil {
 		return reconcile.Result{}, nil
 	}
-	annotations, minMember, err := topology.FromJobSet(js)
+	group, err := topology.FromJobSet(js)
 	if err != nil {
 		// The webhook groups no pod of such a JobSet.
 		return reconcile.Result{}, nil
 	}
 	pg := &v1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: req.Namespace, Name: req.Name, Annotations: annotations,
+			Namespace: req.Namespace, Name: req.Name, Annotations: group.Annotations,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(js, topology.JobSetGVK)},
 		},
-		Spec: v1alpha1.PodGroupSpec{MinMember: minMember},
+		Spec: v1alpha1.PodGroupSpec{MinMember: group.MinMember},
 	}
 	if err := r.Client.Create(ctx, pg); err != nil {
 		if apierrors.IsAlreadyExists(err) {
@@ -89,8 +90,11 @@ func (r *JobSetGroupReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		}
 		return reconcile.Result{}, fmt.Errorf("creating the PodGroup of JobSet %s: %w", req.NamespacedName, err)
 	}
-	klog.FromContext(ctx).V(2).Info("Created the PodGroup of a JobSet", "jobSet", req.NamespacedName, "minMember", minMember, "roles", annotations[topology.RolesAnnotation])
-	r.Recorder.Eventf(js, corev1.EventTypeNormal, ReasonJobSetGrouped, "PodGroup %s: minMember %d, roles %s, launch order %s",
-		pg.Name, minMember, annotations[topology.RolesAnnotation], annotations[topology.LaunchOrderAnnotation])
+	klog.FromContext(ctx).V(2).Info("Created the PodGroup of a JobSet", "jobSet", req.NamespacedName, "minMember", group.MinMember, "roles", group.Annotations[topology.RolesAnnotation])
+	note := fmt.Sprintf("PodGroup %s: minMember %d, roles %s, launch order %s", pg.Name, group.MinMember, group.Annotations[topology.RolesAnnotation], group.Annotations[topology.LaunchOrderAnnotation])
+	if len(group.Ungrouped) > 0 {
+		note += fmt.Sprintf("; %s run first, alone", strings.Join(group.Ungrouped, ", "))
+	}
+	r.Recorder.Event(js, corev1.EventTypeNormal, ReasonJobSetGrouped, note)
 	return reconcile.Result{}, nil
 }

@@ -201,3 +201,50 @@ func TestDependsOnLauncherIsBoundIntoItsReservedRoom(t *testing.T) {
 	}
 	framework.CheckIntruderKeptOut(t, ns)
 }
+
+// A JobSet whose trainer nodes JobSet creates only once its initializer
+// has completed (dependsOn Complete), as Kubeflow Trainer's runtimes do.
+// The initializer finishes 2 s after it starts.
+var initializedJobSet = `
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: trained
+spec:
+  replicatedJobs:
+  - name: initializer
+    template:
+      spec:
+        template:
+          metadata:
+            annotations: {muster.dev/sim-run-for: 2s}` + strings.TrimPrefix(podTemplate, `
+          metadata:
+            annotations: {muster.dev/sim-ready-after: READY}`) + `
+  - name: node
+    replicas: 2
+    dependsOn: [{name: initializer, status: Complete}]
+    template:
+      spec:
+        template:` + podTemplate
+
+// TestInitializerRunsAloneBeforeTheGang: the initializer, which the nodes
+// wait for to complete, is scheduled on its own, out of the group; the
+// two nodes, created once it has finished, are the gang.
+func TestInitializerRunsAloneBeforeTheGang(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "2")
+	createJobSet(t, ns, initializedJobSet, "0s")
+	note := framework.WaitForEvent(t, ns, "trained", podgroup.ReasonJobSetGrouped)
+	if want := "PodGroup trained: minMember 2, roles node=2, launch order none; initializer run first, alone"; note != want {
+		t.Errorf("%s says %q; want %q", podgroup.ReasonJobSetGrouped, note, want)
+	}
+	for _, pod := range jobSetPods(t, ns, 3) {
+		role := pod.Labels[topology.JobSetReplicatedJobLabel]
+		if group := pod.Labels[topology.GroupLabel]; (role == "initializer") != (group == "") {
+			t.Errorf("pod %s of %s is in group %q", pod.Name, role, group)
+		}
+		if role == "node" {
+			framework.WaitForPod(t, ns, pod.Name, "bound", framework.IsBound)
+		}
+	}
+}
