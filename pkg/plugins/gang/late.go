@@ -55,13 +55,17 @@ func (l *lateRooms) check(key types.NamespacedName) {
 	l.unchecked.Insert(key)
 }
 
-// toCheck returns, and forgets, the groups marked by check.
+// toCheck returns, and forgets, the groups marked by check. Every
+// PreFilter asks, so the common answer, none, takes only a read lock.
 func (l *lateRooms) toCheck() []types.NamespacedName {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.unchecked.Len() == 0 {
+	l.mu.RLock()
+	none := l.unchecked.Len() == 0
+	l.mu.RUnlock()
+	if none {
 		return nil
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	keys := l.unchecked.UnsortedList()
 	l.unchecked.Clear()
 	return keys
