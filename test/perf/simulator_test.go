@@ -340,7 +340,7 @@ func (s *simulator) openGateIfDone() {
 func (s *simulator) openGateIfStalled(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.gate.IsZero() || s.opened || time.Since(latest(s.gate, s.progress)) < stallTimeout {
+	if s.gate.IsZero() || s.opened || time.Now().Before(latest(s.gate, s.progress).Add(stallTimeout)) {
 		return
 	}
 	s.opened = true
