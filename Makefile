@@ -37,13 +37,16 @@ TRAINING_OPERATOR := training-operator github.com/kubeflow/training-operator@v1.
 MPI_OPERATOR := mpi-operator github.com/kubeflow/mpi-operator@v0.8.0 ./cmd/mpi-operator manifests/base/kubeflow.org_mpijobs.yaml
 JOBSET := jobset sigs.k8s.io/jobset@v0.12.0 . config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml \
 	config/components/webhook/manifests.yaml
+TRAINER := trainer github.com/kubeflow/trainer/v2@v2.3.0 ./cmd/trainer-controller-manager \
+	'manifests/base/crds/*.yaml' manifests/base/webhook/manifests.yaml
 
 .PHONY: tools
-tools: ## Build etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, training-operator, mpi-operator and jobset into bin/ (skipped when current).
+tools: ## Build etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, training-operator, mpi-operator, jobset and trainer into bin/ (skipped when current).
 	@for tool in $(TOOLS); do hack/build-tool.sh "$${tool%%=*}" "$${tool#*=}"; done
 	@hack/build-operator.sh $(TRAINING_OPERATOR)
 	@hack/build-operator.sh $(MPI_OPERATOR)
 	@hack/build-operator.sh $(JOBSET)
+	@hack/build-operator.sh $(TRAINER)
 
 .PHONY: test
 test: tools build conformance-deps ## Unit, integration and conformance tests, against a real control plane.

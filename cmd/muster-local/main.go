@@ -55,7 +55,7 @@ and removes DIR.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&dir, "dir", defaultDir, "directory for the cluster's state, credentials and logs")
-	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir), newTrainingOperatorCommand(&dir), newMPIOperatorCommand(&dir), newJobSetCommand(&dir))
+	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir), newTrainingOperatorCommand(&dir), newMPIOperatorCommand(&dir), newJobSetCommand(&dir), newTrainerCommand(&dir))
 	return root
 }
 
@@ -196,6 +196,31 @@ muster-scheduler is grouped by muster. 'down' stops it with the rest.`,
 				return err
 			}
 			fmt.Println("the JobSet controller runs; JobSets whose pods name muster-scheduler are grouped by muster.")
+			return nil
+		},
+	}
+}
+
+func newTrainerCommand(dir *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "trainer",
+		Short: "Run Kubeflow Trainer's controller manager (and JobSet's) against the cluster",
+		Long: `Runs bin/trainer (built by 'make tools') as its users run it, with its
+CRDs installed and its webhooks served on loopback, its certificate
+management off; the JobSet controller, which runs every TrainJob, is
+started first unless it runs. A TrainJob whose runtime has a coscheduling
+PodGroup policy and names muster-scheduler is grouped and ordered by
+muster. 'down' stops it with the rest.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cluster, err := localcluster.Load(*dir)
+			if err != nil {
+				return err
+			}
+			if err := cluster.StartTrainer(cmd.Context(), defaultBinDir()); err != nil {
+				return err
+			}
+			fmt.Println("Kubeflow Trainer runs; TrainJobs whose runtimes name muster-scheduler are grouped and ordered by muster.")
 			return nil
 		},
 	}

@@ -34,6 +34,8 @@ type Operator struct {
 	// KubeconfigFlag is the operator's flag for a kubeconfig;
 	// "--kubeconfig" when empty.
 	KubeconfigFlag string
+	// Env is added to the environment it inherits.
+	Env []string
 	// Health is a URL that answers 200 once it serves, or empty.
 	Health string
 	// CRDs, when set, names the files of binDir/crds/<name> to install;
@@ -48,7 +50,7 @@ type Operator struct {
 // OperatorWebhook is where an operator serves its webhooks.
 type OperatorWebhook struct {
 	// ConfigurationName, when set, is the name the operator knows its
-	// ValidatingWebhookConfiguration by (its manifests may rename it).
+	// webhook configuration by, for a rotator that patches it.
 	ConfigurationName string
 	// URL is the operator's webhook server, such as https://127.0.0.1:9443.
 	URL string
@@ -63,7 +65,7 @@ func (c *Cluster) StartOperator(ctx context.Context, binDir string, op Operator)
 		return err
 	}
 	if op.Webhook != nil {
-		if err := c.registerOperatorWebhooks(ctx, filepath.Join(binDir, "webhooks", op.Name+".yaml"), op.Webhook); err != nil {
+		if err := c.registerOperatorWebhooks(ctx, op.Name, filepath.Join(binDir, "webhooks", op.Name+".yaml"), op.Webhook); err != nil {
 			return err
 		}
 	}
@@ -72,7 +74,7 @@ func (c *Cluster) StartOperator(ctx context.Context, binDir string, op Operator)
 		flag = "--kubeconfig"
 	}
 	args := append([]string{flag + "=" + c.Kubeconfig}, op.Args...)
-	p, err := startProcess(op.Name, filepath.Join(binDir, op.Name), args, filepath.Join(c.Dir, "logs"), c.Detached)
+	p, err := startProcess(op.Name, filepath.Join(binDir, op.Name), args, op.Env, filepath.Join(c.Dir, "logs"), c.Detached)
 	if err != nil {
 		return err
 	}
@@ -139,8 +141,10 @@ func (c *Cluster) installCRDs(ctx context.Context, dir string, files []string) e
 
 // registerOperatorWebhooks creates the operator's webhook configurations,
 // mutating and validating, with each webhook pointed at the loopback URL
-// plus its path.
-func (c *Cluster) registerOperatorWebhooks(ctx context.Context, path string, webhook *OperatorWebhook) error {
+// plus its path. A configuration is named as the operator knows it, or
+// else gets the operator's name as a prefix, as its users' kustomizations
+// give it: the operators' manifests share the same generic names.
+func (c *Cluster) registerOperatorWebhooks(ctx context.Context, operator, path string, webhook *OperatorWebhook) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("reading the operator's webhooks (make tools copies them there): %w", err)
@@ -163,13 +167,14 @@ func (c *Cluster) registerOperatorWebhooks(ctx context.Context, path string, web
 			pointAt(clientConfig, webhook.URL)
 			clientConfig.CABundle = webhook.CABundle
 		}
+		config.SetName(operator + "-" + config.GetName())
+		if webhook.ConfigurationName != "" {
+			config.SetName(webhook.ConfigurationName)
+		}
 		switch config := config.(type) {
 		case *admissionregistrationv1.MutatingWebhookConfiguration:
 			_, err = registrations.MutatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{})
 		case *admissionregistrationv1.ValidatingWebhookConfiguration:
-			if webhook.ConfigurationName != "" {
-				config.Name = webhook.ConfigurationName
-			}
 			_, err = registrations.ValidatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{})
 		default:
 			err = fmt.Errorf("%s is not a webhook configuration", config.GetName())

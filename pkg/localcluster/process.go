@@ -19,7 +19,9 @@ type Process struct {
 	PID    int      `json:"pid"`
 	Binary string   `json:"binary"`
 	Args   []string `json:"args"`
-	Log    string   `json:"log"`
+	// Env is added to the environment it inherits.
+	Env []string `json:"env,omitempty"`
+	Log string   `json:"log"`
 	// Health is a URL that answers 200 once the program serves; empty when
 	// the program has none.
 	Health string `json:"health,omitempty"`
@@ -36,7 +38,7 @@ const stopGrace = 10 * time.Second
 // startProcess starts binary with args, its output going to logDir/name.log.
 // A detached program outlives the caller; otherwise it is killed with it, so
 // a test binary that dies leaves nothing behind.
-func startProcess(name, binary string, args []string, logDir string, detach bool) (*Process, error) {
+func startProcess(name, binary string, args, env []string, logDir string, detach bool) (*Process, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -55,6 +57,9 @@ func startProcess(name, binary string, args []string, logDir string, detach bool
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	// Its own process group keeps a Ctrl-C meant for the caller from
 	// reaching it; muster-local stops it in order instead.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -64,7 +69,7 @@ func startProcess(name, binary string, args []string, logDir string, detach bool
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &Process{Name: name, PID: cmd.Process.Pid, Binary: binary, Args: args, Log: logPath}
+	p := &Process{Name: name, PID: cmd.Process.Pid, Binary: binary, Args: args, Env: env, Log: logPath}
 	if detach {
 		// init adopts and reaps it once this process exits.
 		if err := cmd.Process.Release(); err != nil {

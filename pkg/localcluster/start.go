@@ -99,7 +99,7 @@ func (s *starter) path(parts ...string) string {
 // start launches a program and records it before anything can fail, so that
 // Down always knows about it.
 func (s *starter) start(name string, args []string, health string) (*Process, error) {
-	p, err := startProcess(name, filepath.Join(s.binDir, name), args, s.path("logs"), s.opts.Detach)
+	p, err := startProcess(name, filepath.Join(s.binDir, name), args, nil, s.path("logs"), s.opts.Detach)
 	if err != nil {
 		return nil, err
 	}
