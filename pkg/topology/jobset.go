@@ -63,6 +63,8 @@ type JobSetGroup struct {
 	// such as initializers: they run, and finish, before the group does,
 	// so their pods stay out of it.
 	Ungrouped []string
+	// UngroupedRequests is what the pods of Ungrouped request in all.
+	UngroupedRequests corev1.ResourceList
 }
 
 // FromJobSet reads the group of a JobSet's pods. Each replicated job that
@@ -90,10 +92,11 @@ func FromJobSet(js *unstructured.Unstructured) (JobSetGroup, error) {
 	late := map[string]LateMember{}
 	previous := ""
 	for _, rjob := range spec.ReplicatedJobs {
+		pods := ptr.Deref(rjob.Replicas, 1) * ptr.Deref(rjob.Template.Spec.Parallelism, 1)
 		if slices.Contains(group.Ungrouped, rjob.Name) {
+			group.UngroupedRequests = addRequests(group.UngroupedRequests, LateMemberOf(&rjob.Template.Spec.Template.Spec).Requests, pods)
 			continue
 		}
-		pods := ptr.Deref(rjob.Replicas, 1) * ptr.Deref(rjob.Template.Spec.Parallelism, 1)
 		roles = append(roles, fmt.Sprintf("%s=%d", rjob.Name, pods))
 		group.MinMember += pods
 		waitsForReady := inOrder && previous != ""
@@ -136,6 +139,20 @@ func FromJobSet(js *unstructured.Unstructured) (JobSetGroup, error) {
 		group.Annotations[LateMembersAnnotation] = string(data)
 	}
 	return group, nil
+}
+
+// addRequests adds pods × requests to total.
+func addRequests(total, requests corev1.ResourceList, pods int32) corev1.ResourceList {
+	if total == nil {
+		total = corev1.ResourceList{}
+	}
+	for name, quantity := range requests {
+		quantity.Mul(int64(pods))
+		sum := total[name]
+		sum.Add(quantity)
+		total[name] = sum
+	}
+	return total
 }
 
 // Groups reports whether the group takes the pods of the replicated job.

@@ -77,7 +77,7 @@ func AwaitingDerivationMessage(group types.NamespacedName, owner string) string 
 // owner of this API version and kind.
 func IsKnownOwner(apiVersion, kind string) bool {
 	_, ok := owners[groupOf(apiVersion)+"/"+kind]
-	return ok
+	return ok || isTrainJob(apiVersion, kind)
 }
 
 func groupOf(apiVersion string) string {

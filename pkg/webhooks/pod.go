@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,7 +57,7 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	// A pod created by generateName has no name yet, and may have no
 	// namespace in the object; the request has it.
 	inRequestNamespace(ctx, pod)
-	if joined, err := d.joinJobSetGroup(ctx, pod); joined || err != nil {
+	if placed, err := d.placeJobSetPod(ctx, pod); placed || err != nil {
 		return err
 	}
 	key, ok := topology.GroupOf(pod)
@@ -121,16 +122,27 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	return nil
 }
 
-// joinJobSetGroup puts a pod of a JobSet that names no group into the
-// group muster-controller makes for the JobSet, named after it, and
-// reports whether it did. The webhook configuration sends only the pods of
-// JobSets scheduled by muster-scheduler. A JobSet that opts out or that
-// muster cannot group is left alone, as are the pods of a replicated job
-// that others wait for to Complete. Its members are JobSet's: muster adds
+// placeJobSetPod settles which group a pod of a JobSet belongs to, and
+// reports whether it did; the pod's members are JobSet's, so muster adds
 // nothing else to them.
-func (d *PodDefaulter) joinJobSetGroup(ctx context.Context, pod *corev1.Pod) (bool, error) {
+//
+// A pod that names no group joins the group muster-controller makes for
+// its JobSet, named after it: the webhook configuration sends only the
+// pods of JobSets scheduled by muster-scheduler. A JobSet that opts out or
+// that muster cannot group is left alone.
+//
+// Kubeflow Trainer names its TrainJob's group, the JobSet and the
+// TrainJob alike, and puts every pod into it; the pods of a replicated job
+// that others wait for to Complete (an initializer) leave it.
+//
+// Either way, such a replicated job runs, and finishes, before the group
+// does, so its pods are in no group.
+func (d *PodDefaulter) placeJobSetPod(ctx context.Context, pod *corev1.Pod) (bool, error) {
 	name := pod.Labels[topology.JobSetNameLabel]
-	if name == "" || pod.Labels[topology.GroupLabel] != "" {
+	if name == "" {
+		return false, nil
+	}
+	if group := pod.Labels[topology.GroupLabel]; group != "" && group != name {
 		return false, nil
 	}
 	js := &unstructured.Unstructured{}
@@ -142,6 +154,9 @@ func (d *PodDefaulter) joinJobSetGroup(ctx context.Context, pod *corev1.Pod) (bo
 	if err != nil {
 		return false, fmt.Errorf("reading JobSet %s/%s: %w", pod.Namespace, name, err)
 	}
+	if pod.Labels[topology.GroupLabel] != "" {
+		return leaveTrainJobGroup(pod, js), nil
+	}
 	if topology.WantsNoPodGroup(js) {
 		return false, nil
 	}
@@ -150,13 +165,31 @@ func (d *PodDefaulter) joinJobSetGroup(ctx context.Context, pod *corev1.Pod) (bo
 		klog.FromContext(ctx).V(2).Info("Leaving a JobSet's pod out of any group", "jobSet", klog.KObj(js), "reason", err.Error())
 		return false, nil
 	}
-	// An initializer runs, and finishes, before the group does.
 	if !group.Groups(pod.Labels[topology.JobSetReplicatedJobLabel]) {
 		return false, nil
 	}
 	pod.Labels[topology.GroupLabel] = name
 	markAdded(pod, fmt.Sprintf("the group label %s: the group's members are %s/%s's", topology.GroupLabel, topology.JobSetKind, name))
 	return true, nil
+}
+
+// leaveTrainJobGroup takes a pod of a TrainJob's JobSet out of the
+// TrainJob's group when its replicated job runs first, and reports whether
+// it did.
+func leaveTrainJobGroup(pod *corev1.Pod, js *unstructured.Unstructured) bool {
+	owner := metav1.GetControllerOfNoCopy(js)
+	if owner == nil || owner.Kind != topology.TrainJobKind || owner.Name != pod.Labels[topology.GroupLabel] {
+		return false
+	}
+	group, err := topology.FromJobSet(js)
+	rjob := pod.Labels[topology.JobSetReplicatedJobLabel]
+	if err != nil || group.Groups(rjob) {
+		return false
+	}
+	delete(pod.Labels, topology.GroupLabel)
+	markAdded(pod, fmt.Sprintf("nothing, and removed the group label %s: replicated job %s runs, and finishes, before the rest of %s/%s starts, so it is not part of the gang",
+		topology.GroupLabel, rjob, topology.TrainJobKind, owner.Name))
+	return true
 }
 
 // AddedAnnotation says on a member what muster added to it.

@@ -277,3 +277,42 @@ func TestPodDefaulterGroupsTheJobSetsPods(t *testing.T) {
 		})
 	}
 }
+
+func TestPodDefaulterTakesATrainJobsInitializerOutOfItsGroup(t *testing.T) {
+	s := scheme(t)
+	s.AddKnownTypeWithName(topology.JobSetGVK, &unstructured.Unstructured{})
+	s.AddKnownTypeWithName(topology.JobSetGVK.GroupVersion().WithKind(topology.JobSetKind+"List"), &unstructured.UnstructuredList{})
+	trainJob := metav1.OwnerReference{APIVersion: "trainer.kubeflow.org/v1alpha1", Kind: topology.TrainJobKind, Name: "tj", UID: "tj-uid", Controller: ptr.To(true)}
+	js := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicatedJobs": []any{
+		map[string]any{"name": "dataset-initializer"},
+		map[string]any{"name": "node", "replicas": int64(2), "dependsOn": []any{map[string]any{"name": "dataset-initializer", "status": "Complete"}}},
+	}}}}
+	js.SetGroupVersionKind(topology.JobSetGVK)
+	js.SetNamespace("team-a")
+	js.SetName("tj")
+	js.SetOwnerReferences([]metav1.OwnerReference{trainJob})
+	pg := podGroup("tj", 3, nil)
+	pg.OwnerReferences = []metav1.OwnerReference{trainJob}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(js, pg).Build()
+	m := admission.WithCustomDefaulter(s, &corev1.Pod{}, &PodDefaulter{Client: c, Reader: c, ClusterDomain: "cluster.local"})
+	pod := func(rjob string) *corev1.Pod {
+		return st.MakePod().Namespace("team-a").Name("tj-"+rjob+"-0-0").Label(topology.JobSetNameLabel, "tj").
+			Label(topology.JobSetReplicatedJobLabel, rjob).Label(topology.GroupLabel, "tj").Container("trainer:1").Obj()
+	}
+	tests := []struct {
+		rjob, wantGroup, wantAdded string
+	}{
+		{"dataset-initializer", "", "nothing, and removed the group label scheduling.x-k8s.io/pod-group: replicated job dataset-initializer runs, and finishes, before the rest of TrainJob/tj starts, so it is not part of the gang"},
+		{"node", "tj", "nothing: the group's topology is being read from TrainJob/tj"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rjob, func(t *testing.T) {
+			resp := m.Handle(context.Background(), request(t, admissionv1.Create, pod(tt.rjob), nil))
+			require.True(t, resp.Allowed, resp.Result)
+			got := patched(t, pod(tt.rjob), resp)
+			assert.Equal(t, tt.wantGroup, got.Labels[topology.GroupLabel])
+			assert.Equal(t, tt.wantAdded, got.Annotations[AddedAnnotation])
+			assert.Equal(t, pod(tt.rjob).Spec, got.Spec, "Trainer's pod spec is left as it is")
+		})
+	}
+}

@@ -30,6 +30,10 @@ const kindRetry = time.Second
 const (
 	ReasonTopologyDerived = "TopologyDerived"
 	ReasonNoTopology      = "TopologyNotDerived"
+	// ReasonMinMemberLowered is the event on a PodGroup whose operator
+	// counted pods that run before the gang, such as Trainer's
+	// initializers, in its minMember.
+	ReasonMinMemberLowered = "MinMemberLowered"
 )
 
 // TopologyReconciler gives a PodGroup that an operator made, and that has
@@ -79,8 +83,20 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if owner.GetUID() != ref.UID {
 		return reconcile.Result{}, nil
 	}
-	spec, _, _ := unstructured.NestedMap(owner.Object, "spec")
-	derived, err := topology.FromOwner(ref.APIVersion, ref.Kind, ref.Name, spec)
+	minMember := pg.Spec.MinMember
+	var derived map[string]string
+	var runFirst []string
+	var runFirstRequests corev1.ResourceList
+	if ref.Kind == topology.TrainJobKind {
+		group, result, err := r.trainJobGroup(ctx, pg, owner)
+		if group == nil {
+			return result, err
+		}
+		derived, minMember, runFirst, runFirstRequests = group.Annotations, group.MinMember, group.Ungrouped, group.UngroupedRequests
+	} else {
+		spec, _, _ := unstructured.NestedMap(owner.Object, "spec")
+		derived, err = topology.FromOwner(ref.APIVersion, ref.Kind, ref.Name, spec)
+	}
 	if err != nil {
 		r.report(pg, err.Error())
 		return reconcile.Result{}, nil
@@ -92,6 +108,11 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	for name, value := range derived {
 		pg.Annotations[name] = value
 	}
+	operatorMinMember := pg.Spec.MinMember
+	if minMember != operatorMinMember {
+		pg.Spec.MinMember = minMember
+		pg.Spec.MinResources = withoutRequests(pg.Spec.MinResources, runFirstRequests)
+	}
 	if err := r.Client.Patch(ctx, pg, patch); err != nil {
 		return requeueOnConflict(fmt.Errorf("recording the topology of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err))
 	}
@@ -99,7 +120,73 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	klog.FromContext(ctx).V(2).Info("Derived a topology", "podGroup", klog.KObj(pg), "owner", derived[topology.DerivedFromAnnotation], "roles", derived[topology.RolesAnnotation])
 	r.Recorder.Eventf(pg, corev1.EventTypeNormal, ReasonTopologyDerived, "read from %s: framework %s, roles %s",
 		derived[topology.DerivedFromAnnotation], derived[topology.FrameworkAnnotation], derived[topology.RolesAnnotation])
+	if minMember != operatorMinMember {
+		r.Recorder.Eventf(pg, corev1.EventTypeNormal, ReasonMinMemberLowered,
+			"minMember %d → %d, and minResources less their requests: %v run first, and finish, outside the gang; the gang is the replicated jobs after them", operatorMinMember, minMember, runFirst)
+	}
 	return reconcile.Result{}, nil
+}
+
+// withoutRequests is total less requests, none below zero; an empty total
+// stays empty.
+func withoutRequests(total, requests corev1.ResourceList) corev1.ResourceList {
+	if len(total) == 0 {
+		return total
+	}
+	left := total.DeepCopy()
+	for name, quantity := range requests {
+		if sum, ok := left[name]; ok {
+			sum.Sub(quantity)
+			if sum.Sign() < 0 {
+				sum.Set(0)
+			}
+			left[name] = sum
+		}
+	}
+	return left
+}
+
+// trainJobGroup reads the group of a TrainJob from the JobSet Trainer runs
+// it as, which has the runtime's replicated jobs merged with the job's,
+// and the framework from its runtime. It returns no group while the
+// JobSet does not exist yet (Trainer makes it right after the PodGroup),
+// and none, with an event, when the TrainJob makes no group muster can
+// serve.
+func (r *TopologyReconciler) trainJobGroup(ctx context.Context, pg *v1alpha1.PodGroup, trainJob *unstructured.Unstructured) (*topology.JobSetGroup, reconcile.Result, error) {
+	key := types.NamespacedName{Namespace: trainJob.GetNamespace(), Name: trainJob.GetName()}
+	jobSet := &unstructured.Unstructured{}
+	jobSet.SetGroupVersionKind(topology.JobSetGVK)
+	err := r.Reader.Get(ctx, key, jobSet)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return nil, reconcile.Result{RequeueAfter: kindRetry}, nil
+	}
+	if err != nil {
+		return nil, reconcile.Result{}, fmt.Errorf("reading JobSet %s of TrainJob %s: %w", key, key.Name, err)
+	}
+	runtimeKind, runtimeName, err := topology.TrainJobRuntime(trainJob)
+	if err != nil {
+		r.report(pg, err.Error())
+		return nil, reconcile.Result{}, nil
+	}
+	runtime := &unstructured.Unstructured{}
+	runtime.SetGroupVersionKind(runtimeKind)
+	runtimeKey := types.NamespacedName{Name: runtimeName}
+	if runtimeKind.Kind == "TrainingRuntime" {
+		runtimeKey.Namespace = key.Namespace
+	}
+	if err := r.Reader.Get(ctx, runtimeKey, runtime); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.report(pg, fmt.Sprintf("%s %s, the runtime of TrainJob %s, does not exist", runtimeKind.Kind, runtimeName, key.Name))
+			return nil, reconcile.Result{}, nil
+		}
+		return nil, reconcile.Result{}, fmt.Errorf("reading %s %s of TrainJob %s: %w", runtimeKind.Kind, runtimeName, key, err)
+	}
+	group, err := topology.FromTrainJob(trainJob, jobSet, topology.FrameworkOfRuntime(runtime))
+	if err != nil {
+		r.report(pg, err.Error())
+		return nil, reconcile.Result{}, nil
+	}
+	return &group, reconcile.Result{}, nil
 }
 
 func (r *TopologyReconciler) report(pg *v1alpha1.PodGroup, message string) {
