@@ -1,8 +1,9 @@
-// Package jobset tests muster with the real JobSet controller, built from
-// the module graph by `make tools` and run as its users run it (its
-// webhooks served on loopback, its internal certificate management off),
-// against a real control plane: JobSets name muster-scheduler in their pod
-// templates and nothing else of muster.
+// Package jobset tests muster with the real JobSet controller and Kubeflow
+// Trainer, built from the module graph by `make tools` and run as their
+// users run them (webhooks served on loopback, internal certificate
+// management off), against a real control plane: JobSets and Trainer's
+// runtimes name muster-scheduler in their pod templates and nothing else
+// of muster.
 package jobset
 
 import (
@@ -30,10 +31,12 @@ func TestMain(m *testing.M) {
 	framework.RunMain(m, nil)
 }
 
-var startJobSet = sync.OnceValue(func() error {
+// startOperators starts Trainer, and with it the JobSet controller, once
+// for the package's tests.
+var startOperators = sync.OnceValue(func() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	return framework.Cluster().StartJobSet(ctx, framework.BinDir())
+	return framework.Cluster().StartTrainer(ctx, framework.BinDir())
 })
 
 // podTemplate is a JobSet pod template on the test's node pool, scheduled
@@ -74,8 +77,8 @@ spec:
 // in the namespace; its pods become Ready after ready.
 func createJobSet(t *testing.T, namespace, manifest, ready string) {
 	t.Helper()
-	if err := startJobSet(); err != nil {
-		t.Fatalf("starting the JobSet controller: %v", err)
+	if err := startOperators(); err != nil {
+		t.Fatalf("starting the JobSet controller and Trainer: %v", err)
 	}
 	js := &unstructured.Unstructured{}
 	manifest = strings.NewReplacer("NAMESPACE", namespace, "READY", ready).Replace(manifest)
