@@ -3,6 +3,7 @@ package podgroup
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -122,7 +123,7 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		derived[topology.DerivedFromAnnotation], derived[topology.FrameworkAnnotation], derived[topology.RolesAnnotation])
 	if minMember != operatorMinMember {
 		r.Recorder.Eventf(pg, corev1.EventTypeNormal, ReasonMinMemberLowered,
-			"minMember %d → %d, and minResources less their requests: %v run first, and finish, outside the gang; the gang is the replicated jobs after them", operatorMinMember, minMember, runFirst)
+			"minMember %d → %d, and minResources less their requests: %s run first, and finish, outside the gang; the gang is the replicated jobs after them", operatorMinMember, minMember, strings.Join(runFirst, ", "))
 	}
 	return reconcile.Result{}, nil
 }
@@ -163,30 +164,38 @@ func (r *TopologyReconciler) trainJobGroup(ctx context.Context, pg *v1alpha1.Pod
 	if err != nil {
 		return nil, reconcile.Result{}, fmt.Errorf("reading JobSet %s of TrainJob %s: %w", key, key.Name, err)
 	}
+	group, problem, err := readTrainJobGroup(ctx, r.Reader, trainJob, jobSet)
+	if problem != "" {
+		r.report(pg, problem)
+	}
+	return group, reconcile.Result{}, err
+}
+
+// readTrainJobGroup reads the group of a TrainJob's JobSet with the
+// framework of the TrainJob's runtime. It returns no group and the
+// problem when the TrainJob makes none muster can serve.
+func readTrainJobGroup(ctx context.Context, reader client.Reader, trainJob, jobSet *unstructured.Unstructured) (*topology.JobSetGroup, string, error) {
 	runtimeKind, runtimeName, err := topology.TrainJobRuntime(trainJob)
 	if err != nil {
-		r.report(pg, err.Error())
-		return nil, reconcile.Result{}, nil
+		return nil, err.Error(), nil
 	}
 	runtime := &unstructured.Unstructured{}
 	runtime.SetGroupVersionKind(runtimeKind)
 	runtimeKey := types.NamespacedName{Name: runtimeName}
 	if runtimeKind.Kind == "TrainingRuntime" {
-		runtimeKey.Namespace = key.Namespace
+		runtimeKey.Namespace = trainJob.GetNamespace()
 	}
-	if err := r.Reader.Get(ctx, runtimeKey, runtime); err != nil {
+	if err := reader.Get(ctx, runtimeKey, runtime); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.report(pg, fmt.Sprintf("%s %s, the runtime of TrainJob %s, does not exist", runtimeKind.Kind, runtimeName, key.Name))
-			return nil, reconcile.Result{}, nil
+			return nil, fmt.Sprintf("%s %s, the runtime of TrainJob %s, does not exist", runtimeKind.Kind, runtimeName, trainJob.GetName()), nil
 		}
-		return nil, reconcile.Result{}, fmt.Errorf("reading %s %s of TrainJob %s: %w", runtimeKind.Kind, runtimeName, key, err)
+		return nil, "", fmt.Errorf("reading %s %s of TrainJob %s/%s: %w", runtimeKind.Kind, runtimeName, trainJob.GetNamespace(), trainJob.GetName(), err)
 	}
 	group, err := topology.FromTrainJob(trainJob, jobSet, topology.FrameworkOfRuntime(runtime))
 	if err != nil {
-		r.report(pg, err.Error())
-		return nil, reconcile.Result{}, nil
+		return nil, err.Error(), nil
 	}
-	return &group, reconcile.Result{}, nil
+	return &group, "", nil
 }
 
 func (r *TopologyReconciler) report(pg *v1alpha1.PodGroup, message string) {

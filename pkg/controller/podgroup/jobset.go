@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,6 +53,28 @@ func (r *JobSetGroupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// trainJobGroup is the group of a JobSet that Trainer made of a TrainJob
+// whose runtime asks for no PodGroup: the same, with the framework of the
+// TrainJob's runtime. A TrainJob that is gone, or whose runtime is, leaves
+// the JobSet's own group.
+func (r *JobSetGroupReconciler) trainJobGroup(ctx context.Context, js *unstructured.Unstructured, name string, jobSetGroup topology.JobSetGroup) (topology.JobSetGroup, error) {
+	trainJob := &unstructured.Unstructured{}
+	trainJob.SetGroupVersionKind(topology.TrainJobGVK)
+	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: js.GetNamespace(), Name: name}, trainJob)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return jobSetGroup, nil
+	}
+	if err != nil {
+		return jobSetGroup, fmt.Errorf("reading TrainJob %s/%s of JobSet %s: %w", js.GetNamespace(), name, js.GetName(), err)
+	}
+	group, problem, err := readTrainJobGroup(ctx, r.Reader, trainJob, js)
+	if err != nil || group == nil {
+		klog.FromContext(ctx).V(2).Info("Grouping a TrainJob's JobSet as a JobSet", "jobSet", klog.KObj(js), "reason", problem)
+		return jobSetGroup, err
+	}
+	return *group, nil
+}
+
 // Reconcile creates the JobSet's PodGroup if it does not exist.
 func (r *JobSetGroupReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	err := r.Client.Get(ctx, req.NamespacedName, &v1alpha1.PodGroup{})
@@ -76,6 +99,11 @@ func (r *JobSetGroupReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	if err != nil {
 		// The webhook groups no pod of such a JobSet.
 		return reconcile.Result{}, nil
+	}
+	if owner := metav1.GetControllerOfNoCopy(js); owner != nil && owner.Kind == topology.TrainJobKind {
+		if group, err = r.trainJobGroup(ctx, js, owner.Name, group); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	pg := &v1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{

@@ -86,7 +86,8 @@ spec:
 // An MPI runtime as Trainer's deepspeed runtime is made: nodes that run
 // sshd, and a launcher, which is a node too, that JobSet creates once the
 // nodes are Ready and whose completion completes the job. Its TrainJob has
-// three nodes: two node pods and the launcher.
+// three nodes: two node pods and the launcher. POLICY is its PodGroup
+// policy, if any.
 var mpiTrainJob = `
 apiVersion: trainer.kubeflow.org/v1alpha1
 kind: TrainingRuntime
@@ -96,8 +97,7 @@ spec:
   mlPolicy:
     numNodes: 1
     mpi: {numProcPerNode: 1, mpiImplementation: OpenMPI, sshAuthMountPath: /home/mpiuser/.ssh, runLauncherAsNode: true}
-  podGroupPolicy:
-    coscheduling: {scheduleTimeoutSeconds: 60}
+  POLICY
   template:
     spec:
       network: {publishNotReadyAddresses: true}
@@ -186,10 +186,10 @@ func trainerPodGroup(t *testing.T, namespace, name string) *v1alpha1.PodGroup {
 }
 
 // checkTrainerEnvLeftAlone fails the test when muster added anything to a
-// pod of the TrainJob but its group label, or took it away.
+// pod of the TrainJob but, when Trainer made no PodGroup, its group label.
 func checkTrainerEnvLeftAlone(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
-	if added := pod.Annotations[webhooks.AddedAnnotation]; !strings.HasPrefix(added, "nothing") {
+	if added := pod.Annotations[webhooks.AddedAnnotation]; !strings.HasPrefix(added, "nothing") && !strings.HasPrefix(added, "the group label") {
 		t.Errorf("muster added %q to pod %s", added, pod.Name)
 	}
 	for _, c := range pod.Spec.Containers {
@@ -245,14 +245,32 @@ func TestTorchTrainJobRunsItsInitializerFirstAndItsNodesAsAGang(t *testing.T) {
 // gang is admitted with its room held on a pool with room for the three
 // and no more, a pod that arrives meanwhile does not get that room, and
 // the job completes with Trainer's MPI environment as Trainer wrote it.
+// The group is the same whether the runtime asks Trainer for a PodGroup
+// (Trainer's, owned by the TrainJob) or names only muster-scheduler
+// (muster's, owned by the TrainJob's JobSet).
 func TestMPITrainJobLauncherIsBoundIntoItsReservedRoom(t *testing.T) {
+	for _, tt := range []struct{ name, policy, owner string }{
+		{"Trainer's PodGroup", "podGroupPolicy: {coscheduling: {scheduleTimeoutSeconds: 60}}", "TrainJob"},
+		{"no PodGroup policy", "", "JobSet"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			testMPITrainJob(t, strings.Replace(mpiTrainJob, "POLICY", tt.policy, 1), tt.owner)
+		})
+	}
+}
+
+func testMPITrainJob(t *testing.T, manifest, owner string) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "3")
 	seen := framework.WatchTimeline(t, ns)
-	createTrainJob(t, ns, mpiTrainJob)
+	createTrainJob(t, ns, manifest)
 
 	pg := trainerPodGroup(t, ns, "pi")
+	if ref := metav1.GetControllerOf(pg); ref == nil || ref.Kind != owner || ref.Name != "pi" {
+		t.Errorf("PodGroup pi is controlled by %v, not by %s pi", ref, owner)
+	}
 	want := map[string]string{
+		topology.DerivedFromAnnotation: "TrainJob/pi",
 		topology.FrameworkAnnotation:   "mpi",
 		topology.RolesAnnotation:       "node=2,launcher=1",
 		topology.LaunchOrderAnnotation: "node>launcher",
