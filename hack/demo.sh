@@ -175,6 +175,40 @@ echo "JobSet made no PodGroup; muster made one from the JobSet, admitted the wor
 echo "with the launcher's room held, and bound the launcher into it on $jobset_launcher"
 echo "once JobSet created it after the workers were Ready."
 
+say "Kubeflow Trainer, whose runtime names muster-scheduler and asks for a coscheduling PodGroup"
+"$bin/muster-local" trainer --dir "$dir"
+echo "Applying manifests/examples/operators/trainjob.yaml: a dataset initializer, then three torch nodes"
+for _ in $(seq 100); do
+	# Trainer registers its webhook handlers a moment after it is ready.
+	kubectl apply --namespace muster-operators -f "$root/manifests/examples/operators/trainjob.yaml" 2>/dev/null && break
+	sleep 0.2
+done
+trainjob_state=
+for _ in $(seq 600); do
+	trainjob_state=$(kubectl get trainjob fine-tune --namespace muster-operators -o jsonpath='{.status.conditions[?(@.type=="Complete")].status}')
+	[[ $trainjob_state == True ]] && break
+	sleep 0.2
+done
+
+say "Trainer's PodGroup, with the group muster read from the TrainJob, and its pods"
+kubectl get podgroup fine-tune --namespace muster-operators \
+	-o jsonpath='owner:        {.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}{"\n"}framework:    {.metadata.annotations.muster\.dev/framework}{"\n"}roles:        {.metadata.annotations.muster\.dev/roles}{"\n"}minMember:    {.spec.minMember}{"\n"}'
+kubectl get pods --namespace muster-operators --selector jobset.sigs.k8s.io/jobset-name=fine-tune --sort-by .metadata.creationTimestamp \
+	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.jobset\.sigs\.k8s\.io/replicatedjob-name,GROUP:.metadata.labels.scheduling\.x-k8s\.io/pod-group,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,PHASE:.status.phase,NODE:.spec.nodeName'
+kubectl get events.events.k8s.io --namespace muster-operators --sort-by .metadata.resourceVersion \
+	-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk 'NR == 1 || ($1 == "fine-tune" && $2 ~ /^TopologyDerived|^MinMemberLowered|^Gang/)'
+echo "A node's environment, all Trainer's, and what muster added to the pod:"
+kubectl get pods --namespace muster-operators --selector jobset.sigs.k8s.io/jobset-name=fine-tune,jobset.sigs.k8s.io/replicatedjob-name=node \
+	-o jsonpath='{range .items[0].spec.containers[0].env[*]}  {.name}={.value}{"\n"}{end}  muster.dev/added: {.items[0].metadata.annotations.muster\.dev/added}{"\n"}'
+if [[ $trainjob_state != True ]]; then
+	echo "TrainJob fine-tune did not complete" >&2
+	exit 1
+fi
+echo
+echo "Trainer's PodGroup counted the initializer, which must finish before the"
+echo "nodes exist; muster ran it first, alone, made the three nodes the gang,"
+echo "and the TrainJob completed with Trainer's environment as Trainer wrote it."
+
 if [[ ${KEEP:-} == 1 ]]; then
 	echo
 	echo "The cluster keeps running (KEEP=1):"
