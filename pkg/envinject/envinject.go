@@ -38,17 +38,24 @@ type Group struct {
 	// WorkerSlots is the MPI slots per worker, resolved by the caller:
 	// muster.dev/slots, else the worker's nvidia.com/gpu limit, else 1.
 	WorkerSlots int32
+	// JobSet, when the members are a JobSet's pods (muster.dev/jobset),
+	// is how JobSet names them; nil when muster names them.
+	JobSet *topology.JobSetNames
 }
 
-// Hostname is a member's hostname: <group>-<role>-<index>.
+// Hostname is a member's hostname: <group>-<role>-<index>, or JobSet's.
 func (g Group) Hostname(role string, index int32) string {
+	if g.JobSet != nil {
+		return g.JobSet.Hostname(role, index)
+	}
 	return topology.MemberName(g.Name, role, index)
 }
 
 // Address is a member's stable DNS name through the group's headless
-// Service: <group>-<role>-<index>.<group>.<namespace>.svc.
+// Service: <group>-<role>-<index>.<group>.<namespace>.svc, or JobSet's
+// hostname and Service.
 func (g Group) Address(role string, index int32) string {
-	return fmt.Sprintf("%s.%s.%s.svc", g.Hostname(role, index), g.Name, g.Namespace)
+	return fmt.Sprintf("%s.%s.%s.svc", g.Hostname(role, index), g.ServiceName(), g.Namespace)
 }
 
 // Addresses lists the addresses of every pod of a role, by index.
@@ -64,7 +71,7 @@ func (g Group) Addresses(role string) []string {
 // DNSSearch is the search domain that lets a member resolve its siblings by
 // hostname alone.
 func (g Group) DNSSearch(clusterDomain string) string {
-	return fmt.Sprintf("%s.%s.svc.%s", g.Name, g.Namespace, clusterDomain)
+	return fmt.Sprintf("%s.%s.svc.%s", g.ServiceName(), g.Namespace, clusterDomain)
 }
 
 // Env is the environment of the member role/index, in a stable order:

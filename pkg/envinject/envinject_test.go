@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"sigs.k8s.io/yaml"
 
@@ -150,4 +151,19 @@ func TestDNSSearch(t *testing.T) {
 	g := Group{Name: "job", Namespace: "team-a"}
 	assert.Equal(t, "job.team-a.svc.cluster.local", g.DNSSearch("cluster.local"))
 	assert.Equal(t, "job-worker-3.job.team-a.svc", g.Address("worker", 3))
+}
+
+func TestAJobSetsMembersKeepJobSetsNames(t *testing.T) {
+	topo, errs := topology.Parse(map[string]string{topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=4", topology.JobSetAnnotation: "js"})
+	require.Empty(t, errs)
+	g := Group{Name: "job", Namespace: "team-a", Topology: topo, WorkerSlots: 1,
+		JobSet: &topology.JobSetNames{JobSet: "js", Subdomain: "net", PodsPerJob: map[string]int32{"launcher": 1, "worker": 2}}}
+	assert.Equal(t, "net", g.ServiceName())
+	assert.Equal(t, "net.team-a.svc.cluster.local", g.DNSSearch("cluster.local"))
+	assert.Equal(t, "js-worker-1-1.net.team-a.svc", g.Address("worker", 3))
+	assert.Equal(t, "js-worker-0-0.net.team-a.svc slots=1\njs-worker-0-1.net.team-a.svc slots=1\njs-worker-1-0.net.team-a.svc slots=1\njs-worker-1-1.net.team-a.svc slots=1\n", Hostfile(g))
+
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Hostname: "js-worker-1-0", Subdomain: "net", Containers: []corev1.Container{{Name: "main"}}}}
+	require.Empty(t, Apply(pod, g, topology.Member{Role: "worker", Index: 2}, "cluster.local"), "JobSet's hostname and subdomain are the member's")
+	assert.Equal(t, "js-worker-1-0", pod.Spec.Hostname)
 }

@@ -40,8 +40,13 @@ const (
 const GPUResource corev1.ResourceName = "nvidia.com/gpu"
 
 // ServiceName is the group's headless Service, which gives each member its
-// DNS name.
-func (g Group) ServiceName() string { return g.Name }
+// DNS name: muster's, named after the group, or the JobSet's.
+func (g Group) ServiceName() string {
+	if g.JobSet != nil {
+		return g.JobSet.Subdomain
+	}
+	return g.Name
+}
 
 // ConfigMapName is the ConfigMap with the group's files.
 func (g Group) ConfigMapName() string { return g.Name + "-muster" }

@@ -94,6 +94,18 @@ func IndexOf(pod *corev1.Pod) (index int32, ok bool, err error) {
 	return 0, false, nil
 }
 
+// jobSetIndex numbers a JobSet's pod across the Jobs of its replicated
+// job: Job j's pod p is j × (pods per Job) + p, where the pods per Job are
+// the role's replicas over its replicated job's.
+func jobSetIndex(pod *corev1.Pod, podIndex, roleReplicas int32) (int32, error) {
+	jobIndex, errIndex := strconv.ParseInt(pod.Labels[JobSetJobIndexLabel], 10, 32)
+	jobs, errJobs := strconv.ParseInt(pod.Labels[JobSetReplicasLabel], 10, 32)
+	if errIndex != nil || errJobs != nil || jobIndex < 0 || jobs < 1 {
+		return 0, fmt.Errorf("JobSet's labels %s=%q and %s=%q must be whole numbers", JobSetJobIndexLabel, pod.Labels[JobSetJobIndexLabel], JobSetReplicasLabel, pod.Labels[JobSetReplicasLabel])
+	}
+	return int32(jobIndex)*(roleReplicas/int32(jobs)) + podIndex, nil
+}
+
 // RoleOf returns the pod's role from the first of the role labels it has
 // (muster's, the Kubeflow operators', JobSet's replicated job name), in
 // lower case for the operators' (training-operator writes "Master").
@@ -135,6 +147,9 @@ func (t *Topology) Identify(pod *corev1.Pod) (Member, field.ErrorList) {
 		errs = append(errs, field.NotSupported(labels.Key(RoleLabel), role, t.Roles))
 	}
 	index, ok, err := IndexOf(pod)
+	if ok && err == nil && pod.Labels[IndexLabel] == "" && pod.Labels[JobSetJobIndexLabel] != "" {
+		index, err = jobSetIndex(pod, index, t.Replicas[role])
+	}
 	if !ok && err == nil && t.Replicas[role] == 1 {
 		// A role of one replica needs no index: mpi-operator's launcher
 		// has none.

@@ -3,6 +3,7 @@ package topology
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 )
 
@@ -18,6 +20,10 @@ import (
 const (
 	JobSetNameLabel          = "jobset.sigs.k8s.io/jobset-name"
 	JobSetReplicatedJobLabel = "jobset.sigs.k8s.io/replicatedjob-name"
+	// JobSetReplicasLabel is the replicas (Jobs) of the pod's replicated
+	// job, and JobSetJobIndexLabel which of them the pod's Job is.
+	JobSetReplicasLabel = "jobset.sigs.k8s.io/replicatedjob-replicas"
+	JobSetJobIndexLabel = "jobset.sigs.k8s.io/job-index"
 )
 
 // JobSetPodGroupAnnotation set to "none" on a JobSet keeps muster from
@@ -47,6 +53,71 @@ type jobSetSpec struct {
 	StartupPolicy *struct {
 		StartupPolicyOrder string `json:"startupPolicyOrder"`
 	} `json:"startupPolicy"`
+	Network *struct {
+		Subdomain string `json:"subdomain"`
+	} `json:"network"`
+}
+
+func readJobSetSpec(js *unstructured.Unstructured) (jobSetSpec, error) {
+	raw, _, _ := unstructured.NestedMap(js.Object, "spec")
+	spec := jobSetSpec{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &spec); err != nil {
+		return spec, fmt.Errorf("reading the spec of JobSet %s: %w", js.GetName(), err)
+	}
+	return spec, nil
+}
+
+// JobSetNames is how JobSet names the pods of its replicated jobs: pod p
+// of Job j of replicated job r is <jobset>-<r>-<j>-<p>, in the headless
+// Service Subdomain. muster numbers a role's pods across its Jobs: index
+// j × PodsPerJob[r] + p.
+type JobSetNames struct {
+	JobSet    string
+	Subdomain string
+	// PodsPerJob is each replicated job's parallelism.
+	PodsPerJob map[string]int32
+}
+
+// JobSetNamesOf reads how the JobSet names its pods: its subdomain, by
+// default its own name, and each replicated job's parallelism.
+func JobSetNamesOf(js *unstructured.Unstructured) (JobSetNames, error) {
+	spec, err := readJobSetSpec(js)
+	if err != nil {
+		return JobSetNames{}, err
+	}
+	names := JobSetNames{JobSet: js.GetName(), Subdomain: js.GetName(), PodsPerJob: map[string]int32{}}
+	if spec.Network != nil && spec.Network.Subdomain != "" {
+		names.Subdomain = spec.Network.Subdomain
+	}
+	for _, rjob := range spec.ReplicatedJobs {
+		names.PodsPerJob[rjob.Name] = max(ptr.Deref(rjob.Template.Spec.Parallelism, 1), 1)
+	}
+	return names, nil
+}
+
+// Hostname is the hostname JobSet gives pod index of the role.
+func (n JobSetNames) Hostname(role string, index int32) string {
+	perJob := max(n.PodsPerJob[role], 1)
+	return fmt.Sprintf("%s-%s-%d-%d", n.JobSet, role, index/perJob, index%perJob)
+}
+
+// CheckRoles refuses a topology whose roles are not the JobSet's
+// replicated jobs, or count a role's pods otherwise than JobSet makes
+// them.
+func (n JobSetNames) CheckRoles(t *Topology) field.ErrorList {
+	var errs field.ErrorList
+	for _, role := range t.Roles {
+		perJob, ok := n.PodsPerJob[role]
+		switch {
+		case !ok:
+			errs = append(errs, field.Invalid(annotationPath(RolesAnnotation), role, fmt.Sprintf(
+				"JobSet %s has no replicated job %s; name each role after a replicated job (%s)", n.JobSet, role, strings.Join(slices.Sorted(maps.Keys(n.PodsPerJob)), ", "))))
+		case t.Replicas[role]%perJob != 0:
+			errs = append(errs, field.Invalid(annotationPath(RolesAnnotation), role, fmt.Sprintf(
+				"role %s has %d pods, but replicated job %s runs %d per Job; set it to replicas × parallelism", role, t.Replicas[role], role, perJob)))
+		}
+	}
+	return errs
 }
 
 // WantsNoPodGroup reports whether the JobSet opts out of muster's group.
@@ -74,10 +145,9 @@ type JobSetGroup struct {
 // is ordered after them and is a late member, with what its pod template
 // requests and where it may run.
 func FromJobSet(js *unstructured.Unstructured) (JobSetGroup, error) {
-	raw, _, _ := unstructured.NestedMap(js.Object, "spec")
-	spec := jobSetSpec{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &spec); err != nil {
-		return JobSetGroup{}, fmt.Errorf("reading the spec of JobSet %s: %w", js.GetName(), err)
+	spec, err := readJobSetSpec(js)
+	if err != nil {
+		return JobSetGroup{}, err
 	}
 	inOrder := spec.StartupPolicy != nil && spec.StartupPolicy.StartupPolicyOrder == "InOrder"
 	var group JobSetGroup

@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
@@ -111,4 +113,43 @@ spec:
 	_, err = FromJobSet(jobSet(t, `spec: {replicatedJobs: []}`))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "JobSet js has no replicated job to group")
+}
+
+func TestJobSetNames(t *testing.T) {
+	names, err := JobSetNamesOf(jobSet(t, `
+spec:
+  replicatedJobs:
+  - {name: master, template: {spec: {template: {spec: {containers: [{name: c}]}}}}}
+  - {name: worker, replicas: 2, template: {spec: {parallelism: 3, template: {spec: {containers: [{name: c}]}}}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, JobSetNames{JobSet: "js", Subdomain: "js", PodsPerJob: map[string]int32{"master": 1, "worker": 3}}, names, "the subdomain defaults to the JobSet's name")
+	assert.Equal(t, "js-master-0-0", names.Hostname("master", 0))
+	assert.Equal(t, "js-worker-1-1", names.Hostname("worker", 4), "worker 4 is pod 1 of Job 1")
+
+	named, err := JobSetNamesOf(jobSet(t, `{spec: {network: {subdomain: net}, replicatedJobs: [{name: a}]}}`))
+	require.NoError(t, err)
+	assert.Equal(t, "net", named.Subdomain)
+
+	topo, errs := Parse(map[string]string{RolesAnnotation: "master=1,worker=6"})
+	require.Empty(t, errs)
+	assert.Empty(t, names.CheckRoles(topo))
+	topo, _ = Parse(map[string]string{RolesAnnotation: "master=1,worker=4,ps=1"})
+	assert.ErrorContains(t, names.CheckRoles(topo).ToAggregate(), "role worker has 4 pods, but replicated job worker runs 3 per Job")
+	assert.ErrorContains(t, names.CheckRoles(topo).ToAggregate(), "JobSet js has no replicated job ps; name each role after a replicated job (master, worker)")
+}
+
+func TestIdentifyNumbersAJobSetsPodsAcrossItsJobs(t *testing.T) {
+	topo, errs := Parse(map[string]string{RolesAnnotation: "worker=6", JobSetAnnotation: "js"})
+	require.Empty(t, errs)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Labels:      map[string]string{JobSetReplicatedJobLabel: "worker", JobSetJobIndexLabel: "1", JobSetReplicasLabel: "2"},
+		Annotations: map[string]string{JobCompletionIndex: "2"},
+	}}
+	member, errs := topo.Identify(pod)
+	require.Empty(t, errs)
+	assert.Equal(t, Member{Role: "worker", Index: 5}, member, "pod 2 of Job 1, at 3 pods per Job")
+
+	pod.Labels[IndexLabel] = "0"
+	member, _ = topo.Identify(pod)
+	assert.Equal(t, int32(0), member.Index, "muster's own index label wins")
 }

@@ -38,8 +38,9 @@ func MemberName(group, role string, index int32) string {
 // after it, and each member a hostname that starts with it.
 func FromPodGroup(pg *v1alpha1.PodGroup) (*Topology, field.ErrorList) {
 	t, errs := Parse(pg.Annotations)
-	// A derived group's names are the operator's: muster makes none.
-	if len(errs) > 0 || len(t.Roles) == 0 || t.DerivedFrom != "" {
+	// A derived group's names are the operator's, and a JobSet's members'
+	// are JobSet's: muster makes none.
+	if len(errs) > 0 || len(t.Roles) == 0 || t.DerivedFrom != "" || t.JobSet != "" {
 		return t, errs
 	}
 	name := field.NewPath("metadata", "name")

@@ -32,6 +32,11 @@ const (
 	// {"launcher":{"requests":{"cpu":"1"}}}. The gang is admitted with
 	// room reserved for them.
 	LateMembersAnnotation = "muster.dev/late-members"
+	// JobSetAnnotation names the JobSet whose pods are the members of a
+	// PodGroup made by hand: each role is one of its replicated jobs, and
+	// the members keep JobSet's hostnames and Service, which every address
+	// muster writes uses.
+	JobSetAnnotation = "muster.dev/jobset"
 )
 
 // Annotations lists every topology annotation, in the order the design
@@ -39,7 +44,7 @@ const (
 var Annotations = []string{
 	FrameworkAnnotation, RolesAnnotation, LaunchOrderAnnotation, StartAfterAnnotation, PortAnnotation,
 	SlotsAnnotation, MPIImplementationAnnotation, NProcPerNodeAnnotation, ElasticAnnotation, TFEvaluatorAnnotation,
-	DerivedFromAnnotation, LateMembersAnnotation,
+	DerivedFromAnnotation, LateMembersAnnotation, JobSetAnnotation,
 }
 
 // Framework is the training framework a group runs.
@@ -98,6 +103,9 @@ type Topology struct {
 	// Late holds, for each role whose pods are created only after others
 	// are Ready, what its pod template says of where one of them runs.
 	Late map[string]LateMember
+	// JobSet names the JobSet whose pods are the members, named as JobSet
+	// names them; empty when muster names them.
+	JobSet string
 }
 
 // LateMember is what a pod created late requests and where it may run,
@@ -225,6 +233,12 @@ func Parse(annotations map[string]string) (*Topology, field.ErrorList) {
 		}
 	}
 	t.DerivedFrom = annotations[DerivedFromAnnotation]
+	if v, ok := annotations[JobSetAnnotation]; ok {
+		t.JobSet = v
+		if msgs := validation.IsDNS1123Label(v); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(annotationPath(JobSetAnnotation), v, "must be the name of a JobSet: "+strings.Join(msgs, "; ")))
+		}
+	}
 	errs = append(errs, t.parseLate(annotations)...)
 	errs = append(errs, t.checkAnnotations(annotations)...)
 	// A derived group's roles are named by its operator, and muster

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/envinject"
+	"github.com/muster-dev/muster/pkg/jobsets"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -100,6 +101,16 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if len(errs) > 0 {
 		return invalidPod(pod, errs)
 	}
+	if errs := sameJobSet(pod, key, topo); len(errs) > 0 {
+		return invalidPod(pod, errs)
+	}
+	names, errs, err := jobsets.Names(ctx, d.Reader, key.Namespace, topo)
+	if err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return errors.New(topology.InvalidMessage(key, errs))
+	}
 	siblings, err := d.members(ctx, key)
 	if err != nil {
 		return err
@@ -113,7 +124,7 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if topo.Framework == topology.MPI && member.Role != "worker" {
 		worker = anyWorker(siblings)
 	}
-	group := envinject.Group{Name: key.Name, Namespace: key.Namespace, UID: pg.UID, Topology: topo, WorkerSlots: envinject.Slots(topo, worker)}
+	group := envinject.Group{Name: key.Name, Namespace: key.Namespace, UID: pg.UID, Topology: topo, WorkerSlots: envinject.Slots(topo, worker), JobSet: names}
 	if errs := envinject.Apply(pod, group, member, d.ClusterDomain); len(errs) > 0 {
 		return invalidPod(pod, errs)
 	}
@@ -190,6 +201,22 @@ func leaveTrainJobGroup(pod *corev1.Pod, js *unstructured.Unstructured) bool {
 	markAdded(pod, fmt.Sprintf("nothing, and removed the group label %s: replicated job %s runs, and finishes, before the rest of %s/%s starts, so it is not part of the gang",
 		topology.GroupLabel, rjob, topology.TrainJobKind, owner.Name))
 	return true
+}
+
+// sameJobSet refuses a JobSet's pod in a group that does not name its
+// JobSet, and a pod of no JobSet, or another, in a group that does: the
+// names muster writes would not be the pod's.
+func sameJobSet(pod *corev1.Pod, key types.NamespacedName, t *topology.Topology) field.ErrorList {
+	jobSet := pod.Labels[topology.JobSetNameLabel]
+	switch {
+	case jobSet == t.JobSet:
+		return nil
+	case t.JobSet == "":
+		return field.ErrorList{field.Invalid(labelPath(topology.JobSetNameLabel), jobSet, fmt.Sprintf(
+			"the pod is JobSet %s's, which names its pods itself; set the annotation %s: %s on PodGroup %s so that muster uses JobSet's hostnames and Service", jobSet, topology.JobSetAnnotation, jobSet, key))}
+	}
+	return field.ErrorList{field.Invalid(labelPath(topology.JobSetNameLabel), jobSet, fmt.Sprintf(
+		"PodGroup %s's members are the pods of JobSet %s (%s); put only that JobSet's pods into it", key, t.JobSet, topology.JobSetAnnotation))}
 }
 
 // AddedAnnotation says on a member what muster added to it.

@@ -316,3 +316,28 @@ func TestPodDefaulterTakesATrainJobsInitializerOutOfItsGroup(t *testing.T) {
 		})
 	}
 }
+
+func TestPodDefaulterRefusesAJobSetsPodInAGroupThatDoesNotNameIt(t *testing.T) {
+	s := scheme(t)
+	s.AddKnownTypeWithName(topology.JobSetGVK, &unstructured.Unstructured{})
+	js := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicatedJobs": []any{map[string]any{"name": "worker"}}}}}
+	js.SetGroupVersionKind(topology.JobSetGVK)
+	js.SetNamespace("team-a")
+	js.SetName("js")
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(js,
+		podGroup("plain", 2, map[string]string{topology.RolesAnnotation: "worker=2"}),
+		podGroup("other", 2, map[string]string{topology.RolesAnnotation: "worker=2", topology.JobSetAnnotation: "another"}),
+	).Build()
+	m := admission.WithCustomDefaulter(s, &corev1.Pod{}, &PodDefaulter{Client: c, Reader: c, ClusterDomain: "cluster.local"})
+	for group, want := range map[string]string{
+		"plain": "the pod is JobSet js's, which names its pods itself; set the annotation muster.dev/jobset: js on PodGroup team-a/plain",
+		"other": "PodGroup team-a/other's members are the pods of JobSet another (muster.dev/jobset); put only that JobSet's pods into it",
+	} {
+		pod := st.MakePod().Namespace("team-a").Name("js-worker-0-0").Label(topology.GroupLabel, group).Label(topology.JobSetNameLabel, "js").
+			Label(topology.JobSetReplicatedJobLabel, "worker").Label(topology.JobSetJobIndexLabel, "0").Label(topology.JobSetReplicasLabel, "1").
+			Annotation(topology.JobCompletionIndex, "0").Container("trainer:1").Obj()
+		resp := m.Handle(context.Background(), request(t, admissionv1.Create, pod, nil))
+		assert.False(t, resp.Allowed, group)
+		assert.Contains(t, resp.Result.Message, want, group)
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/envinject"
+	"github.com/muster-dev/muster/pkg/jobsets"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -122,10 +123,22 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if err := r.Client.List(ctx, &members, client.InNamespace(req.Namespace), client.MatchingFields{groupField: req.Name}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing members of %s: %w", req.NamespacedName, err)
 	}
+	names, errs, err := jobsets.Names(ctx, r.Reader, pg.Namespace, topo)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if len(errs) > 0 {
+		r.report(pg, ReasonInvalidGroup, fmt.Sprintf("muster cannot serve this group: %s", errs.ToAggregate()))
+		return reconcile.Result{}, nil
+	}
 	worker, running := workers(members.Items)
-	g := envinject.Group{Name: pg.Name, Namespace: pg.Namespace, UID: pg.UID, Topology: topo, WorkerSlots: envinject.Slots(topo, worker)}
+	g := envinject.Group{Name: pg.Name, Namespace: pg.Namespace, UID: pg.UID, Topology: topo, WorkerSlots: envinject.Slots(topo, worker), JobSet: names}
 
-	desired := []client.Object{desiredService(g)}
+	var desired []client.Object
+	// A JobSet's members resolve each other through its own Service.
+	if names == nil {
+		desired = append(desired, desiredService(g))
+	}
 	configMap, err := desiredConfigMap(g, running)
 	if err != nil {
 		return reconcile.Result{}, err

@@ -251,3 +251,76 @@ func TestInitializerRunsAloneBeforeTheGang(t *testing.T) {
 		}
 	}
 }
+
+// A PyTorch job as a JobSet: a master and two Jobs of two workers, in a
+// PodGroup made by hand that names the JobSet (muster.dev/jobset).
+var handGroupedJobSet = `
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: pt
+spec:
+  network: {subdomain: pt-net}
+  replicatedJobs:
+  - name: master
+    template:
+      spec:
+        template:` + strings.Replace(podTemplate, `
+          spec:`, `
+            labels: {scheduling.x-k8s.io/pod-group: train}
+          spec:`, 1) + `
+  - name: worker
+    replicas: 2
+    template:
+      spec:
+        parallelism: 2
+        completions: 2
+        completionMode: Indexed
+        template:` + strings.Replace(podTemplate, `
+          spec:`, `
+            labels: {scheduling.x-k8s.io/pod-group: train}
+          spec:`, 1)
+
+// TestHandMadeGroupOfAJobSetUsesJobSetsNames: with muster.dev/jobset, the
+// JobSet's pods keep JobSet's hostnames and subdomain, each worker's index
+// runs across the replicated job's Jobs, and every address muster writes
+// is JobSet's.
+func TestHandMadeGroupOfAJobSetUsesJobSetsNames(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "5")
+	framework.CreatePodGroup(t, ns, "train", 5, map[string]string{
+		topology.FrameworkAnnotation: "pytorch",
+		topology.RolesAnnotation:     "master=1,worker=4",
+		topology.JobSetAnnotation:    "pt",
+	})
+	createJobSet(t, ns, handGroupedJobSet, "0s")
+	master := "pt-master-0-0.pt-net." + ns + ".svc"
+	ranks := map[string]bool{}
+	for _, pod := range jobSetPods(t, ns, 5) {
+		if pod.Labels[topology.JobSetReplicatedJobLabel] == "master" {
+			continue
+		}
+		env := map[string]string{}
+		for _, e := range pod.Spec.Containers[0].Env {
+			env[e.Name] = e.Value
+		}
+		want := fmt.Sprintf("pt-worker-%s-%s", pod.Labels[topology.JobSetJobIndexLabel], pod.Annotations[topology.JobCompletionIndex])
+		if pod.Spec.Hostname != want || pod.Spec.Subdomain != "pt-net" {
+			t.Errorf("pod %s has hostname %s.%s; want JobSet's %s.pt-net", pod.Name, pod.Spec.Hostname, pod.Spec.Subdomain, want)
+		}
+		if env["MASTER_ADDR"] != master {
+			t.Errorf("pod %s has MASTER_ADDR %q; want %q", pod.Name, env["MASTER_ADDR"], master)
+		}
+		if !strings.Contains(env["MUSTER_WORKER_HOSTS"], "pt-worker-1-1.pt-net."+ns+".svc") {
+			t.Errorf("pod %s has MUSTER_WORKER_HOSTS %q, without JobSet's name of the last worker", pod.Name, env["MUSTER_WORKER_HOSTS"])
+		}
+		ranks[env["PET_NODE_RANK"]] = true
+		framework.WaitForPod(t, ns, pod.Name, "bound", framework.IsBound)
+	}
+	if len(ranks) != 4 || !ranks["1"] || !ranks["4"] {
+		t.Errorf("the workers' ranks are %v; want 1 to 4, one each", ranks)
+	}
+	if _, err := framework.Client.CoreV1().Services(ns).Get(context.Background(), "train", metav1.GetOptions{}); err == nil {
+		t.Errorf("muster made a Service for a group whose members resolve each other through JobSet's")
+	}
+}
