@@ -152,13 +152,15 @@ func TestJobSetThatDoesNotFitBindsNothing(t *testing.T) {
 }
 
 // A JobSet whose launcher JobSet creates only once its two workers are
-// Ready (dependsOn), on a pool with room for the three and no more.
-const dependsOnJobSet = `
+// Ready (dependsOn), on a pool with room for the three and no more. The
+// launcher runs for 2 s, and its completion completes the JobSet.
+var dependsOnJobSet = `
 apiVersion: jobset.x-k8s.io/v1alpha2
 kind: JobSet
 metadata:
   name: mpi
 spec:
+  successPolicy: {operator: All, targetReplicatedJobs: [launcher]}
   replicatedJobs:
   - name: workers
     template:
@@ -171,12 +173,14 @@ spec:
     dependsOn: [{name: workers, status: Ready}]
     template:
       spec:
-        template:` + podTemplate
+        template:` + strings.Replace(podTemplate, "sim-ready-after: READY", "sim-run-for: 2s", 1) + `
+`
 
 // TestDependsOnLauncherIsBoundIntoItsReservedRoom: the gang of the two
 // workers is admitted with room held for the launcher JobSet creates
-// later; a pod that arrives meanwhile does not get that room, and the
-// launcher is bound into it once the workers are Ready.
+// later; a pod that arrives meanwhile does not get that room, the
+// launcher is bound into it once the workers are Ready, and the JobSet
+// completes.
 func TestDependsOnLauncherIsBoundIntoItsReservedRoom(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "3")
@@ -203,6 +207,17 @@ func TestDependsOnLauncherIsBoundIntoItsReservedRoom(t *testing.T) {
 		seen.BoundAfterReady(t, worker.Name, launcher.Name)
 	}
 	framework.CheckIntruderKeptOut(t, ns)
+	jobSets := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}).Namespace(ns)
+	framework.Eventually(t, "JobSet mpi Completed", func(ctx context.Context) (string, error) {
+		js, err := jobSets.Get(ctx, "mpi", metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		if state, _, _ := unstructured.NestedString(js.Object, "status", "terminalState"); state != "Completed" {
+			return "", fmt.Errorf("terminal state %q", state)
+		}
+		return "Completed", nil
+	})
 }
 
 // A JobSet whose trainer nodes JobSet creates only once its initializer
