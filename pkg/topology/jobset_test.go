@@ -8,13 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 )
 
 func jobSet(t *testing.T, spec string) *unstructured.Unstructured {
 	t.Helper()
-	js := &unstructured.Unstructured{Object: map[string]any{}}
-	require.NoError(t, yaml.Unmarshal([]byte(spec), &js.Object))
+	js := object(t, spec)
 	js.SetName("js")
 	return js
 }

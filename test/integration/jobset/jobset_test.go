@@ -190,23 +190,7 @@ func TestDependsOnLauncherIsBoundIntoItsReservedRoom(t *testing.T) {
 	if want := "PodGroup mpi: minMember 3, roles workers=2,launcher=1, launch order workers>launcher"; note != want {
 		t.Errorf("%s says %q; want %q", podgroup.ReasonJobSetGrouped, note, want)
 	}
-	workers := jobSetPods(t, ns, 2)
-	for _, pod := range workers {
-		framework.WaitForPod(t, ns, pod.Name, "bound", framework.IsBound)
-	}
-	framework.CreateIntruder(t, ns, "1")
-
-	launcher := framework.Eventually(t, "the launcher bound", func(ctx context.Context) (*corev1.Pod, error) {
-		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetReplicatedJobLabel + "=launcher"})
-		if err != nil || len(pods.Items) != 1 || !framework.IsBound(&pods.Items[0]) {
-			return nil, fmt.Errorf("not yet")
-		}
-		return &pods.Items[0], nil
-	})
-	for _, worker := range workers {
-		seen.BoundAfterReady(t, worker.Name, launcher.Name)
-	}
-	framework.CheckIntruderKeptOut(t, ns)
+	checkLauncherBoundIntoHeldRoom(t, ns, seen, jobSetPods(t, ns, 2))
 	jobSets := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}).Namespace(ns)
 	framework.Eventually(t, "JobSet mpi Completed", func(ctx context.Context) (string, error) {
 		js, err := jobSets.Get(ctx, "mpi", metav1.GetOptions{})
@@ -218,6 +202,30 @@ func TestDependsOnLauncherIsBoundIntoItsReservedRoom(t *testing.T) {
 		}
 		return "Completed", nil
 	})
+}
+
+// checkLauncherBoundIntoHeldRoom waits for the members to be bound, creates
+// a pod that would take the room held for the launcher, and checks that the
+// launcher, once created, is bound into that room after the members are
+// Ready, and the other pod is kept out. It returns the launcher.
+func checkLauncherBoundIntoHeldRoom(t *testing.T, ns string, seen *framework.Timeline, members []corev1.Pod) *corev1.Pod {
+	t.Helper()
+	for _, pod := range members {
+		framework.WaitForPod(t, ns, pod.Name, "bound", framework.IsBound)
+	}
+	framework.CreateIntruder(t, ns, "1")
+	launcher := framework.Eventually(t, "the launcher bound", func(ctx context.Context) (*corev1.Pod, error) {
+		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetReplicatedJobLabel + "=launcher"})
+		if err != nil || len(pods.Items) != 1 || !framework.IsBound(&pods.Items[0]) {
+			return nil, fmt.Errorf("not yet")
+		}
+		return &pods.Items[0], nil
+	})
+	for _, member := range members {
+		seen.BoundAfterReady(t, member.Name, launcher.Name)
+	}
+	framework.CheckIntruderKeptOut(t, ns)
+	return launcher
 }
 
 // A JobSet whose trainer nodes JobSet creates only once its initializer

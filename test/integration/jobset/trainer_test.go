@@ -281,23 +281,7 @@ func testMPITrainJob(t *testing.T, manifest, owner string) {
 			t.Errorf("PodGroup pi has %s=%q; want %q", name, pg.Annotations[name], value)
 		}
 	}
-	nodes := jobSetPods(t, ns, 2)
-	for _, pod := range nodes {
-		framework.WaitForPod(t, ns, pod.Name, "bound", framework.IsBound)
-	}
-	framework.CreateIntruder(t, ns, "1")
-
-	launcher := framework.Eventually(t, "the launcher bound", func(ctx context.Context) (*corev1.Pod, error) {
-		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetReplicatedJobLabel + "=launcher"})
-		if err != nil || len(pods.Items) != 1 || !framework.IsBound(&pods.Items[0]) {
-			return nil, fmt.Errorf("not yet")
-		}
-		return &pods.Items[0], nil
-	})
-	for _, node := range nodes {
-		seen.BoundAfterReady(t, node.Name, launcher.Name)
-	}
-	framework.CheckIntruderKeptOut(t, ns)
+	launcher := checkLauncherBoundIntoHeldRoom(t, ns, seen, jobSetPods(t, ns, 2))
 	checkTrainerEnvLeftAlone(t, launcher)
 	if !hasEnv(launcher, "OMPI_MCA_orte_default_hostfile") {
 		t.Errorf("the launcher lacks Trainer's OMPI_MCA_orte_default_hostfile: %v", launcher.Spec.Containers[0].Env)
