@@ -250,12 +250,18 @@ func mxnetEnv(g Group, role string, index int32) []corev1.EnvVar {
 
 // Files are the contents of the group's ConfigMap, by key: <role>.hosts,
 // one address per line; cluster.json, the addresses by role; and for MPI
-// the hostfile.
-func Files(g Group) (map[string]string, error) {
+// the hostfile and discover_hosts.sh. runningWorkers are the indices of
+// the workers running now: discover_hosts.sh lists them, and so do an
+// elastic group's files for its elastic role, which follow the members as
+// they come and go. Every other role is listed whole.
+func Files(g Group, runningWorkers []int32) (map[string]string, error) {
 	files := map[string]string{}
 	cluster := map[string][]string{}
 	for _, role := range g.Topology.Roles {
 		addresses := g.Addresses(role)
+		if g.Topology.Elastic != nil && role == topology.ElasticRole {
+			addresses = g.addressesOf(role, runningWorkers)
+		}
 		files[role+".hosts"] = strings.Join(addresses, "\n") + "\n"
 		cluster[role] = addresses
 	}
@@ -265,17 +271,28 @@ func Files(g Group) (map[string]string, error) {
 	}
 	files["cluster.json"] = string(data) + "\n"
 	if g.Topology.Framework == topology.MPI {
-		files["hostfile"] = Hostfile(g)
+		files["hostfile"] = Hostfile(g, cluster["worker"])
+		files[DiscoverHostsKey] = DiscoverHosts(g, runningWorkers)
 	}
 	return files, nil
 }
 
-// Hostfile lists the MPI workers with their slots, in the syntax of the
-// group's implementation: "host slots=N" for OpenMPI, "host:N" for Intel
-// MPI and MPICH.
-func Hostfile(g Group) string {
+// addressesOf lists the addresses of the role's members of these indices,
+// in order.
+func (g Group) addressesOf(role string, indices []int32) []string {
+	addresses := make([]string, 0, len(indices))
+	for _, i := range slices.Sorted(slices.Values(indices)) {
+		addresses = append(addresses, g.Address(role, i))
+	}
+	return addresses
+}
+
+// Hostfile lists the MPI workers of these addresses with their slots, in
+// the syntax of the group's implementation: "host slots=N" for OpenMPI,
+// "host:N" for Intel MPI and MPICH.
+func Hostfile(g Group, workers []string) string {
 	var b strings.Builder
-	for _, address := range g.Addresses("worker") {
+	for _, address := range workers {
 		if slices.Contains([]string{"intel", "mpich"}, g.Topology.MPIImplementation) {
 			fmt.Fprintf(&b, "%s:%d\n", address, g.WorkerSlots)
 		} else {

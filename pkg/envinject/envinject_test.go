@@ -112,11 +112,8 @@ func TestGolden(t *testing.T) {
 			spec, err := yaml.Marshal(pod.Spec)
 			require.NoError(t, err)
 			fmt.Fprintf(&out, "# pod spec of %s, its env as above\n%s", g.Hostname(shown.role, shown.index), spec)
-			files, err := Files(g)
+			files, err := Files(g, []int32{1, 0})
 			require.NoError(t, err)
-			if topo.Framework == topology.MPI {
-				files[DiscoverHostsKey] = DiscoverHosts(g, []int32{1, 0})
-			}
 			keys := make([]string, 0, len(files))
 			for key := range files {
 				keys = append(keys, key)
@@ -161,7 +158,10 @@ func TestAJobSetsMembersKeepJobSetsNames(t *testing.T) {
 	assert.Equal(t, "net", g.ServiceName())
 	assert.Equal(t, "net.team-a.svc.cluster.local", g.DNSSearch("cluster.local"))
 	assert.Equal(t, "js-worker-1-1.net.team-a.svc", g.Address("worker", 3))
-	assert.Equal(t, "js-worker-0-0.net.team-a.svc slots=1\njs-worker-0-1.net.team-a.svc slots=1\njs-worker-1-0.net.team-a.svc slots=1\njs-worker-1-1.net.team-a.svc slots=1\n", Hostfile(g))
+	files, err := Files(g, []int32{3})
+	require.NoError(t, err)
+	assert.Equal(t, "js-worker-0-0.net.team-a.svc slots=1\njs-worker-0-1.net.team-a.svc slots=1\njs-worker-1-0.net.team-a.svc slots=1\njs-worker-1-1.net.team-a.svc slots=1\n", files["hostfile"])
+	assert.Equal(t, "#!/bin/sh\necho js-worker-1-1.net.team-a.svc:1\n", files[DiscoverHostsKey])
 
 	pod := &corev1.Pod{Spec: corev1.PodSpec{Hostname: "js-worker-1-0", Subdomain: "net", Containers: []corev1.Container{{Name: "main"}}}}
 	require.Empty(t, Apply(pod, g, topology.Member{Role: "worker", Index: 2}, "cluster.local"), "JobSet's hostname and subdomain are the member's")

@@ -226,8 +226,8 @@ func addPort(pod *corev1.Pod, port int32) {
 func DiscoverHosts(g Group, runningWorkers []int32) string {
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n")
-	for _, i := range slices.Sorted(slices.Values(runningWorkers)) {
-		fmt.Fprintf(&b, "echo %s:%d\n", g.Address("worker", i), g.WorkerSlots)
+	for _, address := range g.addressesOf("worker", runningWorkers) {
+		fmt.Fprintf(&b, "echo %s:%d\n", address, g.WorkerSlots)
 	}
 	return b.String()
 }

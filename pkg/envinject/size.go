@@ -43,10 +43,7 @@ func CheckSize(g Group) field.ErrorList {
 		return field.ErrorList{tooLarge("each member's environment", hostsBytes, MaxEnvBytes)}
 	}
 	var errs field.ErrorList
-	if files, err := Files(g); err == nil {
-		if g.Topology.Framework == topology.MPI {
-			files[DiscoverHostsKey] = DiscoverHosts(g, allIndices(g.Topology.Replicas["worker"]))
-		}
+	if files, err := Files(g, allIndices(g.Topology.Replicas["worker"])); err == nil {
 		var size int64
 		for key, value := range files {
 			size += int64(len(key) + len(value))

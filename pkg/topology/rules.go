@@ -21,8 +21,11 @@ var frameworkSettings = map[string][]Framework{
 	SlotsAnnotation:             {MPI},
 	MPIImplementationAnnotation: {MPI},
 	NProcPerNodeAnnotation:      {PyTorch},
-	ElasticAnnotation:           {PyTorch},
-	TFEvaluatorAnnotation:       {TensorFlow},
+	// Members that come and go need a consumer that tolerates them:
+	// torchrun's elastic agent, Horovod elastic through discover_hosts.sh,
+	// or the job's own code.
+	ElasticAnnotation:     {PyTorch, MPI, Generic},
+	TFEvaluatorAnnotation: {TensorFlow},
 	// MPI reaches its workers with ssh, always on port 22.
 	PortAnnotation: {TensorFlow, PyTorch, MXNet, Generic},
 }
@@ -79,10 +82,54 @@ func (t *Topology) checkAnnotations(annotations map[string]string) field.ErrorLi
 		}
 		if readers, limited := frameworkSettings[name]; limited && slices.Contains(frameworks, t.Framework) && !slices.Contains(readers, t.Framework) {
 			errs = append(errs, field.Forbidden(annotationPath(name), fmt.Sprintf(
-				"framework %s does not read it, only %s; remove it", t.Framework, joinFrameworks(readers))))
+				"framework %s does not read it, only %s; remove it%s", t.Framework, joinFrameworks(readers), whyUnread[name])))
 		}
 	}
 	return errs
+}
+
+// whyUnread says why the frameworks that do not read a setting cannot.
+var whyUnread = map[string]string{
+	ElasticAnnotation: " (TF_CONFIG and MXNet's DMLC_NUM_WORKER name the whole cluster once, when a member starts, so members that come and go would leave the others with a wrong one)",
+}
+
+// ElasticRole is the role an elastic group grows and shrinks; its other
+// roles, such as MPI's launcher, are fixed.
+const ElasticRole = "worker"
+
+// checkElastic refuses an elastic range the roles do not allow: the
+// elastic role is listed at its max, which the group grows to.
+func (t *Topology) checkElastic() field.ErrorList {
+	if t.Elastic == nil {
+		return nil
+	}
+	if workers := t.Replicas[ElasticRole]; workers != t.Elastic.Max {
+		return field.ErrorList{field.Invalid(annotationPath(ElasticAnnotation), fmt.Sprintf("%d:%d", t.Elastic.Min, t.Elastic.Max), fmt.Sprintf(
+			"an elastic group grows and shrinks its role %s between min and max, so %s lists it at max: set %s=%d there, or the max to %d",
+			ElasticRole, RolesAnnotation, ElasticRole, t.Elastic.Max, workers))}
+	}
+	return nil
+}
+
+// ElasticMinMember is the gang an elastic group is admitted at: min
+// members of the elastic role and every member of the others.
+func (t *Topology) ElasticMinMember() int32 {
+	n := t.Elastic.Min
+	for role, replicas := range t.Replicas {
+		if role != ElasticRole {
+			n += replicas
+		}
+	}
+	return n
+}
+
+// Fulfillment is Paddle EDL's fulfillment score of an elastic role with cur
+// members: 0 at min, 1 at max.
+func (r Range) Fulfillment(cur int32) float64 {
+	if r.Max == r.Min {
+		return 1
+	}
+	return float64(cur-r.Min) / float64(r.Max-r.Min)
 }
 
 // checkRequiredRoles refuses a topology from which the framework could not

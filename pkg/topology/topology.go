@@ -92,7 +92,8 @@ type Topology struct {
 	MPIImplementation string
 	// NProcPerNode is "auto" or a positive number.
 	NProcPerNode string
-	// Elastic is the PyTorch elastic range; nil when off.
+	// Elastic is the range of ElasticRole's members; nil when the group is
+	// rigid.
 	Elastic *Range
 	// EvaluatorInCluster lists the TensorFlow evaluator in every pod's
 	// TF_CONFIG rather than only in its own.
@@ -244,7 +245,7 @@ func Parse(annotations map[string]string) (*Topology, field.ErrorList) {
 	// A derived group's roles are named by its operator, and muster
 	// writes none of the framework's environment for them.
 	if len(errs) == 0 && t.DerivedFrom == "" {
-		errs = t.checkRequiredRoles()
+		errs = append(t.checkRequiredRoles(), t.checkElastic()...)
 	}
 	return t, errs
 }

@@ -106,7 +106,7 @@ func TestParseDefaults(t *testing.T) {
 func TestParseOptions(t *testing.T) {
 	topo, errs := Parse(map[string]string{
 		FrameworkAnnotation:    "pytorch",
-		RolesAnnotation:        "master=1,worker=3",
+		RolesAnnotation:        "master=1,worker=4",
 		StartAfterAnnotation:   "Scheduled",
 		PortAnnotation:         "29500",
 		NProcPerNodeAnnotation: "8",
@@ -118,7 +118,7 @@ func TestParseOptions(t *testing.T) {
 	assert.Equal(t, "8", topo.NProcPerNode)
 	assert.Equal(t, &Range{Min: 2, Max: 4}, topo.Elastic)
 	assert.Equal(t, []string{"master", "worker"}, topo.Roles)
-	assert.Equal(t, map[string]int32{"master": 1, "worker": 3}, topo.Replicas)
+	assert.Equal(t, map[string]int32{"master": 1, "worker": 4}, topo.Replicas)
 
 	topo, errs = Parse(map[string]string{
 		FrameworkAnnotation:         "mpi",
@@ -197,9 +197,16 @@ func TestParseErrors(t *testing.T) {
 			want:        []string{`metadata.annotations[muster.dev/framwork]: Invalid value: "mpi": muster has no such annotation; did you mean muster.dev/framework?`},
 		},
 		{
-			name:        "elastic on MPI",
-			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", ElasticAnnotation: "1:2"},
-			want:        []string{"metadata.annotations[muster.dev/elastic]: Forbidden: framework mpi does not read it, only pytorch; remove it"},
+			name:        "elastic on TensorFlow",
+			annotations: map[string]string{FrameworkAnnotation: "tensorflow", RolesAnnotation: "ps=1,worker=2", ElasticAnnotation: "1:2"},
+			want: []string{"metadata.annotations[muster.dev/elastic]: Forbidden: framework tensorflow does not read it, only pytorch, mpi, generic; remove it" +
+				" (TF_CONFIG and MXNet's DMLC_NUM_WORKER name the whole cluster once, when a member starts, so members that come and go would leave the others with a wrong one)"},
+		},
+		{
+			name:        "an elastic role not listed at its max",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", ElasticAnnotation: "1:3"},
+			want: []string{`metadata.annotations[muster.dev/elastic]: Invalid value: "1:3": an elastic group grows and shrinks its role worker between min and max, ` +
+				"so muster.dev/roles lists it at max: set worker=3 there, or the max to 2"},
 		},
 		{
 			name:        "a port on MPI",
@@ -290,4 +297,17 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted a cyclic order %v", cycle)
 		}
 	})
+}
+
+func TestElasticGroup(t *testing.T) {
+	topo, errs := Parse(map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=4", ElasticAnnotation: "2:4"})
+	require.Empty(t, errs, "Horovod elastic reads discover_hosts.sh")
+	assert.Equal(t, int32(3), topo.ElasticMinMember(), "min workers and the launcher")
+	assert.Equal(t, 0.0, topo.Elastic.Fulfillment(2))
+	assert.Equal(t, 0.5, topo.Elastic.Fulfillment(3))
+	assert.Equal(t, 1.0, topo.Elastic.Fulfillment(4))
+	assert.Equal(t, 1.0, Range{Min: 3, Max: 3}.Fulfillment(3), "a range of one size is always fulfilled")
+
+	_, errs = Parse(map[string]string{RolesAnnotation: "worker=3", ElasticAnnotation: "1:3"})
+	assert.Empty(t, errs, "a generic group may be elastic")
 }

@@ -71,6 +71,11 @@ func Validate(pg *v1alpha1.PodGroup) field.ErrorList {
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "minMember"), pg.Spec.MinMember,
 			fmt.Sprintf("%s names %d pods in all, so a gang of %d would never start; lower minMember or add replicas", topology.RolesAnnotation, members, pg.Spec.MinMember))}
 	}
+	if topo.Elastic != nil && pg.Spec.MinMember != topo.ElasticMinMember() {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "minMember"), pg.Spec.MinMember, fmt.Sprintf(
+			"an elastic group is admitted at its min: %d of role %s and every member of the other roles, %d in all; set minMember to %d",
+			topo.Elastic.Min, topology.ElasticRole, topo.ElasticMinMember(), topo.ElasticMinMember()))}
+	}
 	return nil
 }
 

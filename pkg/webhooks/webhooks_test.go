@@ -133,6 +133,7 @@ func TestPodGroupValidator(t *testing.T) {
 	tfMoreWorkers := map[string]string{topology.FrameworkAnnotation: "tensorflow", topology.RolesAnnotation: "ps=2,worker=4"}
 	cyclic := map[string]string{topology.RolesAnnotation: "a=1,b=1", topology.LaunchOrderAnnotation: "a>b>a"}
 	derived := map[string]string{topology.FrameworkAnnotation: "pytorch", topology.RolesAnnotation: "master=1,worker=2", topology.DerivedFromAnnotation: "PyTorchJob/job"}
+	horovod := map[string]string{topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=4", topology.ElasticAnnotation: "2:4"}
 	tests := []struct {
 		name        string
 		op          admissionv1.Operation
@@ -154,6 +155,9 @@ func TestPodGroupValidator(t *testing.T) {
 		{"a hostname over 63 characters", admissionv1.Create, podGroup(strings.Repeat("j", 60), 5, tf), nil, false, "over the limit of 63"},
 		{"too many members", admissionv1.Create, podGroup("job", 1, map[string]string{topology.FrameworkAnnotation: "tensorflow", topology.RolesAnnotation: "ps=1,worker=99999"}), nil, false,
 			"100000 members make each member's environment"},
+		{"an elastic group admitted at its min", admissionv1.Create, podGroup("job", 3, horovod), nil, true, ""},
+		{"an elastic group whose minMember is not its min", admissionv1.Create, podGroup("job", 5, horovod), nil, false,
+			"spec.minMember: Invalid value: 5: an elastic group is admitted at its min: 2 of role worker and every member of the other roles, 3 in all; set minMember to 3"},
 		{"a misspelt annotation", admissionv1.Create, podGroup("job", 1, map[string]string{"muster.dev/framwork": "mpi"}), nil, false, "did you mean muster.dev/framework?"},
 		{"a topology derived from the owner, given to a PodGroup with none", admissionv1.Update, podGroup("job", 3, derived), podGroup("job", 3, nil), true, ""},
 		{"a derived topology does not replace one set", admissionv1.Update, podGroup("job", 3, derived), podGroup("job", 3, map[string]string{topology.FrameworkAnnotation: "pytorch", topology.RolesAnnotation: "master=1,worker=1"}), false,

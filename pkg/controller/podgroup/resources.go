@@ -131,7 +131,7 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		r.report(pg, ReasonInvalidGroup, fmt.Sprintf("muster cannot serve this group: %s", errs.ToAggregate()))
 		return reconcile.Result{}, nil
 	}
-	worker, running := workers(members.Items)
+	worker, running := workers(topo, members.Items)
 	g := envinject.Group{Name: pg.Name, Namespace: pg.Namespace, UID: pg.UID, Topology: topo, WorkerSlots: envinject.Slots(topo, worker), JobSet: names}
 
 	var desired []client.Object
@@ -209,20 +209,22 @@ func (f *failureReports) clear(key types.NamespacedName) {
 }
 
 // workers returns one worker, whose GPU limit may give the MPI slots, and
-// the indices of the workers running now, for discover_hosts.sh.
-func workers(pods []corev1.Pod) (*corev1.Pod, []int32) {
+// the indices of the workers running now, for discover_hosts.sh and an
+// elastic group's files.
+func workers(t *topology.Topology, pods []corev1.Pod) (*corev1.Pod, []int32) {
 	var first *corev1.Pod
 	var running []int32
 	for i := range pods {
 		pod := &pods[i]
-		if role, _ := topology.RoleOf(pod); role != "worker" {
+		member, errs := t.Identify(pod)
+		if member.Role != "worker" {
 			continue
 		}
 		if first == nil {
 			first = pod
 		}
-		if index, ok, err := topology.IndexOf(pod); ok && err == nil && pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
-			running = append(running, index)
+		if len(errs) == 0 && pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
+			running = append(running, member.Index)
 		}
 	}
 	return first, running
@@ -246,12 +248,9 @@ func desiredService(g envinject.Group) *corev1.Service {
 }
 
 func desiredConfigMap(g envinject.Group, runningWorkers []int32) (*corev1.ConfigMap, error) {
-	files, err := envinject.Files(g)
+	files, err := envinject.Files(g, runningWorkers)
 	if err != nil {
 		return nil, fmt.Errorf("rendering the files of group %s/%s: %w", g.Namespace, g.Name, err)
-	}
-	if g.Topology.Framework == topology.MPI {
-		files[envinject.DiscoverHostsKey] = envinject.DiscoverHosts(g, runningWorkers)
 	}
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: g.Namespace, Name: g.ConfigMapName()}, Data: files}, nil
 }

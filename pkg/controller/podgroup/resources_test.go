@@ -91,6 +91,22 @@ func TestResourcesOfAnMPIGroup(t *testing.T) {
 	assert.Empty(t, events(recorder))
 }
 
+func TestTheFilesOfAnElasticGroupFollowItsRunningWorkers(t *testing.T) {
+	pg := mpiPodGroup()
+	pg.Annotations[topology.RolesAnnotation] = "launcher=1,worker=3"
+	pg.Annotations[topology.ElasticAnnotation] = "1:3"
+	worker := func(i string) *st.PodWrapper {
+		return member("w"+i).Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, i)
+	}
+	r, c, _ := newResourceReconciler(t, pg, worker("0").Phase(corev1.PodRunning).Obj(), worker("2").Phase(corev1.PodRunning).Obj(), worker("1").Obj())
+	reconcileResources(t, r)
+
+	cm := get(t, c, "job-muster", &corev1.ConfigMap{})
+	assert.Equal(t, "job-worker-0.job.team-a.svc slots=1\njob-worker-2.job.team-a.svc slots=1\n", cm.Data[envinject.HostfileKey], "the running workers only")
+	assert.Equal(t, "job-worker-0.job.team-a.svc\njob-worker-2.job.team-a.svc\n", cm.Data["worker.hosts"])
+	assert.Equal(t, "job-launcher-0.job.team-a.svc\n", cm.Data["launcher.hosts"], "a fixed role is listed whole")
+}
+
 func TestResourcesAreRestored(t *testing.T) {
 	r, c, recorder := newResourceReconciler(t, mpiPodGroup())
 	reconcileResources(t, r)

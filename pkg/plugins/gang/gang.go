@@ -127,6 +127,17 @@ func (g *Gang) Less(a, b fwk.QueuedPodInfo) bool {
 	if partialA, partialB := g.isPartlyBound(podA), g.isPartlyBound(podB); partialA != partialB {
 		return partialA
 	}
+	// An elastic group's members above its min take only room no gang
+	// needs for its own min, and idle room goes to the least fulfilled
+	// group first (Paddle EDL).
+	scoreA, extraA := g.elasticFulfillment(podA)
+	scoreB, extraB := g.elasticFulfillment(podB)
+	if extraA != extraB {
+		return extraB
+	}
+	if extraA && scoreA != scoreB {
+		return scoreA < scoreB
+	}
 	timeA, groupA := g.queueOrder(a)
 	timeB, groupB := g.queueOrder(b)
 	if !timeA.Equal(timeB) {
@@ -151,6 +162,26 @@ func (g *Gang) isPartlyBound(pod *corev1.Pod) bool {
 	}
 	pg := g.podGroup(key)
 	return pg != nil && bound < pg.Spec.MinMember
+}
+
+// elasticFulfillment returns the fulfillment score of the pod's group when
+// the pod is a member above the min of an admitted elastic group; extra is
+// false for any other pod.
+func (g *Gang) elasticFulfillment(pod *corev1.Pod) (score float64, extra bool) {
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return 0, false
+	}
+	pg := g.podGroup(key)
+	topo, err := g.groups.Topology(key)
+	if pg == nil || err != nil || topo == nil || topo.Elastic == nil {
+		return 0, false
+	}
+	bound := g.groups.BoundCount(key)
+	if bound < pg.Spec.MinMember {
+		return 0, false
+	}
+	return topo.Elastic.Fulfillment(bound - (pg.Spec.MinMember - topo.Elastic.Min)), true
 }
 
 // queueOrder is the time and key a pod is sorted by: its group's, or its

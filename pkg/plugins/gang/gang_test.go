@@ -2,6 +2,7 @@ package gang
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -143,6 +144,11 @@ func (p *podGroupWrapper) MinResources(resources map[corev1.ResourceName]string)
 
 func (p *podGroupWrapper) ScheduleTimeoutSeconds(s int32) *podGroupWrapper {
 	p.Spec.ScheduleTimeoutSeconds = &s
+	return p
+}
+
+func (p *podGroupWrapper) Elastic(roles, elastic string) *podGroupWrapper {
+	p.Annotations = map[string]string{topology.RolesAnnotation: roles, topology.ElasticAnnotation: elastic}
 	return p
 }
 
@@ -754,4 +760,41 @@ func TestTheRoomOfALateMemberThatNeverComesIsReleased(t *testing.T) {
 	f.clock.Step(30 * time.Second)
 	assert.Zero(t, f.gang.late.count(types.NamespacedName{Namespace: ns, Name: "job"}, ""))
 	assert.Equal(t, []string{"Warning LateMemberMissing 1 late members were not created within 30s of the gang's admission; released the room held for them"}, f.drainEvents())
+}
+
+func TestLessGivesIdleRoomToTheLeastFulfilledElasticGroup(t *testing.T) {
+	// Elastic groups of 1 to 5 workers: "half" has 3 bound, score 0.5;
+	// "low" has 2 bound, score 0.25; "starting" has none bound yet. "rigid"
+	// is a gang of two with none bound.
+	bound := func(group string, n int) []*corev1.Pod {
+		var pods []*corev1.Pod
+		for i := range n {
+			pods = append(pods, boundAt(member(group, fmt.Sprintf("%s-%d", group, i)), epoch))
+		}
+		return pods
+	}
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{
+		podGroup("half", 1).Elastic("worker=5", "1:5").Time(epoch).Obj(),
+		podGroup("low", 1).Elastic("worker=5", "1:5").Time(epoch.Add(time.Minute)).Obj(),
+		podGroup("starting", 1).Elastic("worker=5", "1:5").Time(epoch.Add(time.Hour)).Obj(),
+		podGroup("rigid", 2).Time(epoch.Add(time.Hour)).Obj(),
+	}, append(bound("half", 3), bound("low", 2)...))
+
+	half := queued(member("half", "half-3").Obj(), epoch)
+	low := queued(member("low", "low-2").Obj(), epoch)
+	starting := queued(member("starting", "starting-0").Obj(), epoch)
+	rigid := queued(member("rigid", "rigid-0").Obj(), epoch)
+	for _, tt := range []struct {
+		name  string
+		a, b  fwk.QueuedPodInfo
+		first bool
+	}{
+		{"the least fulfilled group's extra first, whatever its age", low, half, true},
+		{"a rigid gang's member before an elastic group's extra", rigid, low, true},
+		{"an elastic group's member needed for its min before an extra", starting, low, true},
+		{"priority still comes first", queued(member("half", "half-4").Priority(10).Obj(), epoch), rigid, true},
+	} {
+		assert.Equal(t, tt.first, f.gang.Less(tt.a, tt.b), tt.name)
+		assert.Equal(t, !tt.first, f.gang.Less(tt.b, tt.a), tt.name+": the order must be strict")
+	}
 }
