@@ -53,6 +53,7 @@ type options struct {
 	certSecret              string
 	webhookHosts            []string
 	webhookConfiguration    string
+	elasticWindow           time.Duration
 }
 
 // Ways the webhook certificate is managed.
@@ -77,6 +78,7 @@ func main() {
 	flags.StringVar(&opts.certManagement, "cert-management", certsSelf, `"self": the controller issues, stores and renews the webhook certificate and injects its CA bundle; "cert-manager": cert-manager does, and mounts tls.crt and tls.key in --cert-dir`)
 	flags.StringVar(&opts.certSecret, "cert-secret", "muster-system/muster-webhook-cert", "namespace/name of the Secret that holds the self-managed webhook certificate")
 	flags.StringSliceVar(&opts.webhookHosts, "webhook-hosts", []string{"muster-controller-webhook.muster-system.svc"}, "DNS names and IP addresses the API server reaches the webhooks at, for the self-managed certificate")
+	flags.DurationVar(&opts.elasticWindow, "elastic-window", podgroup.DefaultElasticWindow, "how long after room was taken back from elastic groups for a waiting gang none is taken for it again")
 	flags.StringVar(&opts.webhookConfiguration, "webhook-configuration", "muster-controller", "name of the Mutating- and ValidatingWebhookConfiguration that get the self-managed CA bundle")
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
@@ -176,6 +178,16 @@ func run(opts options) error {
 	}
 	if err := jobSetReconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the JobSet PodGroup reconciler: %w", err)
+	}
+	elasticScaler := &podgroup.ElasticScaler{
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorderFor("muster-controller"),
+		Clock:    clock.RealClock{},
+		Window:   opts.elasticWindow,
+	}
+	if err := elasticScaler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the elastic scaler: %w", err)
 	}
 
 	if err := setupCertificates(ctx, mgr, opts); err != nil {

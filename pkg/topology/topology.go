@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	resourcehelper "k8s.io/component-helpers/resource"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
 // Annotations of a PodGroup that describe its topology.
@@ -129,6 +131,21 @@ func LateMemberOf(spec *corev1.PodSpec) LateMember {
 		late.NodeAffinity = spec.Affinity.NodeAffinity
 	}
 	return late
+}
+
+// MayRunOn reports whether the pod's node selector, required node affinity
+// and tolerations let it run on the node, which must be schedulable.
+func MayRunOn(pod *corev1.Pod, node *corev1.Node) bool {
+	if node.Spec.Unschedulable {
+		return false
+	}
+	if match, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); err != nil || !match {
+		return false
+	}
+	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	})
+	return !untolerated
 }
 
 // Pod is a pod of the late member as far as the scheduler's node checks

@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	resourcehelper "k8s.io/component-helpers/resource"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -267,7 +265,7 @@ func (g *Gang) holdLateRooms(logger klog.Logger, key types.NamespacedName, missi
 func (g *Gang) findRoom(nodes []fwk.NodeInfo, late topology.LateMember, self *corev1.Pod, selfNode string) string {
 	pod := late.Pod()
 	for _, node := range nodes {
-		if !mayUse(pod, node.Node()) {
+		if !topology.MayRunOn(pod, node.Node()) {
 			continue
 		}
 		held, _ := g.late.heldOn(node.Node().Name, types.NamespacedName{}, "")
@@ -282,22 +280,6 @@ func (g *Gang) findRoom(nodes []fwk.NodeInfo, late topology.LateMember, self *co
 		}
 	}
 	return ""
-}
-
-// mayUse reports whether the pod may go to the node: it is schedulable,
-// matches the pod's node selector and required node affinity, and the pod
-// tolerates its taints.
-func mayUse(pod *corev1.Pod, node *corev1.Node) bool {
-	if node.Spec.Unschedulable {
-		return false
-	}
-	if match, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node); err != nil || !match {
-		return false
-	}
-	_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations, func(t *corev1.Taint) bool {
-		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-	})
-	return !untolerated
 }
 
 func boolOrder(b bool) int {

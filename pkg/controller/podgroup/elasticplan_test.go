@@ -1,0 +1,128 @@
+package podgroup
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+func cpu(n string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(n)}
+}
+
+// elastic is a group of min:max workers of one CPU each, with the bound
+// workers of these indices.
+func elastic(name string, priority, lo, hi int32, indices ...int32) *elasticGroup {
+	g := &elasticGroup{key: types.NamespacedName{Namespace: ns, Name: name}, priority: priority, elastic: topology.Range{Min: lo, Max: hi}}
+	for _, i := range indices {
+		g.workers = append(g.workers, elasticWorker{pod: types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("%s-%d", name, i)}, index: i, requests: cpu("1")})
+	}
+	return g
+}
+
+func TestPlanShrink(t *testing.T) {
+	type taken struct {
+		group string
+		index int32
+	}
+	tests := []struct {
+		name    string
+		deficit corev1.ResourceList
+		waiting int32
+		groups  []*elasticGroup
+		want    []taken
+	}{
+		{
+			name:    "from the most fulfilled group, its highest index first",
+			deficit: cpu("1"),
+			groups:  []*elasticGroup{elastic("a", 0, 1, 5, 0, 1), elastic("b", 0, 1, 5, 0, 1, 2, 3)},
+			want:    []taken{{"b", 3}},
+		},
+		{
+			name:    "each member from whichever group is most fulfilled then",
+			deficit: cpu("3"),
+			groups:  []*elasticGroup{elastic("a", 0, 1, 3, 0, 1, 2), elastic("b", 0, 1, 5, 0, 1, 2, 3)},
+			want:    []taken{{"a", 2}, {"b", 3}, {"b", 2}},
+		},
+		{
+			name:    "never below min",
+			deficit: cpu("2"),
+			groups:  []*elasticGroup{elastic("a", 0, 2, 4, 0, 1, 2), elastic("b", 0, 1, 2, 0, 1)},
+			want:    []taken{{"b", 1}, {"a", 2}},
+		},
+		{
+			name:    "nothing when the groups cannot cover the deficit",
+			deficit: cpu("3"),
+			groups:  []*elasticGroup{elastic("a", 0, 2, 4, 0, 1, 2), elastic("b", 0, 1, 2, 0, 1)},
+		},
+		{
+			name:    "not from a group of higher priority than the gang",
+			deficit: cpu("1"),
+			groups:  []*elasticGroup{elastic("high", 10, 1, 3, 0, 1, 2), elastic("low", 0, 1, 3, 0, 1)},
+			want:    []taken{{"low", 1}},
+		},
+		{
+			name:    "a higher-priority gang takes from lower ones",
+			deficit: cpu("1"),
+			waiting: 10,
+			groups:  []*elasticGroup{elastic("high", 10, 1, 3, 0, 1, 2), elastic("low", 0, 1, 3, 0, 1)},
+			want:    []taken{{"high", 2}},
+		},
+		{
+			name:    "a resource the members do not request cannot be covered",
+			deficit: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
+			groups:  []*elasticGroup{elastic("a", 0, 1, 3, 0, 1, 2)},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []taken
+			for _, s := range planShrink(tt.deficit, tt.waiting, tt.groups) {
+				got = append(got, taken{s.group.key.Name, s.worker.index})
+				assert.Greater(t, s.before, s.after, "a shrink lowers the fulfillment")
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestDeficitOf(t *testing.T) {
+	need := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("1Gi")}
+	free := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("8Gi")}
+	deficit := deficitOf(need, free)
+	assert.Len(t, deficit, 1, "memory is free enough")
+	assert.True(t, deficit.Cpu().Equal(resource.MustParse("3")))
+	assert.True(t, covered(deficitOf(cpu("1"), cpu("2"))))
+}
+
+func TestWaitingForRoom(t *testing.T) {
+	unschedulable := func(w *corev1.Pod) *corev1.Pod {
+		w.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+		return w
+	}
+	pod := func(name string) *corev1.Pod {
+		p := member(name).Obj()
+		p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: cpu("1")}}}
+		return p
+	}
+	bound := pod("a")
+	bound.Spec.NodeName = "node-1"
+	pg := podGroup(3, v1alpha1.PodGroupStatus{})
+
+	need, first, waits := waitingForRoom(pg, []corev1.Pod{*bound, *unschedulable(pod("b")), *pod("c")})
+	assert.True(t, waits)
+	assert.True(t, need.Cpu().Equal(resource.MustParse("2")), "the two members missing from the min: %v", need)
+	assert.Equal(t, "b", first.Name)
+
+	_, _, waits = waitingForRoom(pg, []corev1.Pod{*bound, *pod("b"), *pod("c")})
+	assert.False(t, waits, "the scheduler has not found it short of room")
+	_, _, waits = waitingForRoom(pg, []corev1.Pod{*bound, *unschedulable(pod("b"))})
+	assert.False(t, waits, "a member is missing: the gang waits for pods, not room")
+}
