@@ -81,11 +81,14 @@ func (m *member) unsetenv(name string) {
 func group(t *testing.T, subnet int, annotations map[string]string, roles map[string]int) map[string]*member {
 	t.Helper()
 	ns := framework.NewNamespace(t)
-	total := 0
+	var minMember int32
 	for _, n := range roles {
-		total += n
+		minMember += int32(n)
 	}
-	framework.CreatePodGroup(t, ns, "job", int32(total), annotations)
+	if topo, errs := topology.Parse(annotations); len(errs) == 0 && topo.Elastic != nil {
+		minMember = topo.ElasticMinMember()
+	}
+	framework.CreatePodGroup(t, ns, "job", minMember, annotations)
 	members := map[string]*member{}
 	n := 10
 	for _, role := range slices.Sorted(maps.Keys(roles)) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,5 +104,56 @@ func TestPyTorchElasticFailsOnAWrongEndpoint(t *testing.T) {
 	w1.setenv("PET_RDZV_ENDPOINT", strings.Replace(w1.getenv("PET_RDZV_ENDPOINT"), fmt.Sprintf(":%d", port(4)), fmt.Sprintf(":%d", port(4)+50), 1))
 	if out, ok := runTorch(t, newCluster(t, members), []string{"job-worker-0", "job-worker-1"}, 2, 3); ok {
 		t.Errorf("an agent with the wrong endpoint joined anyway:\n%s", out)
+	}
+}
+
+// TestPyTorchElasticMembersJoinAndLeave: with elastic 2:3, two agents start
+// a world of 2; a third agent started later joins the next rendezvous round
+// and the world grows to 3; when it is killed, the other two re-rendezvous
+// and carry on in a world of 2. The job's own torchrun settings allow it
+// restarts and a short last call (PET_MAX_RESTARTS, PET_RDZV_CONF); muster's
+// environment gives the rendezvous.
+func TestPyTorchElasticMembersJoinAndLeave(t *testing.T) {
+	t.Parallel()
+	members := pytorchElastic(t, 5)
+	c := newCluster(t, members)
+	script, err := filepath.Abs("testdata/elastic_steps.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := filepath.Join(t.TempDir(), "stop")
+	env := append([]string{"STOP_FILE=" + stop, "PET_MAX_RESTARTS=3", "PET_MONITOR_INTERVAL=1", "PET_RDZV_CONF=last_call_timeout=3"}, torchrunHarnessEnv...)
+	start := func(name string) *process {
+		return c.start(c.members[name], env, nil, "/usr/bin/python3", "-m", "torch.distributed.run", script)
+	}
+	deadline := time.Now().Add(3 * caseTimeout)
+	// waitFor waits until the agent has printed want after its first
+	// from bytes of output.
+	waitFor := func(p *process, from int, want string) int {
+		t.Helper()
+		for time.Now().Before(deadline) {
+			if i := strings.Index(p.text()[from:], want); i >= 0 {
+				return from + i + len(want)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Fatalf("agent %s never printed %q:\n%s", p.name, want, p.text())
+		return 0
+	}
+	first, second := start("job-worker-0"), start("job-worker-1")
+	seen := waitFor(first, 0, "world=2 sum=2")
+	joiner := start("job-worker-2")
+	seen = waitFor(first, seen, "world=3 sum=3")
+	waitFor(joiner, 0, "world=3 sum=3")
+	if err := syscall.Kill(-joiner.pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("killing %s: %v", joiner.name, err)
+	}
+	waitFor(first, seen, "world=2 sum=2")
+	waitFor(second, 0, "world=3 sum=3")
+	mustWrite(t, stop, nil, 0o644)
+	for _, p := range []*process{first, second} {
+		if out, ok := p.wait(deadline); !ok {
+			t.Errorf("agent %s did not finish cleanly:\n%s", p.name, out)
+		}
 	}
 }

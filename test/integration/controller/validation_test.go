@@ -43,7 +43,7 @@ func TestBadPodGroupsAreRefused(t *testing.T) {
 		{"noworker", fw("mpi", "launcher=1"), []string{"add worker=N"}},
 		{"huge", fw("tensorflow", "ps=1,worker=99999"), []string{"metadata.annotations[muster.dev/roles]", "over the limit of 262144; run fewer replicas per group"}},
 		{"typo", map[string]string{"muster.dev/framwork": "mpi"}, []string{"metadata.annotations[muster.dev/framwork]", "did you mean muster.dev/framework?"}},
-		{"elastic", fw("mpi", "launcher=1,worker=2", topology.ElasticAnnotation, "1:2"), []string{"metadata.annotations[muster.dev/elastic]: Forbidden: framework mpi does not read it"}},
+		{"elastic", fw("tensorflow", "ps=1,worker=2", topology.ElasticAnnotation, "1:2"), []string{"metadata.annotations[muster.dev/elastic]: Forbidden: framework tensorflow does not read it", "TF_CONFIG"}},
 		{"port", fw("mpi", "launcher=1,worker=2", topology.PortAnnotation, "2222"), []string{"metadata.annotations[muster.dev/port]: Forbidden: framework mpi does not read it"}},
 	}
 	podGroups := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns)
