@@ -209,6 +209,54 @@ echo "Trainer's PodGroup counted the initializer, which must finish before the"
 echo "nodes exist; muster ran it first, alone, made the three nodes the gang,"
 echo "and the TrainJob completed with Trainer's environment as Trainer wrote it."
 
+say "Elastic groups sharing idle room, and giving it back to a rigid gang"
+kubectl create namespace muster-elastic >/dev/null
+# A node of 6 CPUs for this part alone.
+kubectl create -f - >/dev/null <<'NODE'
+apiVersion: v1
+kind: Node
+metadata:
+  name: elastic-pool
+  labels: {muster.dev/demo-pool: elastic, kubernetes.io/hostname: elastic-pool}
+  annotations: {kwok.x-k8s.io/node: fake}
+spec:
+  taints: [{key: muster.dev/demo-pool, value: elastic, effect: NoSchedule}]
+status:
+  allocatable: {cpu: "6", memory: 64Gi, pods: "110"}
+  capacity: {cpu: "6", memory: 64Gi, pods: "110"}
+NODE
+elastic_bound() {
+	kubectl get pods --namespace muster-elastic --field-selector status.phase=Running --selector "scheduling.x-k8s.io/pod-group=$1" -o name | wc -l
+}
+echo "Applying manifests/examples/elastic/sharing.yaml: two elastic groups of 1 to 3 workers"
+kubectl apply --namespace muster-elastic -f "$root/manifests/examples/elastic/sharing.yaml" >/dev/null
+for _ in $(seq 300); do
+	(($(elastic_bound elastic-a) + $(elastic_bound elastic-b) == 6)) && break
+	sleep 0.2
+done
+echo "both grew into the node: elastic-a $(elastic_bound elastic-a), elastic-b $(elastic_bound elastic-b) workers"
+echo "Applying manifests/examples/elastic/rigid.yaml: a rigid gang of two, with no room left"
+kubectl apply --namespace muster-elastic -f "$root/manifests/examples/elastic/rigid.yaml" >/dev/null
+for _ in $(seq 300); do
+	(($(elastic_bound rigid) == 2)) && break
+	sleep 0.2
+done
+kubectl get pods --namespace muster-elastic --sort-by .metadata.name \
+	-o custom-columns='POD:.metadata.name,GROUP:.metadata.labels.scheduling\.x-k8s\.io/pod-group,PHASE:.status.phase,NODE:.spec.nodeName'
+kubectl get events.events.k8s.io --namespace muster-elastic --sort-by .metadata.resourceVersion \
+	-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk 'NR == 1 || $2 ~ /^Elastic|^GangAdmitted/'
+a=$(elastic_bound elastic-a) b=$(elastic_bound elastic-b) rigid=$(elastic_bound rigid)
+kubectl delete node elastic-pool >/dev/null
+if ((rigid != 2 || a < 1 || b < 1)); then
+	echo "the rigid gang has $rigid of 2 pods running, elastic-a $a and elastic-b $b" >&2
+	exit 1
+fi
+echo
+echo "The elastic groups grew into the idle node; when the rigid gang could not"
+echo "reach its min, muster-controller took a worker back from each, the highest"
+echo "index of the most fulfilled group first, none below its min, and the gang"
+echo "was admitted whole."
+
 if [[ ${KEEP:-} == 1 ]]; then
 	echo
 	echo "The cluster keeps running (KEEP=1):"

@@ -131,7 +131,9 @@ func (r *ElasticScaler) noteGrowth(pg *v1alpha1.PodGroup, topo *topology.Topolog
 	before, seen := r.workers[key]
 	r.workers[key] = cur
 	r.mu.Unlock()
-	if !seen || cur <= before || int32(cur) <= topo.Elastic.Min {
+	// Growth is counted from the min, which admission gave the group.
+	before = max(before, int(topo.Elastic.Min))
+	if !seen || cur <= before {
 		return
 	}
 	elasticDecisions.WithLabelValues("grown").Add(float64(cur - before))

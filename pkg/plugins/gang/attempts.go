@@ -190,6 +190,19 @@ func (s *attempts) failedAt(key types.NamespacedName) time.Time {
 	return at
 }
 
+// failedSince lists the groups whose last attempt failed after since.
+func (s *attempts) failedSince(since time.Time) []types.NamespacedName {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []types.NamespacedName
+	for key, a := range s.byGroup {
+		if !a.admitted && a.failedAt.After(since) {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
 // forgetReservation drops a member's reservation once the informer shows
 // it bound, or gone.
 func (s *attempts) forgetReservation(key types.NamespacedName, uid types.UID) {

@@ -184,6 +184,43 @@ func (g *Gang) elasticFulfillment(pod *corev1.Pod) (score float64, extra bool) {
 	return topo.Elastic.Fulfillment(bound - (pg.Spec.MinMember - topo.Elastic.Min)), true
 }
 
+// gangWaitingForRoom finds a gang of the pod's priority or higher that
+// failed to be placed in the last two backoffs, has not reached its min
+// since, and has an unbound member that could run on the node: an elastic
+// group's member above its min leaves it the room there. A gang whose
+// members fit on no such node, however empty, keeps no room.
+func (g *Gang) gangWaitingForRoom(pod *corev1.Pod, node *corev1.Node) (types.NamespacedName, bool) {
+	priority := corev1helpers.PodPriority(pod)
+	for _, key := range g.attempts.failedSince(g.clock.Now().Add(-2 * g.args.backoff())) {
+		pg := g.podGroup(key)
+		if pg == nil || g.groups.BoundCount(key) >= pg.Spec.MinMember {
+			continue
+		}
+		members, err := g.groups.Members(key)
+		if err != nil {
+			continue
+		}
+		for _, member := range members {
+			if member.Spec.NodeName == "" && topology.IsActiveMember(member) && corev1helpers.PodPriority(member) >= priority &&
+				topology.MayRunOn(member, node) && fitsEmpty(member, node) {
+				return key, true
+			}
+		}
+	}
+	return types.NamespacedName{}, false
+}
+
+// fitsEmpty reports whether the pod's requests fit in the node's
+// allocatable.
+func fitsEmpty(pod *corev1.Pod, node *corev1.Node) bool {
+	for name, quantity := range podRequest(pod) {
+		if allocatable, ok := node.Status.Allocatable[name]; !ok || quantity.Cmp(allocatable) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // queueOrder is the time and key a pod is sorted by: its group's, or its
 // own when it has no group.
 func (g *Gang) queueOrder(info fwk.QueuedPodInfo) (time.Time, string) {

@@ -798,3 +798,42 @@ func TestLessGivesIdleRoomToTheLeastFulfilledElasticGroup(t *testing.T) {
 		assert.Equal(t, !tt.first, f.gang.Less(tt.b, tt.a), tt.name+": the order must be strict")
 	}
 }
+
+func TestAnElasticGroupsExtraLeavesRoomToAGangWaitingForItsMin(t *testing.T) {
+	cpu := func(w *st.PodWrapper, n string) *corev1.Pod { return w.Req(map[corev1.ResourceName]string{"cpu": n}).Obj() }
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{
+		podGroup("elastic", 1).Elastic("worker=3", "1:3").Obj(),
+		podGroup("rigid", 2).Obj(),
+		podGroup("low", 2).Obj(),
+		podGroup("huge", 2).Obj(),
+		podGroup("starting", 1).Elastic("worker=3", "1:3").Obj(),
+	}, []*corev1.Pod{
+		boundAt(member("elastic", "e0"), epoch),
+		cpu(member("rigid", "r0"), "1"), cpu(member("rigid", "r1"), "1"),
+		cpu(member("low", "l0").Priority(-1), "1"), cpu(member("low", "l1").Priority(-1), "1"),
+		cpu(member("huge", "h0"), "1000"), cpu(member("huge", "h1"), "1000"),
+	})
+	nodeInfos, err := f.fw.SnapshotSharedLister().NodeInfos().List()
+	require.NoError(t, err)
+	node := nodeInfos[0]
+	fail := func(group string) {
+		key := types.NamespacedName{Namespace: ns, Name: group}
+		f.gang.attempts.begin(key)
+		f.gang.attempts.fail(key, f.clock.Now(), time.Second)
+	}
+	extra := member("elastic", "e1").Obj()
+	assert.Nil(t, f.gang.Filter(f.ctx, nil, extra, node), "no gang waits")
+
+	fail("low")
+	fail("huge")
+	assert.Nil(t, f.gang.Filter(f.ctx, nil, extra, node), "a gang of lower priority, or one no node can ever hold, keeps no room")
+
+	fail("rigid")
+	status := f.gang.Filter(f.ctx, nil, extra, node)
+	assert.Equal(t, fwk.Unschedulable, status.Code())
+	assert.Contains(t, status.Message(), "room on the node is kept for gang team-a/rigid, which waits for its min")
+	assert.Nil(t, f.gang.Filter(f.ctx, nil, member("starting", "s0").Obj(), node), "a member its group needs for its min is not held back")
+
+	f.clock.Step(3 * time.Duration(*f.gang.args.BackoffSeconds) * time.Second)
+	assert.Nil(t, f.gang.Filter(f.ctx, nil, extra, node), "a failure older than two backoffs keeps no room")
+}
