@@ -800,7 +800,9 @@ func TestLessGivesIdleRoomToTheLeastFulfilledElasticGroup(t *testing.T) {
 }
 
 func TestAnElasticGroupsExtraLeavesRoomToAGangWaitingForItsMin(t *testing.T) {
-	cpu := func(w *st.PodWrapper, n string) *corev1.Pod { return w.Req(map[corev1.ResourceName]string{"cpu": n}).Obj() }
+	cpu := func(w *st.PodWrapper, n string) *corev1.Pod {
+		return w.Req(map[corev1.ResourceName]string{"cpu": n}).Obj()
+	}
 	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{
 		podGroup("elastic", 1).Elastic("worker=3", "1:3").Obj(),
 		podGroup("rigid", 2).Obj(),
