@@ -467,9 +467,21 @@ func WatchTimeline(t *testing.T, namespace string) *Timeline {
 }
 
 // BoundAfterReady fails the test when a pod of later was bound before
-// first was Ready, or first was never seen Ready.
+// first was Ready, or first was never seen Ready. It waits for the watch
+// to have seen each pod of later bound, as the caller may have seen it
+// first through another read.
 func (tl *Timeline) BoundAfterReady(t *testing.T, first string, later ...string) {
 	t.Helper()
+	_ = wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, Timeout, true, func(context.Context) (bool, error) {
+		tl.mu.Lock()
+		defer tl.mu.Unlock()
+		for _, pod := range later {
+			if _, seen := tl.bound[pod]; !seen {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	for _, pod := range later {
