@@ -184,13 +184,29 @@ func (g *Gang) elasticFulfillment(pod *corev1.Pod) (score float64, extra bool) {
 	return topo.Elastic.Fulfillment(bound - (pg.Spec.MinMember - topo.Elastic.Min)), true
 }
 
-// gangWaitingForRoom finds a gang of the pod's priority or higher that
-// failed to be placed in the last two backoffs, has not reached its min
-// since, and has an unbound member that could run on the node: an elastic
-// group's member above its min leaves it the room there. A gang whose
-// members fit on no such node, however empty, keeps no room.
-func (g *Gang) gangWaitingForRoom(pod *corev1.Pod, node *corev1.Node) (types.NamespacedName, bool) {
+// elasticHoldKey is where PreFilter leaves, for Filter, the gangs an
+// elastic group's member above its min leaves room to.
+const elasticHoldKey fwk.StateKey = Name + "/elastic-hold"
+
+// elasticHold is the unbound members, by gang, of the gangs of the pod's
+// priority or higher that failed to be placed in the last two backoffs
+// and have not reached their min since.
+type elasticHold map[types.NamespacedName][]*corev1.Pod
+
+func (h elasticHold) Clone() fwk.StateData { return h }
+
+// holdRoomForWaitingGangs records, for a member above an admitted elastic
+// group's min, the gangs that wait for their min, once per cycle: Filter
+// keeps the member off the nodes they could use.
+func (g *Gang) holdRoomForWaitingGangs(state fwk.CycleState, pod *corev1.Pod) {
+	if state == nil {
+		return
+	}
+	if _, extra := g.elasticFulfillment(pod); !extra {
+		return
+	}
 	priority := corev1helpers.PodPriority(pod)
+	hold := elasticHold{}
 	for _, key := range g.attempts.failedSince(g.clock.Now().Add(-2 * g.args.backoff())) {
 		pg := g.podGroup(key)
 		if pg == nil || g.groups.BoundCount(key) >= pg.Spec.MinMember {
@@ -201,8 +217,31 @@ func (g *Gang) gangWaitingForRoom(pod *corev1.Pod, node *corev1.Node) (types.Nam
 			continue
 		}
 		for _, member := range members {
-			if member.Spec.NodeName == "" && topology.IsActiveMember(member) && corev1helpers.PodPriority(member) >= priority &&
-				topology.MayRunOn(member, node) && fitsEmpty(member, node) {
+			if member.Spec.NodeName == "" && topology.IsActiveMember(member) && corev1helpers.PodPriority(member) >= priority {
+				hold[key] = append(hold[key], member)
+			}
+		}
+	}
+	if len(hold) > 0 {
+		state.Write(elasticHoldKey, hold)
+	}
+}
+
+// gangWaitingForRoom finds a gang of the cycle's hold with an unbound
+// member that could run on the node: the elastic group's member leaves it
+// the room there. A gang whose members fit on no such node, however
+// empty, keeps no room.
+func gangWaitingForRoom(state fwk.CycleState, node *corev1.Node) (types.NamespacedName, bool) {
+	if state == nil {
+		return types.NamespacedName{}, false
+	}
+	data, err := state.Read(elasticHoldKey)
+	if err != nil {
+		return types.NamespacedName{}, false
+	}
+	for key, members := range data.(elasticHold) {
+		for _, member := range members {
+			if topology.MayRunOn(member, node) && fitsEmpty(member, node) {
 				return key, true
 			}
 		}
@@ -244,7 +283,7 @@ func (g *Gang) queueOrder(info fwk.QueuedPodInfo) (time.Time, string) {
 // PreFilter turns a member away while its group backs off, and rejects a
 // group whose minResources exceed what the cluster has free before any
 // member is placed.
-func (g *Gang) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
+func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
 	g.restoreLateRooms(klog.FromContext(ctx))
 	key, ok := topology.GroupOf(pod)
 	if !ok {
@@ -257,6 +296,7 @@ func (g *Gang) PreFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	if status := g.backoffStatus(key); status != nil {
 		return nil, status
 	}
+	g.holdRoomForWaitingGangs(state, pod)
 	g.attempts.begin(key)
 	// A late member goes to the room held for it.
 	if role, ok := topology.RoleOf(pod); ok {

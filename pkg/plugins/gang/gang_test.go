@@ -823,19 +823,26 @@ func TestAnElasticGroupsExtraLeavesRoomToAGangWaitingForItsMin(t *testing.T) {
 		f.gang.attempts.begin(key)
 		f.gang.attempts.fail(key, f.clock.Now(), time.Second)
 	}
+	// filter runs a cycle of the pod: PreFilter, then Filter on the node.
+	filter := func(pod *corev1.Pod) *fwk.Status {
+		state := framework.NewCycleState()
+		_, status := f.gang.PreFilter(f.ctx, state, pod, nil)
+		require.True(t, status.IsSuccess(), "PreFilter: %v", status)
+		return f.gang.Filter(f.ctx, state, pod, node)
+	}
 	extra := member("elastic", "e1").Obj()
-	assert.Nil(t, f.gang.Filter(f.ctx, nil, extra, node), "no gang waits")
+	assert.Nil(t, filter(extra), "no gang waits")
 
 	fail("low")
 	fail("huge")
-	assert.Nil(t, f.gang.Filter(f.ctx, nil, extra, node), "a gang of lower priority, or one no node can ever hold, keeps no room")
+	assert.Nil(t, filter(extra), "a gang of lower priority, or one no node can ever hold, keeps no room")
 
 	fail("rigid")
-	status := f.gang.Filter(f.ctx, nil, extra, node)
+	status := filter(extra)
 	assert.Equal(t, fwk.Unschedulable, status.Code())
 	assert.Contains(t, status.Message(), "room on the node is kept for gang team-a/rigid, which waits for its min")
-	assert.Nil(t, f.gang.Filter(f.ctx, nil, member("starting", "s0").Obj(), node), "a member its group needs for its min is not held back")
+	assert.Nil(t, filter(member("starting", "s0").Obj()), "a member its group needs for its min is not held back")
 
 	f.clock.Step(3 * time.Duration(*f.gang.args.BackoffSeconds) * time.Second)
-	assert.Nil(t, f.gang.Filter(f.ctx, nil, extra, node), "a failure older than two backoffs keeps no room")
+	assert.Nil(t, filter(extra), "a failure older than two backoffs keeps no room")
 }

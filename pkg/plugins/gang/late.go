@@ -183,12 +183,10 @@ func podRequest(pod *corev1.Pod) corev1.ResourceList {
 // Filter keeps every pod out of the room held on a node for another
 // gang's late members, and an elastic group's members above its min off
 // a node a gang waiting for its min could use.
-func (g *Gang) Filter(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	if _, extra := g.elasticFulfillment(pod); extra {
-		if waiting, ok := g.gangWaitingForRoom(pod, nodeInfo.Node()); ok {
-			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
-				"room on the node is kept for gang %s, which waits for its min: members above an elastic group's min take only room no gang needs", waiting))
-		}
+func (g *Gang) Filter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	if waiting, ok := gangWaitingForRoom(state, nodeInfo.Node()); ok {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
+			"room on the node is kept for gang %s, which waits for its min: members above an elastic group's min take only room no gang needs", waiting))
 	}
 	key, _ := topology.GroupOf(pod)
 	role, _ := topology.RoleOf(pod)

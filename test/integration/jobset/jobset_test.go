@@ -275,6 +275,12 @@ func TestInitializerRunsAloneBeforeTheGang(t *testing.T) {
 	}
 }
 
+// trainGroupPodTemplate is podTemplate in the PodGroup train.
+var trainGroupPodTemplate = strings.Replace(podTemplate, `
+          spec:`, `
+            labels: {scheduling.x-k8s.io/pod-group: train}
+          spec:`, 1)
+
 // A PyTorch job as a JobSet: a master and two Jobs of two workers, in a
 // PodGroup made by hand that names the JobSet (muster.dev/jobset).
 var handGroupedJobSet = `
@@ -288,10 +294,7 @@ spec:
   - name: master
     template:
       spec:
-        template:` + strings.Replace(podTemplate, `
-          spec:`, `
-            labels: {scheduling.x-k8s.io/pod-group: train}
-          spec:`, 1) + `
+        template:` + trainGroupPodTemplate + `
   - name: worker
     replicas: 2
     template:
@@ -299,10 +302,7 @@ spec:
         parallelism: 2
         completions: 2
         completionMode: Indexed
-        template:` + strings.Replace(podTemplate, `
-          spec:`, `
-            labels: {scheduling.x-k8s.io/pod-group: train}
-          spec:`, 1)
+        template:` + trainGroupPodTemplate
 
 // TestHandMadeGroupOfAJobSetUsesJobSetsNames: with muster.dev/jobset, the
 // JobSet's pods keep JobSet's hostnames and subdomain, each worker's index
