@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,15 +15,15 @@ import (
 	"github.com/muster-dev/muster/test/integration/framework"
 )
 
-// createElastic creates an elastic group of 1 to 3 workers of one CPU, and
-// its three workers, on the test's node pool.
-func createElastic(t *testing.T, namespace, group string) {
+// createElastic creates an elastic group of 1 to max workers of one CPU,
+// and its max workers, on the test's node pool.
+func createElastic(t *testing.T, namespace, group string, max int) {
 	t.Helper()
 	framework.CreatePodGroup(t, namespace, group, 1, map[string]string{
-		topology.RolesAnnotation:   "worker=3",
-		topology.ElasticAnnotation: "1:3",
+		topology.RolesAnnotation:   fmt.Sprintf("worker=%d", max),
+		topology.ElasticAnnotation: fmt.Sprintf("1:%d", max),
 	})
-	for i := range 3 {
+	for i := range max {
 		pod := framework.MemberPod(namespace, group, i, "1").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, fmt.Sprint(i))
 		framework.CreatePods(t, framework.InPool(pod.Obj(), namespace))
 	}
@@ -52,8 +53,8 @@ func boundPods(t *testing.T, namespace, group string) []string {
 func TestRigidGangTakesRoomBackFromTheMostFulfilledElasticGroups(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "6")
-	createElastic(t, ns, "a")
-	createElastic(t, ns, "b")
+	createElastic(t, ns, "a", 3)
+	createElastic(t, ns, "b", 3)
 	for _, group := range []string{"a", "b"} {
 		framework.Eventually(t, "group "+group+" grown to 3", func(context.Context) ([]string, error) {
 			if bound := boundPods(t, ns, group); len(bound) != 3 {
@@ -84,4 +85,43 @@ func TestRigidGangTakesRoomBackFromTheMostFulfilledElasticGroups(t *testing.T) {
 	if err == nil && pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodFailed {
 		t.Errorf("pod a-2 was not evicted: %s", pod.Status.Phase)
 	}
+}
+
+// TestIdleRoomGoesToTheLeastFulfilledElasticGroup: on a node of 6 CPUs
+// that a pod of 2 CPUs shares, elastic group a of 1 to 5 workers grows to
+// 4; group b of 1 to 5 then takes a worker back from a for its min, which
+// leaves a at 3 (0.50) and b at 1 (0.00), each with workers waiting. When
+// the other pod goes, both of its CPUs go to b, the less fulfilled (0.00,
+// then 0.25, both below 0.50): a 3, b 3. In order of arrival or of
+// failure, a would get one of them.
+func TestIdleRoomGoesToTheLeastFulfilledElasticGroup(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "6")
+	filler := framework.InPool(framework.MemberPod(ns, "plain", 0, "2").Obj(), ns)
+	delete(filler.Labels, topology.GroupLabel)
+	framework.CreatePods(t, filler)
+	framework.WaitForPod(t, ns, filler.Name, "bound", framework.IsBound)
+	bound := func(want map[string]int) {
+		t.Helper()
+		framework.Eventually(t, fmt.Sprintf("bound workers %v", want), func(context.Context) (bool, error) {
+			got := map[string]int{"a": len(boundPods(t, ns, "a")), "b": len(boundPods(t, ns, "b"))}
+			if got["a"] != want["a"] || got["b"] != want["b"] {
+				return false, fmt.Errorf("bound %v", got)
+			}
+			return true, nil
+		})
+	}
+	createElastic(t, ns, "a", 5)
+	bound(map[string]int{"a": 4})
+	createElastic(t, ns, "b", 5)
+	bound(map[string]int{"a": 3, "b": 1})
+
+	// The workers waiting for room are past their scheduler backoff (10 s
+	// at most), so the room that frees is offered to all of them at once,
+	// in the queue's order.
+	time.Sleep(11 * time.Second)
+	if err := framework.Client.CoreV1().Pods(ns).Delete(context.Background(), filler.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bound(map[string]int{"a": 3, "b": 3})
 }
