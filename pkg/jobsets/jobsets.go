@@ -28,7 +28,12 @@ func Names(ctx context.Context, reader client.Reader, namespace string, t *topol
 	js := &unstructured.Unstructured{}
 	js.SetGroupVersionKind(topology.JobSetGVK)
 	err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: t.JobSet}, js)
-	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+	if meta.IsNoMatchError(err) {
+		// JobSet's CRD was installed after the client last learnt the
+		// API's kinds, which it does again: a retry succeeds.
+		return nil, nil, fmt.Errorf("reading JobSet %s/%s: JobSet's API is not known yet: %w", namespace, t.JobSet, err)
+	}
+	if apierrors.IsNotFound(err) {
 		return nil, field.ErrorList{field.Invalid(field.NewPath("metadata", "annotations").Key(topology.JobSetAnnotation), t.JobSet,
 			fmt.Sprintf("there is no JobSet %s in namespace %s; name the JobSet whose pods are the group's members", t.JobSet, namespace))}, nil
 	}

@@ -102,10 +102,24 @@ func jobSetPods(t *testing.T, namespace string, want int) []corev1.Pod {
 			return nil, err
 		}
 		if len(pods.Items) != want {
-			return nil, fmt.Errorf("%d pods", len(pods.Items))
+			return nil, fmt.Errorf("%d pods; the namespace's warnings: %s", len(pods.Items), warnings(ctx, namespace))
 		}
 		return pods.Items, nil
 	})
+}
+
+// warnings lists the namespace's Warning events, such as a Job's pod the
+// API server refused, to say why a pod is missing.
+func warnings(ctx context.Context, namespace string) string {
+	events, err := framework.Client.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "type=Warning"})
+	if err != nil {
+		return err.Error()
+	}
+	var notes []string
+	for _, e := range events.Items {
+		notes = append(notes, fmt.Sprintf("%s %s: %s", e.InvolvedObject.Name, e.Reason, e.Message))
+	}
+	return strings.Join(notes, "; ")
 }
 
 // TestJobSetIsGroupedAndPlacedWhole: muster makes the JobSet's PodGroup,
