@@ -164,7 +164,7 @@ func FromJobSet(js *unstructured.Unstructured) (JobSetGroup, error) {
 	for _, rjob := range spec.ReplicatedJobs {
 		pods := ptr.Deref(rjob.Replicas, 1) * ptr.Deref(rjob.Template.Spec.Parallelism, 1)
 		if slices.Contains(group.Ungrouped, rjob.Name) {
-			group.UngroupedRequests = addRequests(group.UngroupedRequests, LateMemberOf(&rjob.Template.Spec.Template.Spec).Requests, pods)
+			group.UngroupedRequests = AddRequests(group.UngroupedRequests, LateMemberOf(&rjob.Template.Spec.Template.Spec).Requests, pods)
 			continue
 		}
 		roles = append(roles, fmt.Sprintf("%s=%d", rjob.Name, pods))
@@ -211,8 +211,8 @@ func FromJobSet(js *unstructured.Unstructured) (JobSetGroup, error) {
 	return group, nil
 }
 
-// addRequests adds pods × requests to total.
-func addRequests(total, requests corev1.ResourceList, pods int32) corev1.ResourceList {
+// AddRequests adds pods × requests to total, which may be nil.
+func AddRequests(total, requests corev1.ResourceList, pods int32) corev1.ResourceList {
 	if total == nil {
 		total = corev1.ResourceList{}
 	}

@@ -173,7 +173,7 @@ func waitingForRoom(pg *v1alpha1.PodGroup, members []corev1.Pod) (need corev1.Re
 	slices.SortFunc(unbound, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	need = corev1.ResourceList{}
 	for _, pod := range unbound[:missing] {
-		need = addTo(need, resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+		need = topology.AddRequests(need, resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}), 1)
 	}
 	return need, unbound[0], true
 }
@@ -242,7 +242,7 @@ func (r *ElasticScaler) freeRoom(ctx context.Context, pod *corev1.Pod) (corev1.R
 		node := &nodes.Items[i]
 		if topology.MayRunOn(pod, node) {
 			usable[node.Name] = true
-			free = addTo(free, node.Status.Allocatable)
+			free = topology.AddRequests(free, node.Status.Allocatable, 1)
 		}
 	}
 	var pods corev1.PodList
@@ -322,14 +322,4 @@ func countBound(members []corev1.Pod) int32 {
 		}
 	}
 	return n
-}
-
-// addTo adds requests to total.
-func addTo(total, requests corev1.ResourceList) corev1.ResourceList {
-	for name, quantity := range requests {
-		sum := total[name]
-		sum.Add(quantity)
-		total[name] = sum
-	}
-	return total
 }

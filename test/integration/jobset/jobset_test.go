@@ -93,6 +93,15 @@ func createJobSet(t *testing.T, namespace, manifest, ready string) {
 	})
 }
 
+// checkGrouped waits for muster's event that it made the JobSet's
+// PodGroup, and checks what the event says of it.
+func checkGrouped(t *testing.T, namespace, jobSet, want string) {
+	t.Helper()
+	if note := framework.WaitForEvent(t, namespace, jobSet, podgroup.ReasonJobSetGrouped); note != want {
+		t.Errorf("%s says %q; want %q", podgroup.ReasonJobSetGrouped, note, want)
+	}
+}
+
 // jobSetPods lists the JobSet's pods, once there are as many as want.
 func jobSetPods(t *testing.T, namespace string, want int) []corev1.Pod {
 	t.Helper()
@@ -130,10 +139,7 @@ func TestJobSetIsGroupedAndPlacedWhole(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "5")
 	createJobSet(t, ns, plainJobSet, "0s")
-	note := framework.WaitForEvent(t, ns, "js", podgroup.ReasonJobSetGrouped)
-	if want := "PodGroup js: minMember 5, roles leader=1,workers=4, launch order none"; note != want {
-		t.Errorf("%s says %q; want %q", podgroup.ReasonJobSetGrouped, note, want)
-	}
+	checkGrouped(t, ns, "js", "PodGroup js: minMember 5, roles leader=1,workers=4, launch order none")
 	pg := framework.Eventually(t, "PodGroup js", func(ctx context.Context) (*v1alpha1.PodGroup, error) {
 		return framework.PodGroups.SchedulingV1alpha1().PodGroups(ns).Get(ctx, "js", metav1.GetOptions{})
 	})
@@ -200,10 +206,7 @@ func TestDependsOnLauncherIsBoundIntoItsReservedRoom(t *testing.T) {
 	framework.NodePool(t, ns, 1, "3")
 	seen := framework.WatchTimeline(t, ns)
 	createJobSet(t, ns, dependsOnJobSet, "3s")
-	note := framework.WaitForEvent(t, ns, "mpi", podgroup.ReasonJobSetGrouped)
-	if want := "PodGroup mpi: minMember 3, roles workers=2,launcher=1, launch order workers>launcher"; note != want {
-		t.Errorf("%s says %q; want %q", podgroup.ReasonJobSetGrouped, note, want)
-	}
+	checkGrouped(t, ns, "mpi", "PodGroup mpi: minMember 3, roles workers=2,launcher=1, launch order workers>launcher")
 	checkLauncherBoundIntoHeldRoom(t, ns, seen, jobSetPods(t, ns, 2))
 	jobSets := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}).Namespace(ns)
 	framework.Eventually(t, "JobSet mpi Completed", func(ctx context.Context) (string, error) {
@@ -274,10 +277,7 @@ func TestInitializerRunsAloneBeforeTheGang(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "2")
 	createJobSet(t, ns, initializedJobSet, "0s")
-	note := framework.WaitForEvent(t, ns, "trained", podgroup.ReasonJobSetGrouped)
-	if want := "PodGroup trained: minMember 2, roles node=2, launch order none; initializer run first, alone"; note != want {
-		t.Errorf("%s says %q; want %q", podgroup.ReasonJobSetGrouped, note, want)
-	}
+	checkGrouped(t, ns, "trained", "PodGroup trained: minMember 2, roles node=2, launch order none; initializer run first, alone")
 	for _, pod := range jobSetPods(t, ns, 3) {
 		role := pod.Labels[topology.JobSetReplicatedJobLabel]
 		if group := pod.Labels[topology.GroupLabel]; (role == "initializer") != (group == "") {
