@@ -209,3 +209,19 @@ func intField(obj map[string]any, field string, def int64) (int64, error) {
 	}
 	return 0, fmt.Errorf("%s is %v, not a whole number", field, obj[field])
 }
+
+// RoleReplicasPath is the field of a known operator's job that holds how
+// many pods of a role it runs, such as spec.mpiReplicaSpecs.Worker.replicas:
+// an elastic group whose owner has no scale subresource is scaled there.
+func RoleReplicasPath(apiVersion, kind, role string) ([]string, bool) {
+	reader, ok := owners[groupOf(apiVersion)+"/"+kind]
+	if !ok {
+		return nil, false
+	}
+	for _, replicaType := range reader.roles {
+		if strings.ToLower(replicaType) == role {
+			return []string{"spec", reader.replicaSpecs, replicaType, "replicas"}, true
+		}
+	}
+	return nil, false
+}

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -95,4 +96,26 @@ func TestFromOwnerRefusesWhatItCannotRead(t *testing.T) {
 	_, err = FromOwner("batch/v1", "Job", "job", nil)
 	assert.ErrorContains(t, err, "muster reads no topology from batch/v1 Job")
 	assert.False(t, IsKnownOwner("example.com/v1", "PyTorchJob"))
+}
+
+func TestRoleReplicasPath(t *testing.T) {
+	cases := []struct {
+		name             string
+		apiVersion, kind string
+		role             string
+		want             []string
+	}{
+		{"mpi-operator's workers", "kubeflow.org/v2beta1", "MPIJob", "worker", []string{"spec", "mpiReplicaSpecs", "Worker", "replicas"}},
+		{"a PyTorchJob's workers", "kubeflow.org/v1", "PyTorchJob", "worker", []string{"spec", "pytorchReplicaSpecs", "Worker", "replicas"}},
+		{"a role the kind does not have", "kubeflow.org/v1", "JAXJob", "master", nil},
+		{"a kind muster does not read", "apps/v1", "StatefulSet", "worker", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := RoleReplicasPath(tc.apiVersion, tc.kind, tc.role)
+			if !slices.Equal(got, tc.want) || ok != (tc.want != nil) {
+				t.Errorf("RoleReplicasPath(%s, %s, %s) = %v, %v; want %v", tc.apiVersion, tc.kind, tc.role, got, ok, tc.want)
+			}
+		})
+	}
 }

@@ -49,17 +49,19 @@ func init() {
 	metrics.Registry.MustRegister(elasticDecisions)
 }
 
-// ElasticScaler takes room back from elastic groups for a gang that waits
-// for its min, by Paddle EDL's fulfillment score, and tells when an
-// elastic group grows. Members above an elastic group's min bind only into
-// free room, the least fulfilled group's first (muster-scheduler's queue
-// order), so growing needs no action here; shrinking evicts members, the
-// highest index first, through the Eviction API, which a
-// PodDisruptionBudget may refuse.
+// ElasticScaler shares room among elastic groups by Paddle EDL's
+// fulfillment score. It takes room back for a gang that waits for its
+// min, from the most fulfilled groups, and gives idle room to the least
+// fulfilled. Both act through the owner of a group's workers where it can
+// be scaled (ownerScale), the highest index leaving first; otherwise room
+// is taken back by evicting members, the highest index first, through the
+// Eviction API, which a PodDisruptionBudget may refuse, and growth is left
+// to pods that already exist: muster-scheduler binds members above a min
+// only into free room, the least fulfilled group's first.
 type ElasticScaler struct {
-	// Client reads PodGroups and grouped pods from the cache; Reader reads
-	// nodes and every bound pod from the API server, only while a gang
-	// waits for room.
+	// Client reads PodGroups and grouped pods from the cache, and scales
+	// owners; Reader reads nodes and every bound pod from the API server,
+	// only while a gang waits for room or a group could grow.
 	Client   client.Client
 	Reader   client.Reader
 	Recorder record.EventRecorder
@@ -69,15 +71,25 @@ type ElasticScaler struct {
 	mu sync.Mutex
 	// madeRoom is when room was last taken back for a waiting gang.
 	madeRoom map[types.NamespacedName]time.Time
+	// shrunk is when an elastic group last gave room back: it does not
+	// grow again within the window.
+	shrunk map[types.NamespacedName]time.Time
+	// lookedForRoom is when idle room was last shared out.
+	lookedForRoom time.Time
 	// workers is each elastic group's bound workers, as last seen.
 	workers map[types.NamespacedName]int
+	// announced is the bound workers an owner was scaled up to, whose
+	// ElasticGrown event was given when it was scaled.
+	announced map[types.NamespacedName]int
 }
 
 // SetupWithManager registers the scaler: it runs for a PodGroup when the
 // PodGroup or one of its pods changes.
 func (r *ElasticScaler) SetupWithManager(mgr ctrl.Manager) error {
 	r.madeRoom = map[types.NamespacedName]time.Time{}
+	r.shrunk = map[types.NamespacedName]time.Time{}
 	r.workers = map[types.NamespacedName]int{}
+	r.announced = map[types.NamespacedName]int{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("podgroup-elastic").
 		For(&v1alpha1.PodGroup{}).
@@ -85,8 +97,9 @@ func (r *ElasticScaler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile notes an elastic group's growth, and makes room for a gang
-// that waits for its min.
+// Reconcile notes an elastic group's growth, makes room for a gang that
+// waits for its min, and shares out idle room while an elastic group is
+// below its max.
 func (r *ElasticScaler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pg := &v1alpha1.PodGroup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pg); err != nil {
@@ -104,23 +117,31 @@ func (r *ElasticScaler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if topo.Elastic != nil {
 		r.noteGrowth(pg, topo, members.Items)
 	}
-	need, pending, waits := waitingForRoom(pg, members.Items)
-	if !waits {
-		return reconcile.Result{}, nil
+	if need, pending, waits := waitingForRoom(pg, members.Items); waits {
+		if err := r.makeRoom(ctx, pg, need, pending); err != nil {
+			return reconcile.Result{}, err
+		}
+		// It is looked at again while it waits: room taken back that
+		// another pod got first is taken again after the window.
+		return reconcile.Result{RequeueAfter: r.Window}, nil
 	}
-	if err := r.makeRoom(ctx, pg, need, pending); err != nil {
-		return reconcile.Result{}, err
+	if topo.Elastic != nil && int32(len(boundWorkers(topo, members.Items))) < topo.Elastic.Max {
+		if err := r.shareIdleRoom(ctx); err != nil {
+			return reconcile.Result{}, err
+		}
+		// Room that other pods leave is looked for again.
+		return reconcile.Result{RequeueAfter: r.Window}, nil
 	}
-	// It is looked at again while it waits: room taken back that another
-	// pod got first is taken again after the window.
-	return reconcile.Result{RequeueAfter: r.Window}, nil
+	return reconcile.Result{}, nil
 }
 
 func (r *ElasticScaler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.madeRoom, key)
+	delete(r.shrunk, key)
 	delete(r.workers, key)
+	delete(r.announced, key)
 }
 
 // noteGrowth tells, once per member, that an elastic group grew.
@@ -130,9 +151,14 @@ func (r *ElasticScaler) noteGrowth(pg *v1alpha1.PodGroup, topo *topology.Topolog
 	r.mu.Lock()
 	before, seen := r.workers[key]
 	r.workers[key] = cur
+	announced := r.announced[key]
+	if cur >= announced {
+		delete(r.announced, key)
+	}
 	r.mu.Unlock()
-	// Growth is counted from the min, which admission gave the group.
-	before = max(before, int(topo.Elastic.Min))
+	// Growth is counted from the min, which admission gave the group, and
+	// from what scaling its owner already announced.
+	before = max(before, int(topo.Elastic.Min), min(cur, announced))
 	if !seen || cur <= before {
 		return
 	}
@@ -178,9 +204,9 @@ func waitingForRoom(pg *v1alpha1.PodGroup, members []corev1.Pod) (need corev1.Re
 	return need, unbound[0], true
 }
 
-// makeRoom evicts members of elastic groups that the gang needs the room
-// of, once per window. The room counted is on the nodes the gang's
-// pending member may use.
+// makeRoom takes room back from elastic groups for a gang that needs it,
+// once per window. The room counted is on the nodes the gang's pending
+// member may use.
 func (r *ElasticScaler) makeRoom(ctx context.Context, gang *v1alpha1.PodGroup, need corev1.ResourceList, pending *corev1.Pod) error {
 	priority := ptr.Deref(pending.Spec.Priority, 0)
 	key := types.NamespacedName{Namespace: gang.Namespace, Name: gang.Name}
@@ -191,15 +217,21 @@ func (r *ElasticScaler) makeRoom(ctx context.Context, gang *v1alpha1.PodGroup, n
 	if made && now.Sub(last) < r.Window {
 		return nil
 	}
-	free, err := r.freeRoom(ctx, pending)
+	nodes, err := r.nodeRooms(ctx)
 	if err != nil {
 		return err
+	}
+	free := corev1.ResourceList{}
+	for _, n := range nodes {
+		if topology.MayRunOn(pending, n.node) {
+			free = topology.AddRequests(free, n.free, 1)
+		}
 	}
 	deficit := deficitOf(need, free)
 	if covered(deficit) {
 		return nil
 	}
-	groups, err := r.elasticGroups(ctx, key)
+	groups, _, err := r.survey(ctx)
 	if err != nil {
 		return err
 	}
@@ -211,39 +243,168 @@ func (r *ElasticScaler) makeRoom(ctx context.Context, gang *v1alpha1.PodGroup, n
 	r.mu.Lock()
 	r.madeRoom[key] = now
 	r.mu.Unlock()
-	for _, s := range plan {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.worker.pod.Namespace, Name: s.worker.pod.Name}}
-		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
-		if err := r.Client.SubResource("eviction").Create(ctx, pod, eviction); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("evicting %s of elastic group %s for gang %s: %w", s.worker.pod, s.group.key, key, err)
-		}
-		elasticDecisions.WithLabelValues("shrunk").Inc()
-		klog.FromContext(ctx).V(2).Info("Took a member back from an elastic group", "podGroup", s.group.key, "pod", s.worker.pod, "for", key)
-		victim := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: s.group.key.Namespace, Name: s.group.key.Name}}
-		if err := r.Client.Get(ctx, s.group.key, victim); err == nil {
-			r.Recorder.Eventf(victim, corev1.EventTypeNormal, ReasonElasticShrunk,
-				"evicted %s %d (pod %s) for gang %s (priority %d), which waits for its min; fulfillment %.2f → %.2f",
-				topology.ElasticRole, s.worker.index, s.worker.pod.Name, key, priority, s.before, s.after)
+	for _, cut := range byGroup(plan) {
+		if err := r.shrink(ctx, cut, key, priority); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// freeRoom is the allocatable of the nodes the pod may use less what
-// their pods request.
-func (r *ElasticScaler) freeRoom(ctx context.Context, pod *corev1.Pod) (corev1.ResourceList, error) {
+// byGroup splits a plan into each group's share, in the plan's order.
+func byGroup(plan []shrink) [][]shrink {
+	var cuts [][]shrink
+	at := map[*elasticGroup]int{}
+	for _, s := range plan {
+		i, ok := at[s.group]
+		if !ok {
+			i = len(cuts)
+			at[s.group] = i
+			cuts = append(cuts, nil)
+		}
+		cuts[i] = append(cuts[i], s)
+	}
+	return cuts
+}
+
+// shrink has one group give back the members planned, for gang: through
+// its workers' owner when it can be scaled, by eviction otherwise.
+func (r *ElasticScaler) shrink(ctx context.Context, cut []shrink, gang types.NamespacedName, priority int32) error {
+	group := cut[0].group
+	r.mu.Lock()
+	r.shrunk[group.key] = r.Clock.Now()
+	delete(r.announced, group.key)
+	r.mu.Unlock()
+	victim := &v1alpha1.PodGroup{}
+	if err := r.Client.Get(ctx, group.key, victim); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	owner, err := r.scaleOfOwner(ctx, group.key.Namespace, group.owner)
+	if err != nil {
+		return err
+	}
+	// planShrink takes the highest indices, so the workers kept are the
+	// first ones, and the owner keeps up to the highest of them.
+	kept := group.workers[:len(group.workers)-len(cut)]
+	var replicas int32
+	if len(kept) > 0 {
+		replicas = kept[len(kept)-1].index + 1
+	}
+	if owner != nil && replicas < owner.replicas {
+		if err := r.setReplicas(ctx, owner, replicas); err != nil {
+			return fmt.Errorf("giving room back from elastic group %s for gang %s: %w", group.key, gang, err)
+		}
+		elasticDecisions.WithLabelValues("shrunk").Add(float64(len(cut)))
+		klog.FromContext(ctx).V(2).Info("Scaled an elastic group's owner down", "podGroup", group.key, "owner", owner.String(), "replicas", replicas, "for", gang)
+		r.Recorder.Eventf(victim, corev1.EventTypeNormal, ReasonElasticShrunk,
+			"scaled %s %s replicas %d → %d for gang %s (priority %d), which waits for its min; fulfillment %.2f → %.2f",
+			owner, topology.ElasticRole, owner.replicas, replicas, gang, priority, cut[0].before, cut[len(cut)-1].after)
+		return nil
+	}
+	for _, s := range cut {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: s.worker.pod.Namespace, Name: s.worker.pod.Name}}
+		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+		if err := r.Client.SubResource("eviction").Create(ctx, pod, eviction); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("evicting %s of elastic group %s for gang %s: %w", s.worker.pod, group.key, gang, err)
+		}
+		elasticDecisions.WithLabelValues("shrunk").Inc()
+		klog.FromContext(ctx).V(2).Info("Took a member back from an elastic group", "podGroup", group.key, "pod", s.worker.pod, "for", gang)
+		r.Recorder.Eventf(victim, corev1.EventTypeNormal, ReasonElasticShrunk,
+			"evicted %s %d (pod %s) for gang %s (priority %d), which waits for its min; fulfillment %.2f → %.2f",
+			topology.ElasticRole, s.worker.index, s.worker.pod.Name, gang, priority, s.before, s.after)
+	}
+	return nil
+}
+
+// shareIdleRoom gives idle room to elastic groups whose owner can be
+// scaled, the least fulfilled first, at most once per window and never
+// while a gang waits for room that the nodes it may use could hold: that
+// room is the gang's.
+func (r *ElasticScaler) shareIdleRoom(ctx context.Context) error {
+	now := r.Clock.Now()
+	r.mu.Lock()
+	if now.Sub(r.lookedForRoom) < r.Window {
+		r.mu.Unlock()
+		return nil
+	}
+	r.lookedForRoom = now
+	r.mu.Unlock()
+	groups, waiting, err := r.survey(ctx)
+	if err != nil {
+		return err
+	}
+	owners := map[*elasticGroup]*ownerScale{}
+	var growable []*elasticGroup
+	for _, g := range groups {
+		r.mu.Lock()
+		shrunk, ok := r.shrunk[g.key]
+		r.mu.Unlock()
+		// A group with workers still unbound grows into them first.
+		if g.unbound > 0 || int32(len(g.workers)) >= g.elastic.Max || ok && now.Sub(shrunk) < r.Window {
+			continue
+		}
+		owner, err := r.scaleOfOwner(ctx, g.key.Namespace, g.owner)
+		if err != nil {
+			return err
+		}
+		// Replicas the owner has not made bound workers of yet are
+		// growth under way.
+		if owner == nil || owner.replicas != int32(len(g.workers)) {
+			continue
+		}
+		owners[g] = owner
+		growable = append(growable, g)
+	}
+	if len(growable) == 0 {
+		return nil
+	}
+	nodes, err := r.nodeRooms(ctx)
+	if err != nil {
+		return err
+	}
+	for _, gang := range waiting {
+		if couldHold(nodes, gang) {
+			klog.FromContext(ctx).V(5).Info("Idle room is kept for a waiting gang", "pod", klog.KObj(gang.pending))
+			return nil
+		}
+	}
+	gains := planGrowth(growable, nodes)
+	for _, g := range growable {
+		gain := gains[g]
+		if gain == 0 {
+			continue
+		}
+		owner, from := owners[g], len(g.workers)
+		to := from + gain
+		if err := r.setReplicas(ctx, owner, int32(to)); err != nil {
+			return fmt.Errorf("growing elastic group %s into idle room: %w", g.key, err)
+		}
+		r.mu.Lock()
+		r.announced[g.key] = to
+		r.mu.Unlock()
+		elasticDecisions.WithLabelValues("grown").Add(float64(gain))
+		klog.FromContext(ctx).V(2).Info("Scaled an elastic group's owner up into idle room", "podGroup", g.key, "owner", owner.String(), "replicas", to)
+		pg := &v1alpha1.PodGroup{}
+		if err := r.Client.Get(ctx, g.key, pg); err == nil {
+			r.Recorder.Eventf(pg, corev1.EventTypeNormal, ReasonElasticGrown,
+				"scaled %s %s replicas %d → %d into idle room; fulfillment %.2f → %.2f",
+				owner, topology.ElasticRole, from, to, g.fulfillment(from), g.fulfillment(to))
+		}
+	}
+	return nil
+}
+
+// nodeRooms is each node with its allocatable less what its pods request.
+func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]nodeRoom, error) {
 	var nodes corev1.NodeList
 	if err := r.Reader.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	free := corev1.ResourceList{}
-	usable := map[string]bool{}
+	rooms := make([]nodeRoom, len(nodes.Items))
+	at := map[string]int{}
 	for i := range nodes.Items {
-		node := &nodes.Items[i]
-		if topology.MayRunOn(pod, node) {
-			usable[node.Name] = true
-			free = topology.AddRequests(free, node.Status.Allocatable, 1)
-		}
+		rooms[i] = nodeRoom{node: &nodes.Items[i], free: nodes.Items[i].Status.Allocatable.DeepCopy()}
+		at[nodes.Items[i].Name] = i
 	}
 	var pods corev1.PodList
 	if err := r.Reader.List(ctx, &pods); err != nil {
@@ -251,49 +412,83 @@ func (r *ElasticScaler) freeRoom(ctx context.Context, pod *corev1.Pod) (corev1.R
 	}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !usable[pod.Spec.NodeName] || !topology.IsActiveMember(pod) {
+		n, ok := at[pod.Spec.NodeName]
+		if !ok || !topology.IsActiveMember(pod) {
 			continue
 		}
 		for name, quantity := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
-			if have, ok := free[name]; ok {
+			if have, ok := rooms[n].free[name]; ok {
 				have.Sub(quantity)
-				free[name] = have
+				rooms[n].free[name] = have
 			}
 		}
 	}
-	return free, nil
+	return rooms, nil
 }
 
-// elasticGroups lists the admitted elastic groups but the waiting gang,
-// each with its bound workers.
-func (r *ElasticScaler) elasticGroups(ctx context.Context, gang types.NamespacedName) ([]*elasticGroup, error) {
+// waitingGang is a gang that waits for room: what its unbound members up
+// to its min request, and one of them.
+type waitingGang struct {
+	need    corev1.ResourceList
+	pending *corev1.Pod
+}
+
+// couldHold reports whether the nodes the gang's pending member may use
+// could hold what it needs if they were empty: a gang larger than that
+// waits for no room anyone could give it.
+func couldHold(nodes []nodeRoom, gang waitingGang) bool {
+	capacity := corev1.ResourceList{}
+	for _, n := range nodes {
+		if topology.MayRunOn(gang.pending, n.node) {
+			capacity = topology.AddRequests(capacity, n.node.Status.Allocatable, 1)
+		}
+	}
+	return covered(deficitOf(gang.need, capacity))
+}
+
+// survey lists the admitted elastic groups, each with its bound workers,
+// and the gangs that wait for room.
+func (r *ElasticScaler) survey(ctx context.Context) (groups []*elasticGroup, waiting []waitingGang, err error) {
 	var pgs v1alpha1.PodGroupList
 	if err := r.Client.List(ctx, &pgs); err != nil {
-		return nil, fmt.Errorf("listing PodGroups: %w", err)
+		return nil, nil, fmt.Errorf("listing PodGroups: %w", err)
 	}
-	var groups []*elasticGroup
 	for i := range pgs.Items {
 		pg := &pgs.Items[i]
 		key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
-		topo, errs := topology.FromPodGroup(pg)
-		if key == gang || len(errs) > 0 || topo.Elastic == nil {
-			continue
-		}
 		var members corev1.PodList
 		if err := r.Client.List(ctx, &members, client.InNamespace(pg.Namespace), client.MatchingFields{groupField: pg.Name}); err != nil {
-			return nil, fmt.Errorf("listing members of %s: %w", key, err)
+			return nil, nil, fmt.Errorf("listing members of %s: %w", key, err)
+		}
+		if need, pending, waits := waitingForRoom(pg, members.Items); waits {
+			waiting = append(waiting, waitingGang{need: need, pending: pending})
+		}
+		topo, errs := topology.FromPodGroup(pg)
+		if len(errs) > 0 || topo.Elastic == nil {
+			continue
 		}
 		workers := boundWorkers(topo, members.Items)
 		if bound := countBound(members.Items); bound < pg.Spec.MinMember || len(workers) == 0 {
 			continue
 		}
 		g := &elasticGroup{key: key, elastic: *topo.Elastic, workers: workers}
-		if p := members.Items[0].Spec.Priority; p != nil {
-			g.priority = *p
+		for j := range members.Items {
+			pod := &members.Items[j]
+			member, errs := topo.Identify(pod)
+			if len(errs) > 0 || member.Role != topology.ElasticRole || !topology.IsActiveMember(pod) {
+				continue
+			}
+			if pod.Spec.NodeName == "" {
+				g.unbound++
+			}
+			if g.template == nil || pod.Spec.NodeName != "" {
+				g.template, g.owner = pod, metav1.GetControllerOf(pod)
+				g.priority = ptr.Deref(pod.Spec.Priority, 0)
+			}
 		}
 		groups = append(groups, g)
 	}
-	return groups, nil
+	return groups, waiting, nil
 }
 
 // boundWorkers are the group's active, bound members of the elastic role.

@@ -5,8 +5,11 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 
+	"github.com/muster-dev/muster/pkg/envinject"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -17,6 +20,12 @@ type elasticGroup struct {
 	elastic  topology.Range
 	// workers are its bound members of the elastic role, by index.
 	workers []elasticWorker
+	// unbound counts its workers not bound yet.
+	unbound int
+	// template is one of its workers: where another may run, and what it
+	// requests; owner is that worker's controller, which scaling acts on.
+	template *corev1.Pod
+	owner    *metav1.OwnerReference
 }
 
 type elasticWorker struct {
@@ -28,6 +37,32 @@ type elasticWorker struct {
 // fulfillment is the group's Paddle EDL score with cur bound workers.
 func (e *elasticGroup) fulfillment(cur int) float64 {
 	return e.elastic.Fulfillment(int32(cur))
+}
+
+// perMember is what one of its workers requests.
+func (e *elasticGroup) perMember() corev1.ResourceList {
+	if e.template == nil {
+		return nil
+	}
+	return resourcehelper.PodRequests(e.template, resourcehelper.PodResourcesOptions{})
+}
+
+// compareNeed orders groups as Paddle EDL does, the one with the first
+// claim on idle room first: the least fulfilled with cur workers, then the
+// one whose members ask for fewer GPUs, then less CPU, then less memory.
+// Room is taken back in the reverse order.
+func compareNeed(a, b *elasticGroup, cur map[*elasticGroup]int) int {
+	if c := cmp.Compare(a.fulfillment(cur[a]), b.fulfillment(cur[b])); c != 0 {
+		return c
+	}
+	ra, rb := a.perMember(), b.perMember()
+	for _, name := range []corev1.ResourceName{envinject.GPUResource, corev1.ResourceCPU, corev1.ResourceMemory} {
+		qa, qb := ra[name], rb[name]
+		if c := qa.Cmp(qb); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(a.key.String(), b.key.String())
 }
 
 // shrink is one member an elastic group gives back.
@@ -57,8 +92,7 @@ func planShrink(deficit corev1.ResourceList, waiting int32, groups []*elasticGro
 			if g.priority > waiting || int32(cur[g]) <= g.elastic.Min {
 				continue
 			}
-			if most == nil || g.fulfillment(cur[g]) > most.fulfillment(cur[most]) ||
-				g.fulfillment(cur[g]) == most.fulfillment(cur[most]) && g.key.String() > most.key.String() {
+			if most == nil || compareNeed(g, most, cur) > 0 {
 				most = g
 			}
 		}
@@ -77,6 +111,53 @@ func planShrink(deficit corev1.ResourceList, waiting int32, groups []*elasticGro
 		}
 	}
 	return plan
+}
+
+// nodeRoom is what a node has left for more pods.
+type nodeRoom struct {
+	node *corev1.Node
+	free corev1.ResourceList
+}
+
+// planGrowth shares idle room among elastic groups below their max as
+// Paddle EDL does: one worker at a time to the group with the first claim
+// (compareNeed), on the first node that may run it and has room for it,
+// until no group's next worker fits. It returns the workers each group
+// gains; nodes' free room is used up as it goes.
+func planGrowth(groups []*elasticGroup, nodes []nodeRoom) map[*elasticGroup]int {
+	cur := map[*elasticGroup]int{}
+	open := []*elasticGroup{}
+	for _, g := range groups {
+		cur[g] = len(g.workers)
+		if g.template != nil && int32(cur[g]) < g.elastic.Max {
+			open = append(open, g)
+		}
+	}
+	gains := map[*elasticGroup]int{}
+	for len(open) > 0 {
+		first := slices.MinFunc(open, func(a, b *elasticGroup) int { return compareNeed(a, b, cur) })
+		request := first.perMember()
+		placed := false
+		for _, n := range nodes {
+			if topology.MayRunOn(first.template, n.node) && covered(deficitOf(request, n.free)) {
+				for name, quantity := range request {
+					have := n.free[name]
+					have.Sub(quantity)
+					n.free[name] = have
+				}
+				placed = true
+				break
+			}
+		}
+		if placed {
+			cur[first]++
+			gains[first]++
+		}
+		if !placed || int32(cur[first]) >= first.elastic.Max {
+			open = slices.DeleteFunc(open, func(g *elasticGroup) bool { return g == first })
+		}
+	}
+	return gains
 }
 
 // covered reports whether nothing of the deficit is left.

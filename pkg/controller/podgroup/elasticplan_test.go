@@ -8,8 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/envinject"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -125,4 +127,108 @@ func TestWaitingForRoom(t *testing.T) {
 	assert.False(t, waits, "the scheduler has not found it short of room")
 	_, _, waits = waitingForRoom(pg, []corev1.Pod{*bound, *unschedulable(pod("b"))})
 	assert.False(t, waits, "a member is missing: the gang waits for pods, not room")
+}
+
+// withTemplate gives a group a worker template that requests perMember
+// and may run only on nodes labelled pool=pool, when pool is set.
+func withTemplate(g *elasticGroup, perMember corev1.ResourceList, pool string) *elasticGroup {
+	template := st.MakePod().Name(g.key.Name + "-0").Obj()
+	template.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: perMember}}}
+	if pool != "" {
+		template.Spec.NodeSelector = map[string]string{"pool": pool}
+	}
+	g.template = template
+	return g
+}
+
+func room(name, pool string, free corev1.ResourceList) nodeRoom {
+	node := st.MakeNode().Name(name).Label("pool", pool).Obj()
+	node.Status.Allocatable = free.DeepCopy()
+	return nodeRoom{node: node, free: free}
+}
+
+func TestPlanGrowth(t *testing.T) {
+	gpu := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{envinject.GPUResource: resource.MustParse(n), corev1.ResourceCPU: resource.MustParse("1")}
+	}
+	tests := []struct {
+		name   string
+		groups []*elasticGroup
+		nodes  []nodeRoom
+		want   map[string]int
+	}{
+		{
+			name: "the least fulfilled group first, one worker at a time",
+			groups: []*elasticGroup{
+				withTemplate(elastic("a", 0, 1, 5, 0, 1, 2), cpu("1"), ""),
+				withTemplate(elastic("b", 0, 1, 5, 0), cpu("1"), ""),
+			},
+			nodes: []nodeRoom{room("n1", "x", cpu("3"))},
+			// b 0.00 → 0.25 → 0.50 = a's 0.50; the tie goes to a by name.
+			want: map[string]int{"a": 1, "b": 2},
+		},
+		{
+			name: "never beyond max",
+			groups: []*elasticGroup{
+				withTemplate(elastic("a", 0, 1, 2, 0), cpu("1"), ""),
+			},
+			nodes: []nodeRoom{room("n1", "x", cpu("8"))},
+			want:  map[string]int{"a": 1},
+		},
+		{
+			name: "a worker fits on one node, not across two",
+			groups: []*elasticGroup{
+				withTemplate(elastic("a", 0, 1, 3, 0), cpu("2"), ""),
+			},
+			nodes: []nodeRoom{room("n1", "x", cpu("1")), room("n2", "x", cpu("1"))},
+			want:  map[string]int{},
+		},
+		{
+			name: "only on the nodes its workers may run on",
+			groups: []*elasticGroup{
+				withTemplate(elastic("a", 0, 1, 3, 0), cpu("1"), "x"),
+				withTemplate(elastic("b", 0, 1, 3, 0, 1), cpu("1"), ""),
+			},
+			nodes: []nodeRoom{room("n1", "y", cpu("1"))},
+			want:  map[string]int{"b": 1},
+		},
+		{
+			name: "at equal fulfillment, fewer GPUs per member first",
+			groups: []*elasticGroup{
+				withTemplate(elastic("big", 0, 1, 3, 0), gpu("2"), ""),
+				withTemplate(elastic("small", 0, 1, 3, 0), gpu("1"), ""),
+			},
+			nodes: []nodeRoom{room("n1", "x", gpu("2"))},
+			want:  map[string]int{"small": 1},
+		},
+		{
+			name: "a group whose next worker does not fit leaves the room to the others",
+			groups: []*elasticGroup{
+				withTemplate(elastic("wide", 0, 1, 3, 0), cpu("4"), ""),
+				withTemplate(elastic("narrow", 0, 1, 5, 0, 1, 2), cpu("1"), ""),
+			},
+			nodes: []nodeRoom{room("n1", "x", cpu("2"))},
+			want:  map[string]int{"narrow": 2},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := map[string]int{}
+			for g, n := range planGrowth(tt.groups, tt.nodes) {
+				got[g.key.Name] = n
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestRoomIsTakenBackInTheReverseOfTheOrderItIsGiven(t *testing.T) {
+	// Equally fulfilled: growth serves the smaller member first, so room
+	// is taken back from the larger first.
+	big := withTemplate(elastic("big", 0, 1, 3, 0, 1), cpu("2"), "")
+	small := withTemplate(elastic("small", 0, 1, 3, 0, 1), cpu("1"), "")
+	plan := planShrink(cpu("1"), 0, []*elasticGroup{small, big})
+	if assert.Len(t, plan, 1) {
+		assert.Equal(t, "big", plan[0].group.key.Name)
+	}
 }

@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/controller/podgroup"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -124,4 +127,120 @@ func TestIdleRoomGoesToTheLeastFulfilledElasticGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	bound(map[string]int{"a": 3, "b": 3})
+}
+
+// createElasticSet creates an elastic group of 1 to max workers of one
+// CPU whose workers are the pods of a StatefulSet at replicas. The set is
+// named <group>-worker and its service <group>, so that its pods' names
+// are the hostnames muster gives the group's workers.
+func createElasticSet(t *testing.T, namespace, group string, max, replicas int32) {
+	t.Helper()
+	framework.CreatePodGroup(t, namespace, group, 1, map[string]string{
+		topology.RolesAnnotation:   fmt.Sprintf("worker=%d", max),
+		topology.ElasticAnnotation: fmt.Sprintf("1:%d", max),
+	})
+	template := framework.InPool(framework.MemberPod(namespace, group, 0, "1").Label(topology.RoleLabel, "worker").Obj(), namespace)
+	set := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: group + "-worker"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To(replicas),
+			ServiceName:         group,
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: map[string]string{topology.GroupLabel: group}},
+			Template:            corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: template.Labels}, Spec: template.Spec},
+		},
+	}
+	if _, err := framework.Client.AppsV1().StatefulSets(namespace).Create(context.Background(), set, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating StatefulSet %s: %v", set.Name, err)
+	}
+	// Before the node pool's cleanup deletes the pods, which the set
+	// would create again.
+	t.Cleanup(func() {
+		if err := framework.Client.AppsV1().StatefulSets(namespace).Delete(context.Background(), set.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting StatefulSet %s: %v", set.Name, err)
+		}
+	})
+}
+
+// eventNotes lists the notes of the events with the reason about the
+// named object.
+func eventNotes(t *testing.T, namespace, regarding, reason string) []string {
+	t.Helper()
+	events, err := framework.Client.EventsV1().Events(namespace).List(context.Background(), metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("reason", reason).String(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, e := range events.Items {
+		if e.Regarding.Name == regarding {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes
+}
+
+// TestElasticStatefulSetsGrowAndShrinkThroughTheirScale: two elastic
+// groups of 1 to 4 workers, each a StatefulSet at 1, share a node of 6
+// CPUs with a pod of 4. When that pod goes, muster-controller scales both
+// sets up into the idle room, the least fulfilled first (1, 1 → 3, 3).
+// When a rigid gang of two then waits for its min, it scales each set
+// down by one, the most fulfilled first, and the gang is admitted whole.
+// The StatefulSet controller removes the highest ordinal.
+func TestElasticStatefulSetsGrowAndShrinkThroughTheirScale(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "6")
+	filler := framework.InPool(framework.MemberPod(ns, "plain", 0, "4").Obj(), ns)
+	delete(filler.Labels, topology.GroupLabel)
+	framework.CreatePods(t, filler)
+	framework.WaitForPod(t, ns, filler.Name, "bound", framework.IsBound)
+	createElasticSet(t, ns, "a", 4, 1)
+	createElasticSet(t, ns, "b", 4, 1)
+	sized := func(want int32) {
+		t.Helper()
+		framework.Eventually(t, fmt.Sprintf("both sets at %d replicas, all bound", want), func(ctx context.Context) (bool, error) {
+			for _, group := range []string{"a", "b"} {
+				set, err := framework.Client.AppsV1().StatefulSets(ns).Get(ctx, group+"-worker", metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				if bound := boundPods(t, ns, group); *set.Spec.Replicas != want || len(bound) != int(want) {
+					return false, fmt.Errorf("set %s at %d replicas, bound %v", set.Name, *set.Spec.Replicas, bound)
+				}
+			}
+			return true, nil
+		})
+	}
+	sized(1)
+	if err := framework.Client.CoreV1().Pods(ns).Delete(context.Background(), filler.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sized(3)
+	for _, group := range []string{"a", "b"} {
+		want := fmt.Sprintf("scaled StatefulSet %s/%s-worker worker replicas 1 → 3 into idle room; fulfillment 0.00 → 0.67", ns, group)
+		if notes := eventNotes(t, ns, group, podgroup.ReasonElasticGrown); len(notes) != 1 || notes[0] != want {
+			t.Errorf("group %s's %s events are %q; want one, %q", group, podgroup.ReasonElasticGrown, notes, want)
+		}
+	}
+
+	framework.CreatePodGroup(t, ns, "rigid", 2, nil)
+	createGang(t, ns, "rigid", 2, "1", "")
+	framework.Eventually(t, "the rigid gang bound whole", func(context.Context) ([]string, error) {
+		if bound := boundPods(t, ns, "rigid"); len(bound) != 2 {
+			return nil, fmt.Errorf("bound %v", bound)
+		}
+		return nil, nil
+	})
+	sized(2)
+	for group, before := range map[string]string{"a": "0.67 → 0.33", "b": "0.67 → 0.33"} {
+		if bound := boundPods(t, ns, group); strings.Join(bound, ",") != group+"-worker-0,"+group+"-worker-1" {
+			t.Errorf("group %s has %v bound; want its workers 0 and 1", group, bound)
+		}
+		note := framework.WaitForEvent(t, ns, group, podgroup.ReasonElasticShrunk)
+		want := fmt.Sprintf("scaled StatefulSet %s/%s-worker worker replicas 3 → 2 for gang %s/rigid (priority 0), which waits for its min; fulfillment %s", ns, group, ns, before)
+		if note != want {
+			t.Errorf("%s says %q; want %q", podgroup.ReasonElasticShrunk, note, want)
+		}
+	}
 }
