@@ -63,7 +63,7 @@ demo: tools build ## Start a local cluster, schedule example pods with muster-sc
 .PHONY: lint
 lint: ## go vet and gofmt.
 	go vet ./...
-	go vet -tags bench ./test/perf
+	go vet -tags bench ./test/perf ./test/perf/elastic
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n $$unformatted ]]; then echo "gofmt wants to rewrite:"; echo "$$unformatted"; exit 1; fi
 
@@ -95,6 +95,10 @@ bench: tools ## Benchmarks: default, Coscheduling and muster side by side; write
 .PHONY: bench-quick
 bench-quick: tools ## A reduced benchmark run, one round of small workloads, for development.
 	BENCH_ROUNDS=1 BENCH_LABELS=quick hack/bench.sh
+
+.PHONY: bench-elastic
+bench-elastic: tools build ## Elastic groups against the same jobs rigid at min and at max, on the real control plane (about 5 min); writes docs/elastic-benchmark.md.
+	BENCH_ELASTIC_DOC=$(CURDIR)/docs/elastic-benchmark.md go test -tags bench -run '^$$' -bench BenchmarkElasticSharing -benchtime 1x -timeout 30m ./test/perf/elastic
 
 .PHONY: images
 images: ## Build the muster-scheduler and muster-controller images (needs docker or podman, and registry access).

@@ -228,13 +228,14 @@ NODE
 elastic_bound() {
 	kubectl get pods --namespace muster-elastic --field-selector status.phase=Running --selector "scheduling.x-k8s.io/pod-group=$1" -o name | wc -l
 }
-echo "Applying manifests/examples/elastic/sharing.yaml: two elastic groups of 1 to 3 workers"
+echo "Applying manifests/examples/elastic/sharing.yaml: two elastic groups of 1 to 3 workers, StatefulSets at 1"
 kubectl apply --namespace muster-elastic -f "$root/manifests/examples/elastic/sharing.yaml" >/dev/null
 for _ in $(seq 300); do
 	(($(elastic_bound elastic-a) + $(elastic_bound elastic-b) == 6)) && break
 	sleep 0.2
 done
 echo "both grew into the node: elastic-a $(elastic_bound elastic-a), elastic-b $(elastic_bound elastic-b) workers"
+kubectl get statefulsets --namespace muster-elastic -o custom-columns='STATEFULSET:.metadata.name,REPLICAS:.spec.replicas'
 echo "Applying manifests/examples/elastic/rigid.yaml: a rigid gang of two, with no room left"
 kubectl apply --namespace muster-elastic -f "$root/manifests/examples/elastic/rigid.yaml" >/dev/null
 for _ in $(seq 300); do
@@ -246,16 +247,16 @@ kubectl get pods --namespace muster-elastic --sort-by .metadata.name \
 kubectl get events.events.k8s.io --namespace muster-elastic --sort-by .metadata.resourceVersion \
 	-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk 'NR == 1 || $2 ~ /^Elastic|^GangAdmitted/'
 a=$(elastic_bound elastic-a) b=$(elastic_bound elastic-b) rigid=$(elastic_bound rigid)
+kubectl delete statefulsets --namespace muster-elastic --all >/dev/null
 kubectl delete node elastic-pool >/dev/null
 if ((rigid != 2 || a < 1 || b < 1)); then
 	echo "the rigid gang has $rigid of 2 pods running, elastic-a $a and elastic-b $b" >&2
 	exit 1
 fi
 echo
-echo "The elastic groups grew into the idle node; when the rigid gang could not"
-echo "reach its min, muster-controller took a worker back from each, the highest"
-echo "index of the most fulfilled group first, none below its min, and the gang"
-echo "was admitted whole."
+echo "muster-controller scaled both StatefulSets up into the idle node; when the"
+echo "rigid gang could not reach its min, it scaled each down by one, the most"
+echo "fulfilled group first, none below its min, and the gang was admitted whole."
 
 if [[ ${KEEP:-} == 1 ]]; then
 	echo

@@ -73,6 +73,9 @@ type Options struct {
 	// empty means manifests/scheduler-config.yaml, whose leader election
 	// runs here as in a cluster, with the lease its RBAC allows.
 	SchedulerConfig []byte
+	// ElasticWindow is muster-controller's --elastic-window; zero keeps
+	// its default.
+	ElasticWindow time.Duration
 	// Detach lets the programs outlive the calling process, for the
 	// muster-local command. Tests leave it false so that nothing survives
 	// a test binary that dies.

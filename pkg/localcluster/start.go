@@ -403,7 +403,7 @@ func (s *starter) startController(ctx context.Context) error {
 	if err := s.registerWebhooks(ctx, webhookURL); err != nil {
 		return err
 	}
-	p, err := s.start("muster-controller", []string{
+	args := []string{
 		"--kubeconfig=" + s.path("controller.kubeconfig"),
 		"--leader-elect=true",
 		"--leader-election-namespace=" + manifests.SystemNamespace,
@@ -415,7 +415,11 @@ func (s *starter) startController(ctx context.Context) error {
 		"--cert-dir=" + s.path("controller-certs"),
 		"--cert-secret=" + manifests.SystemNamespace + "/" + manifests.WebhookCertSecretName,
 		"--v=2",
-	}, "http://127.0.0.1:"+strconv.Itoa(s.ports.controllerHealth)+"/readyz")
+	}
+	if s.opts.ElasticWindow > 0 {
+		args = append(args, "--elastic-window="+s.opts.ElasticWindow.String())
+	}
+	p, err := s.start("muster-controller", args, "http://127.0.0.1:"+strconv.Itoa(s.ports.controllerHealth)+"/readyz")
 	if err != nil {
 		return err
 	}

@@ -15,12 +15,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -34,6 +36,15 @@ const (
 	ReasonElasticGrown  = "ElasticGrown"
 	ReasonElasticShrunk = "ElasticShrunk"
 )
+
+// idleRoomInterval is how often at most idle room is shared out. Growth
+// is not held back longer, as HPA scales up at once: a group that gave
+// room back is kept from growing for the window instead.
+const idleRoomInterval = time.Second
+
+// lookForIdleRoom is the request, named as no PodGroup can be, that shares
+// out idle room: a bound member of a group is gone, and its room with it.
+var lookForIdleRoom = reconcile.Request{NamespacedName: types.NamespacedName{Name: "<idle room>"}}
 
 // DefaultElasticWindow is how long after room was taken back for a gang
 // none is taken for it again, as HPA's stabilization window: the members
@@ -84,7 +95,8 @@ type ElasticScaler struct {
 }
 
 // SetupWithManager registers the scaler: it runs for a PodGroup when the
-// PodGroup or one of its pods changes.
+// PodGroup or one of its pods changes, and looks for idle room when a
+// bound member is deleted.
 func (r *ElasticScaler) SetupWithManager(mgr ctrl.Manager) error {
 	r.madeRoom = map[types.NamespacedName]time.Time{}
 	r.shrunk = map[types.NamespacedName]time.Time{}
@@ -94,6 +106,11 @@ func (r *ElasticScaler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("podgroup-elastic").
 		For(&v1alpha1.PodGroup{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(groupOfPod)).
+		Watches(&corev1.Pod{}, handler.Funcs{DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if pod, ok := e.Object.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+				q.Add(lookForIdleRoom)
+			}
+		}}).
 		Complete(r)
 }
 
@@ -101,6 +118,9 @@ func (r *ElasticScaler) SetupWithManager(mgr ctrl.Manager) error {
 // waits for its min, and shares out idle room while an elastic group is
 // below its max.
 func (r *ElasticScaler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if req == lookForIdleRoom {
+		return r.shareIdleRoom(ctx)
+	}
 	pg := &v1alpha1.PodGroup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pg); err != nil {
 		r.forget(req.NamespacedName)
@@ -126,10 +146,10 @@ func (r *ElasticScaler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{RequeueAfter: r.Window}, nil
 	}
 	if topo.Elastic != nil && int32(len(boundWorkers(topo, members.Items))) < topo.Elastic.Max {
-		if err := r.shareIdleRoom(ctx); err != nil {
+		if _, err := r.shareIdleRoom(ctx); err != nil {
 			return reconcile.Result{}, err
 		}
-		// Room that other pods leave is looked for again.
+		// Room that pods of no group leave is looked for again.
 		return reconcile.Result{RequeueAfter: r.Window}, nil
 	}
 	return reconcile.Result{}, nil
@@ -317,18 +337,22 @@ func (r *ElasticScaler) shrink(ctx context.Context, cut []shrink, gang types.Nam
 }
 
 // shareIdleRoom gives idle room to elastic groups whose owner can be
-// scaled, the least fulfilled first, at most once per window and never
-// while a gang waits for room that the nodes it may use could hold: that
-// room is the gang's.
-func (r *ElasticScaler) shareIdleRoom(ctx context.Context) error {
+// scaled, the least fulfilled first, at most once per idleRoomInterval
+// (it asks to run again when it is too soon) and never while a gang waits
+// for room that the nodes it may use could hold: that room is the gang's.
+func (r *ElasticScaler) shareIdleRoom(ctx context.Context) (reconcile.Result, error) {
 	now := r.Clock.Now()
 	r.mu.Lock()
-	if now.Sub(r.lookedForRoom) < r.Window {
+	if since := now.Sub(r.lookedForRoom); since < idleRoomInterval {
 		r.mu.Unlock()
-		return nil
+		return reconcile.Result{RequeueAfter: idleRoomInterval - since}, nil
 	}
 	r.lookedForRoom = now
 	r.mu.Unlock()
+	return reconcile.Result{}, r.growIntoIdleRoom(ctx, now)
+}
+
+func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context, now time.Time) error {
 	groups, waiting, err := r.survey(ctx)
 	if err != nil {
 		return err

@@ -176,6 +176,12 @@ func (s *attempts) isWaiting(key types.NamespacedName) bool {
 	return waiting
 }
 
+// endBackoff lets the group be tried again at once; when it failed still
+// orders it in the queue.
+func (s *attempts) endBackoff(key types.NamespacedName) {
+	s.update(key, func(a *attempt) { a.backoffUntil = time.Time{} })
+}
+
 // backoffUntil is when the group may be tried again.
 func (s *attempts) backoffUntil(key types.NamespacedName) time.Time {
 	var until time.Time

@@ -846,3 +846,28 @@ func TestAnElasticGroupsExtraLeavesRoomToAGangWaitingForItsMin(t *testing.T) {
 	f.clock.Step(3 * time.Duration(*f.gang.args.BackoffSeconds) * time.Second)
 	assert.Nil(t, filter(extra), "a failure older than two backoffs keeps no room")
 }
+
+func TestAGangWaitingForRoomIsRetriedAtOnceWhenAnElasticGroupGivesSomeBack(t *testing.T) {
+	extra := boundAt(member("elastic", "e1"), epoch)
+	plain := boundAt(member("other", "o0"), epoch)
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{
+		podGroup("elastic", 1).Elastic("worker=3", "1:3").Obj(),
+		podGroup("other", 1).Obj(),
+		podGroup("rigid", 2).Obj(),
+	}, []*corev1.Pod{
+		boundAt(member("elastic", "e0"), epoch), extra, plain,
+		member("rigid", "r0").Obj(), member("rigid", "r1").Obj(),
+	})
+	rigid := types.NamespacedName{Namespace: ns, Name: "rigid"}
+	f.gang.attempts.begin(rigid)
+	f.gang.attempts.fail(rigid, f.clock.Now(), f.gang.args.backoff())
+	handler := f.gang.podHandler(klog.Background()).(cache.FilteringResourceEventHandler)
+
+	handler.OnDelete(plain)
+	assert.NotNil(t, f.gang.backoffStatus(rigid), "room a plain gang leaves ends no backoff")
+	assert.Empty(t, f.activator.Activated)
+
+	handler.OnDelete(extra)
+	assert.Nil(t, f.gang.backoffStatus(rigid), "room an elastic group gives back is taken at once")
+	assert.ElementsMatch(t, []string{"team-a/r0", "team-a/r1"}, f.activator.Activated)
+}

@@ -117,7 +117,9 @@ func (g *Gang) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
 
 // podHandler wakes a group's gated members when the member that completes
 // it arrives, drops a member's reservation once the informer shows it bound
-// or gone, and drops a group's attempt once it has no members left.
+// or gone, drops a group's attempt once it has no members left, and
+// retries the gangs that wait for room when an elastic group gives some
+// back.
 func (g *Gang) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 	return cache.FilteringResourceEventHandler{
 		FilterFunc: func(obj any) bool {
@@ -169,7 +171,28 @@ func (g *Gang) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 				if g.members(key).active == 0 {
 					g.attempts.forget(key)
 				}
+				if pod.Spec.NodeName != "" {
+					g.retryGangsWaitingForRoom(logger, key)
+				}
 			},
 		},
+	}
+}
+
+// retryGangsWaitingForRoom ends the backoff of the gangs that wait for
+// their min when a bound member of an elastic group is gone:
+// muster-controller gives room back to such a gang that way, and the gang
+// should take it at once rather than sit out its backoff beside it.
+func (g *Gang) retryGangsWaitingForRoom(logger klog.Logger, elastic types.NamespacedName) {
+	if topo, err := g.groups.Topology(elastic); err != nil || topo == nil || topo.Elastic == nil {
+		return
+	}
+	for _, key := range g.attempts.failedSince(g.clock.Now().Add(-2 * g.args.backoff())) {
+		if pg := g.podGroup(key); pg == nil || g.groups.BoundCount(key) >= pg.Spec.MinMember {
+			continue
+		}
+		g.attempts.endBackoff(key)
+		logger.V(5).Info("Retrying a gang at once: an elastic group gave room back", "podGroup", key, "elasticGroup", elastic)
+		g.activate(logger, key)
 	}
 }

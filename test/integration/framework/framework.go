@@ -140,7 +140,7 @@ func Cluster() *localcluster.Cluster { return cluster }
 
 // NewNamespace creates a namespace for one test and deletes it when the
 // test ends.
-func NewNamespace(t *testing.T) string {
+func NewNamespace(t testing.TB) string {
 	t.Helper()
 	prefix := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	if len(prefix) > 50 {
@@ -178,7 +178,7 @@ const PoolLabel = "muster.dev/test-pool"
 // that test use them; capacity-sensitive tests reason about these nodes
 // alone. They are deleted when the test ends, after the namespace's pods:
 // a pod left on a deleted node would wait for the pod garbage collector.
-func NodePool(t *testing.T, namespace string, count int, cpu string) {
+func NodePool(t testing.TB, namespace string, count int, cpu string) {
 	t.Helper()
 	for i := range count {
 		AddPoolNode(t, namespace, fmt.Sprintf("%s-%d", namespace, i), cpu)
@@ -186,7 +186,7 @@ func NodePool(t *testing.T, namespace string, count int, cpu string) {
 }
 
 // deletePods deletes the namespace's pods and waits until they are gone.
-func deletePods(t *testing.T, namespace string) {
+func deletePods(t testing.TB, namespace string) {
 	ctx := context.Background()
 	err := Client.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	if err != nil {
@@ -204,7 +204,7 @@ func deletePods(t *testing.T, namespace string) {
 
 // AddPoolNode adds one node to the test's pool. When the test ends, the
 // namespace's pods go first, then the node.
-func AddPoolNode(t *testing.T, namespace, name, cpu string) {
+func AddPoolNode(t testing.TB, namespace, name, cpu string) {
 	t.Helper()
 	resources := corev1.ResourceList{
 		corev1.ResourceCPU:              resource.MustParse(cpu),
@@ -243,7 +243,7 @@ func MemberPod(namespace, group string, index int, cpu string) *st.PodWrapper {
 }
 
 // CreatePods creates the pods, or fails the test.
-func CreatePods(t *testing.T, pods ...*corev1.Pod) {
+func CreatePods(t testing.TB, pods ...*corev1.Pod) {
 	t.Helper()
 	for _, pod := range pods {
 		if _, err := Client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
@@ -327,7 +327,7 @@ func SchedulerMetrics(t *testing.T) map[string]float64 {
 }
 
 // CreatePodGroup creates a PodGroup with the annotations, which may be nil.
-func CreatePodGroup(t *testing.T, namespace, name string, minMember int32, annotations map[string]string) *v1alpha1.PodGroup {
+func CreatePodGroup(t testing.TB, namespace, name string, minMember int32, annotations map[string]string) *v1alpha1.PodGroup {
 	t.Helper()
 	pg := &v1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Annotations: annotations},

@@ -1,0 +1,66 @@
+package podgroup
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+)
+
+// An MPIJob has no scale subresource: its workers are scaled in
+// spec.mpiReplicaSpecs.Worker.replicas, and its launcher is left alone.
+func TestAnOwnerWithoutAScaleIsScaledInItsWorkerReplicas(t *testing.T) {
+	mpiJobGVK := schema.GroupVersionKind{Group: "kubeflow.org", Version: "v2beta1", Kind: "MPIJob"}
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	scheme.AddKnownTypeWithName(mpiJobGVK, &unstructured.Unstructured{})
+	job := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"mpiReplicaSpecs": map[string]any{
+		"Launcher": map[string]any{"replicas": int64(1)},
+		"Worker":   map[string]any{"replicas": int64(2)},
+	}}}}
+	job.SetGroupVersionKind(mpiJobGVK)
+	job.SetNamespace(ns)
+	job.SetName("hvd")
+	// The API server answers 404 for a kind without a scale subresource.
+	noScale := interceptor.Funcs{SubResourceGet: func(_ context.Context, _ client.Client, sub string, obj client.Object, _ client.Object, _ ...client.SubResourceGetOption) error {
+		return apierrors.NewNotFound(schema.GroupResource{Group: obj.GetObjectKind().GroupVersionKind().Group, Resource: "mpijobs/" + sub}, obj.GetName())
+	}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(job).WithInterceptorFuncs(noScale).Build()
+	r := &ElasticScaler{Client: c, Reader: c}
+	ref := &metav1.OwnerReference{APIVersion: "kubeflow.org/v2beta1", Kind: "MPIJob", Name: "hvd", Controller: new(bool)}
+
+	owner, err := r.scaleOfOwner(context.Background(), ns, ref)
+	require.NoError(t, err)
+	require.NotNil(t, owner, "an MPIJob is scaled in its worker replicas")
+	assert.Equal(t, int32(2), owner.replicas)
+	assert.Equal(t, "MPIJob "+ns+"/hvd", owner.String())
+	require.NoError(t, r.setReplicas(context.Background(), owner, 3))
+
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(mpiJobGVK)
+	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "hvd"}, got))
+	workers, _, _ := unstructured.NestedInt64(got.Object, "spec", "mpiReplicaSpecs", "Worker", "replicas")
+	launchers, _, _ := unstructured.NestedInt64(got.Object, "spec", "mpiReplicaSpecs", "Launcher", "replicas")
+	assert.Equal(t, int64(3), workers)
+	assert.Equal(t, int64(1), launchers)
+
+	// Written since it was read: the change is refused, not overwritten.
+	require.NoError(t, unstructured.SetNestedField(got.Object, int64(5), "spec", "mpiReplicaSpecs", "Worker", "replicas"))
+	require.NoError(t, c.Update(context.Background(), got))
+	assert.Error(t, r.setReplicas(context.Background(), owner, 1))
+
+	owner, err = r.scaleOfOwner(context.Background(), ns, &metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "nobody"})
+	require.NoError(t, err)
+	assert.Nil(t, owner, "a kind with neither a scale nor a known replica field is not scaled")
+}
