@@ -97,7 +97,7 @@ bench-quick: tools ## A reduced benchmark run, one round of small workloads, for
 	BENCH_ROUNDS=1 BENCH_LABELS=quick hack/bench.sh
 
 .PHONY: bench-elastic
-bench-elastic: tools build ## Elastic groups against the same jobs rigid at min and at max, on the real control plane (about 5 min); writes docs/elastic-benchmark.md.
+bench-elastic: tools build ## Elastic groups against the same jobs rigid at min and at max, on the real control plane, BENCH_ELASTIC_ROUNDS (3) rounds of about 4 min; writes docs/elastic-benchmark.md.
 	BENCH_ELASTIC_DOC=$(CURDIR)/docs/elastic-benchmark.md go test -tags bench -run '^$$' -bench BenchmarkElasticSharing -benchtime 1x -timeout 30m ./test/perf/elastic
 
 .PHONY: images

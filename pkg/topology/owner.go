@@ -164,6 +164,15 @@ func pytorchOptions(spec map[string]any, annotations map[string]string) error {
 	}
 	if lo > 0 && hi > 0 {
 		annotations[ElasticAnnotation] = fmt.Sprintf("%d:%d", lo, hi)
+		// Workers are numbered up to the max, whatever the replicas now:
+		// muster may scale them there.
+		roles := strings.Split(annotations[RolesAnnotation], ",")
+		for i, role := range roles {
+			if strings.HasPrefix(role, ElasticRole+"=") {
+				roles[i] = fmt.Sprintf("%s=%d", ElasticRole, hi)
+			}
+		}
+		annotations[RolesAnnotation] = strings.Join(roles, ",")
 	}
 	return nil
 }

@@ -66,7 +66,7 @@ func TestFromOwner(t *testing.T) {
 		want                   map[string]string
 	}{
 		{"kubeflow.org/v1", "PyTorchJob", pytorchJob, map[string]string{FrameworkAnnotation: "pytorch", RolesAnnotation: "master=1,worker=3"}},
-		{"kubeflow.org/v1", "PyTorchJob", elasticPyTorchJob, map[string]string{FrameworkAnnotation: "pytorch", RolesAnnotation: "worker=2", ElasticAnnotation: "1:3"}},
+		{"kubeflow.org/v1", "PyTorchJob", elasticPyTorchJob, map[string]string{FrameworkAnnotation: "pytorch", RolesAnnotation: "worker=3", ElasticAnnotation: "1:3"}},
 		{"kubeflow.org/v1", "TFJob", tfJob, map[string]string{FrameworkAnnotation: "tensorflow", RolesAnnotation: "chief=1,ps=2,worker=4"}},
 		{"kubeflow.org/v2beta1", "MPIJob", mpiJobV2, map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", SlotsAnnotation: "2", MPIImplementationAnnotation: "intel",
 			LateMembersAnnotation: `{"launcher":{"requests":{"cpu":"1250m","memory":"4Gi"},"nodeSelector":{"pool":"cpu"},` +

@@ -42,6 +42,11 @@ const (
 // room back is kept from growing for the window instead.
 const idleRoomInterval = time.Second
 
+// idleRoomSettle is how long after a bound member is gone idle room is
+// looked for: the rest of a group that ends goes meanwhile, and one look
+// sees the room of all of it.
+const idleRoomSettle = 250 * time.Millisecond
+
 // lookForIdleRoom is the request, named as no PodGroup can be, that shares
 // out idle room: a bound member of a group is gone, and its room with it.
 var lookForIdleRoom = reconcile.Request{NamespacedName: types.NamespacedName{Name: "<idle room>"}}
@@ -82,9 +87,6 @@ type ElasticScaler struct {
 	mu sync.Mutex
 	// madeRoom is when room was last taken back for a waiting gang.
 	madeRoom map[types.NamespacedName]time.Time
-	// shrunk is when an elastic group last gave room back: it does not
-	// grow again within the window.
-	shrunk map[types.NamespacedName]time.Time
 	// lookedForRoom is when idle room was last shared out.
 	lookedForRoom time.Time
 	// workers is each elastic group's bound workers, as last seen.
@@ -99,7 +101,6 @@ type ElasticScaler struct {
 // bound member is deleted.
 func (r *ElasticScaler) SetupWithManager(mgr ctrl.Manager) error {
 	r.madeRoom = map[types.NamespacedName]time.Time{}
-	r.shrunk = map[types.NamespacedName]time.Time{}
 	r.workers = map[types.NamespacedName]int{}
 	r.announced = map[types.NamespacedName]int{}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -108,7 +109,7 @@ func (r *ElasticScaler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(groupOfPod)).
 		Watches(&corev1.Pod{}, handler.Funcs{DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if pod, ok := e.Object.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
-				q.Add(lookForIdleRoom)
+				q.AddAfter(lookForIdleRoom, idleRoomSettle)
 			}
 		}}).
 		Complete(r)
@@ -159,7 +160,6 @@ func (r *ElasticScaler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.madeRoom, key)
-	delete(r.shrunk, key)
 	delete(r.workers, key)
 	delete(r.announced, key)
 }
@@ -292,7 +292,6 @@ func byGroup(plan []shrink) [][]shrink {
 func (r *ElasticScaler) shrink(ctx context.Context, cut []shrink, gang types.NamespacedName, priority int32) error {
 	group := cut[0].group
 	r.mu.Lock()
-	r.shrunk[group.key] = r.Clock.Now()
 	delete(r.announced, group.key)
 	r.mu.Unlock()
 	victim := &v1alpha1.PodGroup{}
@@ -349,10 +348,10 @@ func (r *ElasticScaler) shareIdleRoom(ctx context.Context) (reconcile.Result, er
 	}
 	r.lookedForRoom = now
 	r.mu.Unlock()
-	return reconcile.Result{}, r.growIntoIdleRoom(ctx, now)
+	return reconcile.Result{}, r.growIntoIdleRoom(ctx)
 }
 
-func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context, now time.Time) error {
+func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context) error {
 	groups, waiting, err := r.survey(ctx)
 	if err != nil {
 		return err
@@ -360,11 +359,8 @@ func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context, now time.Time) err
 	owners := map[*elasticGroup]*ownerScale{}
 	var growable []*elasticGroup
 	for _, g := range groups {
-		r.mu.Lock()
-		shrunk, ok := r.shrunk[g.key]
-		r.mu.Unlock()
 		// A group with workers still unbound grows into them first.
-		if g.unbound > 0 || int32(len(g.workers)) >= g.elastic.Max || ok && now.Sub(shrunk) < r.Window {
+		if g.unbound > 0 || int32(len(g.workers)) >= g.elastic.Max {
 			continue
 		}
 		owner, err := r.scaleOfOwner(ctx, g.key.Namespace, g.owner)

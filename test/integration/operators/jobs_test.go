@@ -2,6 +2,7 @@ package operators
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -207,5 +208,110 @@ func TestMPIJobV1LaunchesAfterItsWorkers(t *testing.T) {
 	}
 	if args, ok := env["OMPI_MCA_plm_rsh_args"]; ok {
 		t.Errorf("the launcher has OMPI_MCA_plm_rsh_args=%q, which would reach the operator's kubexec.sh", args)
+	}
+}
+
+// An elastic PyTorchJob of 1 to 3 workers started at 1, as its users write
+// one for muster: minAvailable is its min, or training-operator would make
+// every replica a member the gang waits for. Its pods go to the test's
+// node pool (%[1]s).
+const elasticPyTorchJob = `
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: ept
+spec:
+  runPolicy:
+    schedulingPolicy: {minAvailable: 1}
+  elasticPolicy: {rdzvBackend: c10d, minReplicas: 1, maxReplicas: 3}
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          nodeSelector: {%[2]s: %[1]s}
+          tolerations: [{key: %[2]s, operator: Equal, value: %[1]s, effect: NoSchedule}]
+          containers:
+          - {name: pytorch, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "1"}}}
+`
+
+// TestElasticPyTorchJobIsScaledThroughItsScale: on a node of 3 CPUs,
+// muster-controller grows an elastic PyTorchJob from 1 worker to 3 through
+// the PyTorchJob's scale subresource, and training-operator creates the
+// workers; when a rigid gang of two then waits for its min, it scales the
+// job back to 1, training-operator deletes workers 2 and 1, and the gang
+// is admitted whole.
+func TestElasticPyTorchJobIsScaledThroughItsScale(t *testing.T) {
+	if err := startTrainingOperator(); err != nil {
+		t.Fatalf("starting training-operator: %v", err)
+	}
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "3")
+	job := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(fmt.Sprintf(elasticPyTorchJob, ns, framework.PoolLabel)), &job.Object); err != nil {
+		t.Fatal(err)
+	}
+	jobs := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}).Namespace(ns)
+	framework.Eventually(t, "PyTorchJob ept created", func(ctx context.Context) (*unstructured.Unstructured, error) {
+		return jobs.Create(ctx, job, metav1.CreateOptions{})
+	})
+	// The job is deleted before the pool's pods, which it would create
+	// again.
+	t.Cleanup(func() {
+		if err := jobs.Delete(context.Background(), "ept", metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting PyTorchJob ept: %v", err)
+		}
+	})
+	if note := framework.WaitForEvent(t, ns, "ept", podgroup.ReasonTopologyDerived); note != "read from PyTorchJob/ept: framework pytorch, roles worker=3" {
+		t.Errorf("TopologyDerived says %q", note)
+	}
+	workers := func(want int64) {
+		t.Helper()
+		framework.Eventually(t, fmt.Sprintf("%d workers, all bound", want), func(ctx context.Context) (bool, error) {
+			got, err := jobs.Get(ctx, "ept", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			replicas, _, _ := unstructured.NestedInt64(got.Object, "spec", "pytorchReplicaSpecs", "Worker", "replicas")
+			pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=ept"})
+			if err != nil {
+				return false, err
+			}
+			var bound []string
+			for _, pod := range pods.Items {
+				if framework.IsBound(&pod) && topology.IsActiveMember(&pod) {
+					bound = append(bound, pod.Name)
+				}
+			}
+			if replicas != want || int64(len(bound)) != want {
+				return false, fmt.Errorf("worker replicas %d, bound %v", replicas, bound)
+			}
+			return true, nil
+		})
+	}
+	workers(3)
+	note := framework.WaitForEvent(t, ns, "ept", podgroup.ReasonElasticGrown)
+	if want := "scaled PyTorchJob " + ns + "/ept worker replicas 1 → 3 into idle room; fulfillment 0.00 → 1.00"; note != want {
+		t.Errorf("%s says %q; want %q", podgroup.ReasonElasticGrown, note, want)
+	}
+
+	framework.CreatePodGroup(t, ns, "rigid", 2, nil)
+	for i := range 2 {
+		framework.CreatePods(t, framework.InPool(framework.MemberPod(ns, "rigid", i, "1").Obj(), ns))
+	}
+	framework.Eventually(t, "the rigid gang bound whole", func(ctx context.Context) (bool, error) {
+		for i := range 2 {
+			pod, err := framework.Client.CoreV1().Pods(ns).Get(ctx, fmt.Sprintf("rigid-%d", i), metav1.GetOptions{})
+			if err != nil || !framework.IsBound(pod) {
+				return false, fmt.Errorf("rigid-%d not bound: %v", i, err)
+			}
+		}
+		return true, nil
+	})
+	workers(1)
+	note = framework.WaitForEvent(t, ns, "ept", podgroup.ReasonElasticShrunk)
+	if want := "scaled PyTorchJob " + ns + "/ept worker replicas 3 → 1 for gang " + ns + "/rigid (priority 0), which waits for its min; fulfillment 1.00 → 0.00"; note != want {
+		t.Errorf("%s says %q; want %q", podgroup.ReasonElasticShrunk, note, want)
 	}
 }
