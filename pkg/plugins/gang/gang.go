@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -56,6 +57,8 @@ type Gang struct {
 	attempts *attempts
 	late     *lateRooms
 	clock    clock.WithDelayedExecution
+	// pdbs weighs victims of preemption; nil counts no budget.
+	pdbs policylisters.PodDisruptionBudgetLister
 }
 
 // New builds the plugin from its args and the framework's handle.
@@ -70,6 +73,9 @@ func New(ctx context.Context, obj runtime.Object, handle framework.Handle) (fram
 	}
 	register()
 	g := newGang(handle, args, groups, clock.RealClock{})
+	// Asked for before the scheduler starts its informers, as
+	// DefaultPreemption does.
+	g.pdbs = handle.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister()
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
 	if err := groups.OnPodGroupChange(g.podGroupHandler(logger)); err != nil {
 		return nil, err
@@ -316,9 +322,11 @@ func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.
 // PreFilterExtensions returns nil: the plugin keeps no per-cycle state.
 func (g *Gang) PreFilterExtensions() framework.PreFilterExtensions { return nil }
 
-// PostFilter runs when a member fits nowhere. Before quorum, the whole
-// group is rejected at once, so no sibling keeps a reservation for a gang
-// that cannot start; after quorum the member simply retries.
+// PostFilter runs when a member fits nowhere. Before quorum, the gang
+// preempts lower-priority victims if that lets all its missing members fit
+// at once (preempt); either way the whole group's attempt ends, so no
+// sibling keeps a reservation for a gang that cannot start yet. After
+// quorum the member simply retries.
 func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ framework.NodeToStatusReader) (*framework.PostFilterResult, *fwk.Status) {
 	key, ok := topology.GroupOf(pod)
 	if !ok {
@@ -335,8 +343,15 @@ func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod
 	if status := g.backoffStatus(key); status != nil {
 		return nil, status
 	}
+	if result := g.preempt(ctx, pod, key, pg); result != nil {
+		// The attempt ends and its reservations go, with no backoff: the
+		// victims' going wakes the members, nominated onto their room.
+		// Success ends the PostFilter chain, as DefaultPreemption's does.
+		g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s fits once the victims preempted for the gang are gone", pod.Name), 0)
+		return result, fwk.NewStatus(fwk.Success)
+	}
 	reason := fmt.Sprintf("member %s fits on no node", pod.Name)
-	g.rejectGroup(ctx, key, pg, reason)
+	g.rejectGroup(ctx, key, pg, reason, g.args.backoff())
 	// Unresolvable: preempting victims for one member of a gang that is
 	// being torn down would free room for nothing.
 	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("group %s rejected: %s", key, reason))
@@ -368,7 +383,7 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	if pg == nil || g.hasQuorum(key, pg) || g.attempts.isAdmitted(key) {
 		return
 	}
-	g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s lost its reservation before the group was complete", pod.Name))
+	g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s lost its reservation before the group was complete", pod.Name), g.args.backoff())
 }
 
 // Permit holds a member until bound and reserved members reach minMember,
@@ -430,8 +445,8 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 
 // rejectGroup ends a failed attempt: every sibling waiting at Permit is
 // rejected, which releases its reservation, and the group backs off.
-func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1alpha1.PodGroup, reason string) {
-	reserved, first := g.attempts.fail(key, g.clock.Now(), g.args.backoff())
+func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1alpha1.PodGroup, reason string, backoff time.Duration) {
+	reserved, first := g.attempts.fail(key, g.clock.Now(), backoff)
 	g.late.release(key)
 	message := fmt.Sprintf("group %s rejected: %s", key, reason)
 	for _, uid := range reserved {
@@ -448,7 +463,7 @@ func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1
 	reportRejected()
 	klog.FromContext(ctx).V(2).Info("Gang rejected", "podGroup", klog.KObj(pg), "reason", reason, "released", len(reserved))
 	note := fmt.Sprintf("%s; released %d reservations", reason, len(reserved))
-	if backoff := g.args.backoff(); backoff > 0 {
+	if backoff > 0 {
 		note += fmt.Sprintf("; retrying in %s", backoff)
 		// Events that came during the backoff found the members turned
 		// away at PreFilter; wake them when it ends.

@@ -347,8 +347,13 @@ func Eventually[T any](t *testing.T, what string, get func(context.Context) (T, 
 	var result T
 	var last error
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, Timeout, true, func(ctx context.Context) (bool, error) {
-		result, last = get(ctx)
-		return last == nil, nil
+		var err error
+		result, err = get(ctx)
+		// A call the deadline cut short says nothing about what is awaited.
+		if err != nil && ctx.Err() == nil || last == nil {
+			last = err
+		}
+		return err == nil, nil
 	})
 	if err != nil {
 		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)

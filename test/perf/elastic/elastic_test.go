@@ -365,7 +365,7 @@ func summarize(rounds int, results map[shape]result) string {
 			worse = append(worse, fmt.Sprintf("%s +%.1f s", name, d.Seconds()))
 		}
 	}
-	fmt.Fprintf(&sb, "\nTargets: utilization while a job is below its max ≥ 90%%: %s (%.0f%%). No rigid gang waits longer than with the jobs rigid at min: %s.\n",
+	fmt.Fprintf(&sb, "\nTargets: utilization while a job is below its max ≥ 90%%: %s (%.1f%%). No rigid gang waits longer than with the jobs rigid at min: %s.\n",
 		met(e.belowMax >= 0.9), e.belowMax*100, metOr(len(worse) == 0, strings.Join(worse, ", ")))
 	return sb.String()
 }

@@ -1,0 +1,279 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// Reasons of the events about gang preemption.
+const (
+	ReasonPreempting = "Preempting"
+	ReasonPreempted  = "Preempted"
+)
+
+// preempt makes room for a gang that fits nowhere by taking lower-priority
+// victims, whole gangs or members above an elastic group's min, such that
+// every member the gang lacks fits at once; it nominates each member onto
+// its room. It returns nil when no such victims exist, or the gang may not
+// preempt: then nothing is taken.
+func (g *Gang) preempt(ctx context.Context, pod *corev1.Pod, key types.NamespacedName, pg *v1alpha1.PodGroup) *framework.PostFilterResult {
+	logger := klog.FromContext(ctx)
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
+		return nil
+	}
+	members := g.lackingMembers(key, pg)
+	if len(members) == 0 {
+		return nil
+	}
+	nodeInfos, err := g.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		logger.Error(err, "Listing nodes for preemption", "podGroup", key)
+		return nil
+	}
+	priority := corev1helpers.PodPriority(pod)
+	nodes, units, terminating := g.victimsOn(nodeInfos, key, priority)
+	plan := planPreemption(members, priority, nodes, units)
+	// With no victims to take, preemption helps only while earlier
+	// victims are still going.
+	if plan == nil || len(plan.victims) == 0 && !terminating {
+		return nil
+	}
+	var names []string
+	for _, victim := range plan.victims {
+		for _, p := range victim.pods {
+			if err := g.preemptVictim(ctx, p, key, priority); err != nil {
+				logger.Error(err, "Preempting a victim", "pod", klog.KObj(p), "podGroup", key)
+				return nil
+			}
+		}
+		names = append(names, victim.name)
+		g.tellVictimGroup(victim, key, priority)
+	}
+	for _, member := range members {
+		if member.UID == pod.UID || member.Status.NominatedNodeName == plan.nodes[member.Name] {
+			continue
+		}
+		if err := g.nominate(ctx, member, plan.nodes[member.Name]); err != nil {
+			logger.Error(err, "Nominating a member onto its room", "pod", klog.KObj(member), "podGroup", key)
+		}
+	}
+	if len(plan.victims) > 0 {
+		reportPreemption(len(plan.victims), victimPods(plan.victims))
+		logger.V(2).Info("Preempting for a gang", "podGroup", key, "priority", priority, "victims", names)
+		g.recordEvent(pg, corev1.EventTypeNormal, ReasonPreempting, "Preempt",
+			fmt.Sprintf("took %s (priority below %d) so that its %d missing members fit at once", strings.Join(names, ", "), priority, len(members)))
+	}
+	return &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatedNodeName: plan.nodes[pod.Name], NominatingMode: framework.ModeOverride}}
+}
+
+// lackingMembers are the gang's unbound active members it needs to reach
+// minMember, by name; none when it has too few.
+func (g *Gang) lackingMembers(key types.NamespacedName, pg *v1alpha1.PodGroup) []*corev1.Pod {
+	pods, err := g.groups.Members(key)
+	if err != nil {
+		return nil
+	}
+	var bound int32
+	var unbound []*corev1.Pod
+	for _, p := range pods {
+		switch {
+		case !topology.IsActiveMember(p):
+		case p.Spec.NodeName != "":
+			bound++
+		default:
+			unbound = append(unbound, p)
+		}
+	}
+	lacking := pg.Spec.MinMember - bound
+	if lacking <= 0 || int32(len(unbound)) < lacking {
+		return nil
+	}
+	slices.SortFunc(unbound, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return unbound[:lacking]
+}
+
+// victimsOn is each node's room, and the units preemption may take from
+// the pods on it of priority below priority. The preempting gang's own
+// reservations are room: its attempt is being torn down. Pods already
+// terminating are room too: they go whatever is decided, and counting
+// them again would take more victims than the gang needs.
+func (g *Gang) victimsOn(nodeInfos []fwk.NodeInfo, preemptor types.NamespacedName, priority int32) (nodes []nodeRoom, units []*victimUnit, terminating bool) {
+	ownBound := map[types.UID]bool{}
+	if pods, err := g.groups.Members(preemptor); err == nil {
+		for _, p := range pods {
+			ownBound[p.UID] = p.Spec.NodeName != ""
+		}
+	}
+	gangs := map[types.NamespacedName]bool{}
+	for _, info := range nodeInfos {
+		node := info.Node()
+		if node == nil {
+			continue
+		}
+		free := node.Status.Allocatable.DeepCopy()
+		for _, podInfo := range info.GetPods() {
+			p := podInfo.GetPod()
+			key, grouped := topology.GroupOf(p)
+			if p.DeletionTimestamp != nil {
+				terminating = terminating || corev1helpers.PodPriority(p) < priority
+				continue
+			}
+			if grouped && key == preemptor && !ownBound[p.UID] {
+				continue
+			}
+			free = topology.AddRequests(free, podRequest(p), -1)
+			if corev1helpers.PodPriority(p) >= priority {
+				continue
+			}
+			switch {
+			case !grouped:
+				units = append(units, &victimUnit{name: p.Namespace + "/" + p.Name, priority: corev1helpers.PodPriority(p), pods: []*corev1.Pod{p}, created: p.CreationTimestamp.Time})
+			case !gangs[key]:
+				gangs[key] = true
+				units = append(units, g.gangVictims(key)...)
+			}
+		}
+		nodes = append(nodes, nodeRoom{node: node, free: free})
+	}
+	for _, u := range units {
+		u.pdbViolations = g.pdbViolations(u.pods)
+	}
+	return nodes, units, terminating
+}
+
+// gangVictims is what preemption may take of a gang: each of an admitted
+// elastic group's bound workers above its min, the highest index first,
+// and the whole gang, every active member, bound or not.
+func (g *Gang) gangVictims(key types.NamespacedName) []*victimUnit {
+	pg := g.podGroup(key)
+	pods, err := g.groups.Members(key)
+	if pg == nil || err != nil {
+		return nil
+	}
+	whole := &victimUnit{name: key.String(), created: pg.CreationTimestamp.Time}
+	for _, p := range pods {
+		if topology.IsActiveMember(p) {
+			// A gang is as dear as its dearest member.
+			if len(whole.pods) == 0 || corev1helpers.PodPriority(p) > whole.priority {
+				whole.priority = corev1helpers.PodPriority(p)
+			}
+			whole.pods = append(whole.pods, p)
+		}
+	}
+	units := []*victimUnit{whole}
+	topo, err := g.groups.Topology(key)
+	if err != nil || topo == nil || topo.Elastic == nil {
+		return units
+	}
+	var workers []*corev1.Pod
+	var indices []int32
+	bound := g.groups.BoundCount(key)
+	for _, p := range whole.pods {
+		member, errs := topo.Identify(p)
+		if len(errs) == 0 && member.Role == topology.ElasticRole && p.Spec.NodeName != "" {
+			workers = append(workers, p)
+			indices = append(indices, member.Index)
+		}
+	}
+	// Members above the min are those bound beyond minMember.
+	extra := int(bound - pg.Spec.MinMember)
+	order := make([]int, len(workers))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return int(indices[b] - indices[a]) })
+	for _, i := range order[:max(0, min(extra, len(order)))] {
+		units = append(units, &victimUnit{
+			name: key.String(), priority: whole.priority, shrink: true, index: indices[i],
+			pods: []*corev1.Pod{workers[i]}, created: whole.created,
+		})
+	}
+	return units
+}
+
+// pdbViolations counts the pods whose PodDisruptionBudget allows no more
+// disruptions once the pods before them are gone.
+func (g *Gang) pdbViolations(pods []*corev1.Pod) int {
+	if g.pdbs == nil {
+		return 0
+	}
+	used := map[types.UID]int32{}
+	violations := 0
+	for _, p := range pods {
+		budgets, err := g.pdbs.PodDisruptionBudgets(p.Namespace).List(labels.Everything())
+		if err != nil {
+			continue
+		}
+		for _, pdb := range budgets {
+			selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+			if err != nil || selector.Empty() || !selector.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			used[pdb.UID]++
+			if used[pdb.UID] > pdb.Status.DisruptionsAllowed {
+				violations++
+				break
+			}
+		}
+	}
+	return violations
+}
+
+// preemptVictim deletes a victim and tells the pod why.
+func (g *Gang) preemptVictim(ctx context.Context, victim *corev1.Pod, preemptor types.NamespacedName, priority int32) error {
+	message := fmt.Sprintf("preempted by gang %s (priority %d), which needs its room whole", preemptor, priority)
+	g.handle.EventRecorder().Eventf(victim, nil, corev1.EventTypeNormal, ReasonPreempted, "Preempting", "%s", message)
+	err := g.handle.ClientSet().CoreV1().Pods(victim.Namespace).Delete(ctx, victim.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &victim.UID}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// tellVictimGroup records on a victim gang's PodGroup what was taken.
+func (g *Gang) tellVictimGroup(victim *victimUnit, preemptor types.NamespacedName, priority int32) {
+	key, grouped := topology.GroupOf(victim.pods[0])
+	if !grouped {
+		return
+	}
+	pg := g.podGroup(key)
+	if pg == nil {
+		return
+	}
+	note := fmt.Sprintf("all %d members preempted by gang %s (priority %d): a gang is taken whole, never left below its minMember", len(victim.pods), preemptor, priority)
+	if victim.shrink {
+		note = fmt.Sprintf("member %s above the elastic min preempted by gang %s (priority %d)", victim.pods[0].Name, preemptor, priority)
+	}
+	g.recordEvent(pg, corev1.EventTypeWarning, ReasonPreempted, "Preempted", note)
+}
+
+// nominate records the node a member's room was made on, so that no pod
+// of its priority or lower takes it while the victims go.
+func (g *Gang) nominate(ctx context.Context, member *corev1.Pod, node string) error {
+	patch := fmt.Appendf(nil, `{"status":{"nominatedNodeName":%q}}`, node)
+	_, err := g.handle.ClientSet().CoreV1().Pods(member.Namespace).Patch(ctx, member.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
+}
+
+func victimPods(units []*victimUnit) int {
+	n := 0
+	for _, u := range units {
+		n += len(u.pods)
+	}
+	return n
+}

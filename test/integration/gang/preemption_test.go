@@ -1,0 +1,103 @@
+package gang
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/muster-dev/muster/pkg/plugins/gang"
+	"github.com/muster-dev/muster/test/integration/framework"
+)
+
+// priorityClass creates a PriorityClass of the value for the test and
+// returns its name.
+func priorityClass(t *testing.T, namespace string, value int32) string {
+	t.Helper()
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", namespace, value)}, Value: value}
+	if _, err := framework.Client.SchedulingV1().PriorityClasses().Create(context.Background(), pc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating PriorityClass %s: %v", pc.Name, err)
+	}
+	t.Cleanup(func() {
+		if err := framework.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting PriorityClass %s: %v", pc.Name, err)
+		}
+	})
+	return pc.Name
+}
+
+// createPriorityGang creates a gang of size members asking for cpu each,
+// of the PriorityClass, on the test's node pool.
+func createPriorityGang(t *testing.T, namespace, group string, size int, cpu, class string) {
+	t.Helper()
+	framework.CreatePodGroup(t, namespace, group, int32(size), nil)
+	for i := range size {
+		pod := framework.InPool(framework.MemberPod(namespace, group, i, cpu).Obj(), namespace)
+		pod.Spec.PriorityClassName = class
+		framework.CreatePods(t, pod)
+	}
+}
+
+// TestAHighPriorityGangPreemptsExactlyOneWholeGang: two low-priority gangs
+// of two 2-CPU members fill two nodes of 4 CPUs; a high-priority gang of
+// two 2-CPU members then preempts one of them whole, never one member of
+// each, and is admitted whole once the victims are gone.
+func TestAHighPriorityGangPreemptsExactlyOneWholeGang(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 2, "4")
+	low, high := priorityClass(t, ns, 10), priorityClass(t, ns, 1000)
+	createPriorityGang(t, ns, "low-a", 2, "2", low)
+	waitForBound(t, ns, "low-a", 2)
+	createPriorityGang(t, ns, "low-b", 2, "2", low)
+	waitForBound(t, ns, "low-b", 2)
+
+	createPriorityGang(t, ns, "high", 2, "2", high)
+	waitForBound(t, ns, "high", 2)
+	a, b := boundPods(t, ns, "low-a"), boundPods(t, ns, "low-b")
+	if !(len(a) == 2 && len(b) == 0 || len(a) == 0 && len(b) == 2) {
+		t.Errorf("low-a has %v and low-b %v left; want one gang whole and the other gone whole", a, b)
+	}
+	victim := "low-b"
+	if len(a) == 0 {
+		victim = "low-a"
+	}
+	note := framework.WaitForEvent(t, ns, "high", gang.ReasonPreempting)
+	if want := fmt.Sprintf("took %s/%s (priority below 1000) so that its 2 missing members fit at once", ns, victim); note != want {
+		t.Errorf("%s says %q; want %q", gang.ReasonPreempting, note, want)
+	}
+	note = framework.WaitForEvent(t, ns, victim, gang.ReasonPreempted)
+	if !strings.HasPrefix(note, fmt.Sprintf("all 2 members preempted by gang %s/high (priority 1000)", ns)) {
+		t.Errorf("%s on %s says %q", gang.ReasonPreempted, victim, note)
+	}
+}
+
+// TestNothingIsPreemptedForAGangThatWouldStillNotFit: a high-priority gang
+// of three 4-CPU members cannot fit on two nodes of 4 CPUs whatever goes,
+// so the low-priority gang there keeps running whole.
+func TestNothingIsPreemptedForAGangThatWouldStillNotFit(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 2, "4")
+	low, high := priorityClass(t, ns, 10), priorityClass(t, ns, 1000)
+	createPriorityGang(t, ns, "low", 2, "2", low)
+	waitForBound(t, ns, "low", 2)
+	createPriorityGang(t, ns, "high", 3, "4", high)
+	framework.WaitForEvent(t, ns, "high", "GangRejected")
+	// Past the backoff, so that the gang was tried again.
+	time.Sleep(6 * time.Second)
+	if live := boundPods(t, ns, "low"); len(live) != 2 {
+		t.Errorf("the low-priority gang has %v left; nothing should have been taken", live)
+	}
+	events, err := framework.Client.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.Reason == gang.ReasonPreempting || e.Reason == gang.ReasonPreempted {
+			t.Errorf("%s event about %s: %s", e.Reason, e.Regarding.Name, e.Note)
+		}
+	}
+}
