@@ -115,7 +115,7 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if err != nil {
 		return err
 	}
-	if errs := duplicateOf(pod, member, siblings); len(errs) > 0 {
+	if errs := duplicateOf(pod, member, siblings, topo); len(errs) > 0 {
 		return invalidPod(pod, errs)
 	}
 	// Only MPI reads slots; only a non-worker needs another pod to find
@@ -253,15 +253,16 @@ func (d *PodDefaulter) members(ctx context.Context, key types.NamespacedName) ([
 // duplicateOf refuses a member whose role and index an active sibling
 // already has: the two would share a hostname, and the hostfile and
 // TF_CONFIG would name one of them only.
-func duplicateOf(pod *corev1.Pod, member topology.Member, siblings []corev1.Pod) field.ErrorList {
+func duplicateOf(pod *corev1.Pod, member topology.Member, siblings []corev1.Pod, topo *topology.Topology) field.ErrorList {
 	for i := range siblings {
 		other := &siblings[i]
 		if other.Name == pod.Name || !topology.IsActiveMember(other) {
 			continue
 		}
-		role, _ := topology.RoleOf(other)
-		index, ok, err := topology.IndexOf(other)
-		if role == member.Role && ok && err == nil && index == member.Index {
+		// Identified as the pod is: a JobSet's pods are numbered across
+		// its Jobs, not by their completion index alone.
+		sibling, errs := topo.Identify(other)
+		if len(errs) == 0 && sibling == member {
 			return field.ErrorList{field.Duplicate(labelPath(topology.IndexLabel), fmt.Sprintf(
 				"%s %d of group %s is pod %s already; give this pod another index, or delete that pod first", member.Role, member.Index, other.Labels[topology.GroupLabel], other.Name))}
 		}

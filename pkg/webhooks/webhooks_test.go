@@ -345,3 +345,20 @@ func TestPodDefaulterRefusesAJobSetsPodInAGroupThatDoesNotNameIt(t *testing.T) {
 		assert.Contains(t, resp.Result.Message, want, group)
 	}
 }
+
+func TestDuplicateOfNumbersAJobSetsPodsAcrossItsJobs(t *testing.T) {
+	topo, errs := topology.Parse(map[string]string{topology.FrameworkAnnotation: "pytorch", topology.RolesAnnotation: "master=1,worker=4"})
+	require.Empty(t, errs)
+	worker := func(name, job, completion string) *corev1.Pod {
+		return st.MakePod().Namespace("team-a").Name(name).Label(topology.GroupLabel, "train").
+			Label(topology.JobSetReplicatedJobLabel, "worker").Label(topology.JobSetJobIndexLabel, job).Label(topology.JobSetReplicasLabel, "2").
+			Annotation(topology.JobCompletionIndex, completion).Obj()
+	}
+	created := worker("pt-worker-0-1", "0", "1")
+	member, errs := topo.Identify(created)
+	require.Empty(t, errs)
+	require.Equal(t, int32(1), member.Index)
+	assert.Empty(t, duplicateOf(created, member, []corev1.Pod{*worker("pt-worker-1-1", "1", "1")}, topo),
+		"Job 1's pod 1 is worker 3, not worker 1")
+	assert.NotEmpty(t, duplicateOf(created, member, []corev1.Pod{*worker("pt-worker-0-1-again", "0", "1")}, topo))
+}

@@ -32,6 +32,9 @@ type attempt struct {
 	// expiryScheduled is set while a check of a partly bound gang's
 	// deadline is pending, so that failed attempts do not add more.
 	expiryScheduled bool
+	// preemptedAt is when victims were last preempted for the group, until
+	// it is admitted.
+	preemptedAt time.Time
 }
 
 func (a *attempt) waiting() bool { return len(a.reserved) > 0 && !a.admitted }
@@ -174,6 +177,19 @@ func (s *attempts) isWaiting(key types.NamespacedName) bool {
 	var waiting bool
 	s.read(key, func(a *attempt) { waiting = a.waiting() })
 	return waiting
+}
+
+// preempted records that victims were preempted for the group.
+func (s *attempts) preempted(key types.NamespacedName, now time.Time) {
+	s.update(key, func(a *attempt) { a.preemptedAt = now })
+}
+
+// takePreempted returns when victims were last preempted for the group,
+// or zero, and forgets it: the group is admitted.
+func (s *attempts) takePreempted(key types.NamespacedName) time.Time {
+	var at time.Time
+	s.update(key, func(a *attempt) { at, a.preemptedAt = a.preemptedAt, time.Time{} })
+	return at
 }
 
 // endBackoff lets the group be tried again at once; when it failed still

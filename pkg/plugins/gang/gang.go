@@ -322,28 +322,31 @@ func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.
 // PreFilterExtensions returns nil: the plugin keeps no per-cycle state.
 func (g *Gang) PreFilterExtensions() framework.PreFilterExtensions { return nil }
 
-// PostFilter runs when a member fits nowhere. Before quorum, the gang
-// preempts lower-priority victims if that lets all its missing members fit
-// at once (preempt); either way the whole group's attempt ends, so no
-// sibling keeps a reservation for a gang that cannot start yet. After
-// quorum the member simply retries.
+// PostFilter runs when a pod fits nowhere; it is muster-scheduler's
+// preemption. Before quorum, the gang preempts lower-priority victims if
+// that lets all its missing members fit at once (preempt); either way the
+// whole group's attempt ends, so no sibling keeps a reservation for a gang
+// that cannot start yet. A pod of no group, or a member after quorum,
+// preempts for itself, and takes a victim gang whole all the same.
 func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ framework.NodeToStatusReader) (*framework.PostFilterResult, *fwk.Status) {
 	key, ok := topology.GroupOf(pod)
-	if !ok {
-		return nil, fwk.NewStatus(fwk.Unschedulable)
-	}
 	pg := g.podGroup(key)
-	if pg == nil {
+	if ok && pg == nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key))
 	}
-	if g.hasQuorum(key, pg) {
-		return nil, fwk.NewStatus(fwk.Unschedulable)
+	// A pod of no group, or a member after its gang's quorum, preempts
+	// alone, but takes whole gangs too.
+	if !ok || g.hasQuorum(key, pg) {
+		if result := g.preemptPod(ctx, pod); result != nil {
+			return result, fwk.NewStatus(fwk.Success)
+		}
+		return nil, fwk.NewStatus(fwk.Unschedulable, "no lower-priority victims would make room")
 	}
 	// Turned away at PreFilter: the attempt already failed.
 	if status := g.backoffStatus(key); status != nil {
 		return nil, status
 	}
-	if result := g.preempt(ctx, pod, key, pg); result != nil {
+	if result := g.preemptGang(ctx, pod, key, pg); result != nil {
 		// The attempt ends and its reservations go, with no backoff: the
 		// victims' going wakes the members, nominated onto their room.
 		// Success ends the PostFilter chain, as DefaultPreemption's does.
@@ -436,6 +439,9 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 	// before, perhaps by a scheduler that has since restarted.
 	if first && int32(bound.Len()) < pg.Spec.MinMember {
 		reportAdmitted(latency)
+		if at := g.attempts.takePreempted(key); !at.IsZero() {
+			reportAdmittedAfterPreemption(g.clock.Since(at))
+		}
 		logger.V(2).Info("Gang admitted", "podGroup", klog.KObj(pg), "placed", placed, "minMember", pg.Spec.MinMember)
 		g.recordEvent(pg, corev1.EventTypeNormal, "GangAdmitted", "Admitted",
 			fmt.Sprintf("%d/%d members placed; all are allowed to bind", placed, pg.Spec.MinMember))

@@ -42,6 +42,13 @@ var (
 		Help:           "What preemption for gangs took: victim units (a whole gang, a member above an elastic min, a pod of no group) and their pods.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"kind"})
+	preemptionToAdmission = metrics.NewHistogram(&metrics.HistogramOpts{
+		Subsystem:      subsystem,
+		Name:           "gang_preemption_to_admission_seconds",
+		Help:           "Time from victims being preempted for a gang to the gang's admission.",
+		Buckets:        metrics.ExponentialBuckets(0.01, 2, 17),
+		StabilityLevel: metrics.ALPHA,
+	})
 	registerMetrics sync.Once
 )
 
@@ -69,12 +76,16 @@ func reportPreemption(units, pods int) {
 	preemptionVictimsTotal.WithLabelValues("pods").Add(float64(pods))
 }
 
+// reportAdmittedAfterPreemption observes how long a gang took to be
+// admitted once victims were preempted for it.
+func reportAdmittedAfterPreemption(d time.Duration) { preemptionToAdmission.Observe(d.Seconds()) }
+
 // reportWaitingGangs moves the gauge of gangs waiting at Permit.
 func reportWaitingGangs(delta float64) { waitingGangs.Add(delta) }
 
 // The scheduler serves legacyregistry on its /metrics endpoint.
 func register() {
 	registerMetrics.Do(func() {
-		legacyregistry.MustRegister(admissionDuration, attemptsTotal, waitingGangs, preemptionsTotal, preemptionVictimsTotal)
+		legacyregistry.MustRegister(admissionDuration, attemptsTotal, waitingGangs, preemptionsTotal, preemptionVictimsTotal, preemptionToAdmission)
 	})
 }

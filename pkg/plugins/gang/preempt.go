@@ -26,28 +26,63 @@ const (
 	ReasonPreempted  = "Preempted"
 )
 
-// preempt makes room for a gang that fits nowhere by taking lower-priority
-// victims, whole gangs or members above an elastic group's min, such that
-// every member the gang lacks fits at once; it nominates each member onto
-// its room. It returns nil when no such victims exist, or the gang may not
-// preempt: then nothing is taken.
-func (g *Gang) preempt(ctx context.Context, pod *corev1.Pod, key types.NamespacedName, pg *v1alpha1.PodGroup) *framework.PostFilterResult {
-	logger := klog.FromContext(ctx)
-	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
-		return nil
+// preemptor is what preemption makes room for: the members a gang lacks
+// for its quorum (its attempt being torn down, so its reservations are
+// room), or one pod, of no group or of a gang already admitted.
+type preemptor struct {
+	pod *corev1.Pod
+	// group is the pod's gang, if any; pg is set when the room is for the
+	// gang's missing members.
+	group   types.NamespacedName
+	pg      *v1alpha1.PodGroup
+	members []*corev1.Pod
+}
+
+// String names the preemptor in events: the gang, or the pod.
+func (p preemptor) String() string {
+	if p.pg != nil {
+		return "gang " + p.group.String()
 	}
+	return "pod " + p.pod.Namespace + "/" + p.pod.Name
+}
+
+// preemptGang makes room for the members a gang lacks; see preempt.
+func (g *Gang) preemptGang(ctx context.Context, pod *corev1.Pod, key types.NamespacedName, pg *v1alpha1.PodGroup) *framework.PostFilterResult {
 	members := g.lackingMembers(key, pg)
 	if len(members) == 0 {
 		return nil
 	}
-	nodeInfos, err := g.handle.SnapshotSharedLister().NodeInfos().List()
-	if err != nil {
-		logger.Error(err, "Listing nodes for preemption", "podGroup", key)
+	return g.preempt(ctx, preemptor{pod: pod, group: key, pg: pg, members: members})
+}
+
+// preemptPod makes room for one pod; see preempt. A member above an
+// elastic group's min takes only free room and preempts nothing.
+func (g *Gang) preemptPod(ctx context.Context, pod *corev1.Pod) *framework.PostFilterResult {
+	if _, extra := g.elasticFulfillment(pod); extra {
 		return nil
 	}
-	priority := corev1helpers.PodPriority(pod)
-	nodes, units, terminating := g.victimsOn(nodeInfos, key, priority)
-	plan := planPreemption(members, priority, nodes, units)
+	key, _ := topology.GroupOf(pod)
+	return g.preempt(ctx, preemptor{pod: pod, group: key, members: []*corev1.Pod{pod}})
+}
+
+// preempt makes room by taking lower-priority victims, whole gangs or
+// members above an elastic group's min or pods of no group, such that every
+// member fits at once; it nominates each member onto its room. It returns
+// nil when no such victims exist, or the pod may not preempt: then nothing
+// is taken.
+func (g *Gang) preempt(ctx context.Context, p preemptor) *framework.PostFilterResult {
+	logger := klog.FromContext(ctx)
+	if p.pod.Spec.PreemptionPolicy != nil && *p.pod.Spec.PreemptionPolicy == corev1.PreemptNever {
+		return nil
+	}
+	nodeInfos, err := g.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		logger.Error(err, "Listing nodes for preemption", "preemptor", p.String())
+		return nil
+	}
+	priority := corev1helpers.PodPriority(p.pod)
+	nodes, units, terminating := g.victimsOn(nodeInfos, p, priority)
+	plan := planPreemption(p.members, priority, nodes, units)
 	// With no victims to take, preemption helps only while earlier
 	// victims are still going.
 	if plan == nil || len(plan.victims) == 0 && !terminating {
@@ -55,30 +90,36 @@ func (g *Gang) preempt(ctx context.Context, pod *corev1.Pod, key types.Namespace
 	}
 	var names []string
 	for _, victim := range plan.victims {
-		for _, p := range victim.pods {
-			if err := g.preemptVictim(ctx, p, key, priority); err != nil {
-				logger.Error(err, "Preempting a victim", "pod", klog.KObj(p), "podGroup", key)
+		for _, v := range victim.pods {
+			if err := g.preemptVictim(ctx, v, p, priority); err != nil {
+				logger.Error(err, "Preempting a victim", "pod", klog.KObj(v), "preemptor", p.String())
 				return nil
 			}
 		}
 		names = append(names, victim.name)
-		g.tellVictimGroup(victim, key, priority)
+		g.tellVictimGroup(victim, p, priority)
 	}
-	for _, member := range members {
-		if member.UID == pod.UID || member.Status.NominatedNodeName == plan.nodes[member.Name] {
+	for _, member := range p.members {
+		if member.UID == p.pod.UID || member.Status.NominatedNodeName == plan.nodes[member.Name] {
 			continue
 		}
 		if err := g.nominate(ctx, member, plan.nodes[member.Name]); err != nil {
-			logger.Error(err, "Nominating a member onto its room", "pod", klog.KObj(member), "podGroup", key)
+			logger.Error(err, "Nominating a member onto its room", "pod", klog.KObj(member), "preemptor", p.String())
 		}
 	}
 	if len(plan.victims) > 0 {
 		reportPreemption(len(plan.victims), victimPods(plan.victims))
-		logger.V(2).Info("Preempting for a gang", "podGroup", key, "priority", priority, "victims", names)
-		g.recordEvent(pg, corev1.EventTypeNormal, ReasonPreempting, "Preempt",
-			fmt.Sprintf("took %s (priority below %d) so that its %d missing members fit at once", strings.Join(names, ", "), priority, len(members)))
+		logger.V(2).Info("Preempting", "preemptor", p.String(), "priority", priority, "victims", names)
+		note := fmt.Sprintf("took %s (priority below %d) so that its %d missing members fit at once", strings.Join(names, ", "), priority, len(p.members))
+		if p.pg != nil {
+			g.attempts.preempted(p.group, g.clock.Now())
+			g.recordEvent(p.pg, corev1.EventTypeNormal, ReasonPreempting, "Preempt", note)
+		} else {
+			note = fmt.Sprintf("took %s (priority below %d) so that it fits", strings.Join(names, ", "), priority)
+			g.handle.EventRecorder().Eventf(p.pod, nil, corev1.EventTypeNormal, ReasonPreempting, "Preempt", "%s", note)
+		}
 	}
-	return &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatedNodeName: plan.nodes[pod.Name], NominatingMode: framework.ModeOverride}}
+	return &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatedNodeName: plan.nodes[p.pod.Name], NominatingMode: framework.ModeOverride}}
 }
 
 // lackingMembers are the gang's unbound active members it needs to reach
@@ -108,15 +149,17 @@ func (g *Gang) lackingMembers(key types.NamespacedName, pg *v1alpha1.PodGroup) [
 }
 
 // victimsOn is each node's room, and the units preemption may take from
-// the pods on it of priority below priority. The preempting gang's own
-// reservations are room: its attempt is being torn down. Pods already
-// terminating are room too: they go whatever is decided, and counting
-// them again would take more victims than the gang needs.
-func (g *Gang) victimsOn(nodeInfos []fwk.NodeInfo, preemptor types.NamespacedName, priority int32) (nodes []nodeRoom, units []*victimUnit, terminating bool) {
-	ownBound := map[types.UID]bool{}
-	if pods, err := g.groups.Members(preemptor); err == nil {
-		for _, p := range pods {
-			ownBound[p.UID] = p.Spec.NodeName != ""
+// the pods on it of priority below priority, never of the preemptor's own
+// gang. Pods already terminating are room: they go whatever is decided,
+// and counting them again would take more victims than needed.
+func (g *Gang) victimsOn(nodeInfos []fwk.NodeInfo, preempting preemptor, priority int32) (nodes []nodeRoom, units []*victimUnit, terminating bool) {
+	// The reservations of a gang whose attempt is torn down are room.
+	reserved := map[types.UID]bool{}
+	if preempting.pg != nil {
+		if pods, err := g.groups.Members(preempting.group); err == nil {
+			for _, p := range pods {
+				reserved[p.UID] = p.Spec.NodeName == ""
+			}
 		}
 	}
 	gangs := map[types.NamespacedName]bool{}
@@ -133,11 +176,11 @@ func (g *Gang) victimsOn(nodeInfos []fwk.NodeInfo, preemptor types.NamespacedNam
 				terminating = terminating || corev1helpers.PodPriority(p) < priority
 				continue
 			}
-			if grouped && key == preemptor && !ownBound[p.UID] {
+			if reserved[p.UID] {
 				continue
 			}
 			free = topology.AddRequests(free, podRequest(p), -1)
-			if corev1helpers.PodPriority(p) >= priority {
+			if corev1helpers.PodPriority(p) >= priority || grouped && key == preempting.group {
 				continue
 			}
 			switch {
@@ -235,8 +278,8 @@ func (g *Gang) pdbViolations(pods []*corev1.Pod) int {
 }
 
 // preemptVictim deletes a victim and tells the pod why.
-func (g *Gang) preemptVictim(ctx context.Context, victim *corev1.Pod, preemptor types.NamespacedName, priority int32) error {
-	message := fmt.Sprintf("preempted by gang %s (priority %d), which needs its room whole", preemptor, priority)
+func (g *Gang) preemptVictim(ctx context.Context, victim *corev1.Pod, p preemptor, priority int32) error {
+	message := fmt.Sprintf("preempted by %s (priority %d)", p, priority)
 	g.handle.EventRecorder().Eventf(victim, nil, corev1.EventTypeNormal, ReasonPreempted, "Preempting", "%s", message)
 	err := g.handle.ClientSet().CoreV1().Pods(victim.Namespace).Delete(ctx, victim.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &victim.UID}})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -246,7 +289,7 @@ func (g *Gang) preemptVictim(ctx context.Context, victim *corev1.Pod, preemptor 
 }
 
 // tellVictimGroup records on a victim gang's PodGroup what was taken.
-func (g *Gang) tellVictimGroup(victim *victimUnit, preemptor types.NamespacedName, priority int32) {
+func (g *Gang) tellVictimGroup(victim *victimUnit, p preemptor, priority int32) {
 	key, grouped := topology.GroupOf(victim.pods[0])
 	if !grouped {
 		return
@@ -255,9 +298,9 @@ func (g *Gang) tellVictimGroup(victim *victimUnit, preemptor types.NamespacedNam
 	if pg == nil {
 		return
 	}
-	note := fmt.Sprintf("all %d members preempted by gang %s (priority %d): a gang is taken whole, never left below its minMember", len(victim.pods), preemptor, priority)
+	note := fmt.Sprintf("all %d members preempted by %s (priority %d): a gang is taken whole, never left below its minMember", len(victim.pods), p, priority)
 	if victim.shrink {
-		note = fmt.Sprintf("member %s above the elastic min preempted by gang %s (priority %d)", victim.pods[0].Name, preemptor, priority)
+		note = fmt.Sprintf("member %s above the elastic min preempted by %s (priority %d)", victim.pods[0].Name, p, priority)
 	}
 	g.recordEvent(pg, corev1.EventTypeWarning, ReasonPreempted, "Preempted", note)
 }

@@ -15,6 +15,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
 )
 
 func cpus(n int) corev1.ResourceList {
@@ -182,6 +184,59 @@ func TestAHighPriorityGangPreemptsOneWholeGangAndNominatesItsRoom(t *testing.T) 
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantNode, sibling.Status.NominatedNodeName, "the sibling is nominated onto the room too")
 			assert.Nil(t, f.gang.backoffStatus(types.NamespacedName{Namespace: ns, Name: "high"}), "the gang retries as the victims go")
+		})
+	}
+}
+
+func TestAPodOfNoGroupTakesAVictimGangWholeOrShrinksAnElasticOne(t *testing.T) {
+	cpu := func(w *st.PodWrapper, n string) *st.PodWrapper {
+		return w.Req(map[corev1.ResourceName]string{"cpu": n})
+	}
+	worker := func(name, index, node string) *corev1.Pod {
+		return cpu(member("elastic", name), "1").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, index).Node(node).Obj()
+	}
+	tests := []struct {
+		name        string
+		groups      []*v1alpha1.PodGroup
+		pods        []*corev1.Pod
+		wantDeleted []string
+	}{
+		{
+			name:   "a gang's member is never taken alone",
+			groups: []*v1alpha1.PodGroup{podGroup("low-a", 2).Obj(), podGroup("low-b", 2).Time(epoch.Add(time.Minute)).Obj()},
+			pods: []*corev1.Pod{
+				cpu(member("low-a", "la0"), "2").Node("node-1").Obj(), cpu(member("low-a", "la1"), "2").Node("node-1").Obj(),
+				cpu(member("low-b", "lb0"), "2").Node("node-2").Obj(), cpu(member("low-b", "lb1"), "2").Node("node-2").Obj(),
+			},
+			wantDeleted: []string{"lb0", "lb1"},
+		},
+		{
+			name:   "an elastic group gives members above its min, the highest index first, before a gang goes",
+			groups: []*v1alpha1.PodGroup{podGroup("elastic", 1).Elastic("worker=4", "1:4").Obj(), podGroup("low", 2).Time(epoch.Add(time.Minute)).Obj()},
+			pods: []*corev1.Pod{
+				worker("e0", "0", "node-1"), worker("e1", "1", "node-1"), worker("e2", "2", "node-1"), worker("e3", "3", "node-1"),
+				cpu(member("low", "l0"), "2").Node("node-2").Obj(), cpu(member("low", "l1"), "2").Node("node-2").Obj(),
+			},
+			wantDeleted: []string{"e2", "e3"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			solo := cpu(st.MakePod().Namespace(ns).Name("solo").UID("solo"), "2").Priority(10).Obj()
+			f := newFixture(t, Args{}, tt.groups, append(tt.pods, solo))
+			result, status := f.gang.PostFilter(f.ctx, nil, solo, nil)
+			require.True(t, status.IsSuccess(), "%v", status)
+			require.NotNil(t, result)
+			pods, err := f.client.CoreV1().Pods(ns).List(f.ctx, metav1.ListOptions{})
+			require.NoError(t, err)
+			var deleted []string
+			for _, p := range tt.pods {
+				if !slices.ContainsFunc(pods.Items, func(left corev1.Pod) bool { return left.Name == p.Name }) {
+					deleted = append(deleted, p.Name)
+				}
+			}
+			slices.Sort(deleted)
+			assert.Equal(t, tt.wantDeleted, deleted)
 		})
 	}
 }

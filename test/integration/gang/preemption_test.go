@@ -7,10 +7,14 @@ import (
 	"testing"
 	"time"
 
+	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/plugins/gang"
+	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
 
@@ -99,5 +103,85 @@ func TestNothingIsPreemptedForAGangThatWouldStillNotFit(t *testing.T) {
 		if e.Reason == gang.ReasonPreempting || e.Reason == gang.ReasonPreempted {
 			t.Errorf("%s event about %s: %s", e.Reason, e.Regarding.Name, e.Note)
 		}
+	}
+}
+
+// TestAPodOfNoGroupTakesAVictimGangWhole: a high-priority pod of 2 CPUs on
+// a node of 4 that a low-priority gang of two 2-CPU members fills needs
+// one member's room, and takes the gang whole: kube-scheduler's default
+// preemption would have left the other member running broken.
+func TestAPodOfNoGroupTakesAVictimGangWhole(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "4")
+	low, high := priorityClass(t, ns, 10), priorityClass(t, ns, 1000)
+	createPriorityGang(t, ns, "low", 2, "2", low)
+	waitForBound(t, ns, "low", 2)
+	solo := framework.InPool(framework.MemberPod(ns, "none", 0, "2").Name("solo").Obj(), ns)
+	delete(solo.Labels, topology.GroupLabel)
+	solo.Spec.PriorityClassName = high
+	framework.CreatePods(t, solo)
+	framework.WaitForPod(t, ns, "solo", "bound", framework.IsBound)
+	if left := boundPods(t, ns, "low"); len(left) != 0 {
+		t.Errorf("the low-priority gang has %v left; a gang is taken whole", left)
+	}
+	note := framework.WaitForEvent(t, ns, "low", gang.ReasonPreempted)
+	if want := fmt.Sprintf("all 2 members preempted by pod %s/solo (priority 1000)", ns); !strings.HasPrefix(note, want) {
+		t.Errorf("%s says %q; want it to start %q", gang.ReasonPreempted, note, want)
+	}
+}
+
+// TestAnElasticVictimIsShrunkRatherThanTakenWhole: an elastic group of 1
+// to 4 one-CPU workers fills a node of 4 CPUs; a high-priority gang of two
+// 1-CPU members takes workers 3 and 2, which are above the group's min,
+// and the group keeps running with workers 0 and 1.
+func TestAnElasticVictimIsShrunkRatherThanTakenWhole(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "4")
+	high := priorityClass(t, ns, 1000)
+	createElastic(t, ns, "e", 4)
+	waitForBound(t, ns, "e", 4)
+	createPriorityGang(t, ns, "high", 2, "1", high)
+	waitForBound(t, ns, "high", 2)
+	if bound := boundPods(t, ns, "e"); strings.Join(bound, ",") != "e-0,e-1" {
+		t.Errorf("the elastic group has %v bound; want workers 0 and 1, its highest indices taken", bound)
+	}
+	note := framework.WaitForEvent(t, ns, "e", gang.ReasonPreempted)
+	if !strings.Contains(note, "above the elastic min preempted by gang "+ns+"/high (priority 1000)") {
+		t.Errorf("%s says %q", gang.ReasonPreempted, note)
+	}
+}
+
+// TestAGangWhosePodDisruptionBudgetAllowsNoDisruptionIsTakenLast: of two
+// low-priority gangs that fill two nodes, the younger would go first, but
+// a PodDisruptionBudget guards it, so the older goes instead.
+func TestAGangWhosePodDisruptionBudgetAllowsNoDisruptionIsTakenLast(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 2, "4")
+	low, high := priorityClass(t, ns, 10), priorityClass(t, ns, 1000)
+	createPriorityGang(t, ns, "older", 2, "2", low)
+	waitForBound(t, ns, "older", 2)
+	createPriorityGang(t, ns, "guarded", 2, "2", low)
+	waitForBound(t, ns, "guarded", 2)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "guarded"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptr.To(intstr.FromInt32(2)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{topology.GroupLabel: "guarded"}},
+		},
+	}
+	if _, err := framework.Client.PolicyV1().PodDisruptionBudgets(ns).Create(context.Background(), pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, "the budget counting both members healthy", func(ctx context.Context) (bool, error) {
+		got, err := framework.Client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "guarded", metav1.GetOptions{})
+		if err != nil || got.Status.CurrentHealthy != 2 || got.Status.ObservedGeneration != got.Generation {
+			return false, fmt.Errorf("budget status %+v: %v", got.Status, err)
+		}
+		return true, nil
+	})
+	createPriorityGang(t, ns, "high", 2, "2", high)
+	waitForBound(t, ns, "high", 2)
+	if older, guarded := boundPods(t, ns, "older"), boundPods(t, ns, "guarded"); len(older) != 0 || len(guarded) != 2 {
+		t.Errorf("older has %v and guarded %v left; want older gone whole and guarded kept", older, guarded)
 	}
 }
