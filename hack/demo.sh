@@ -234,6 +234,10 @@ for _ in $(seq 300); do
 	(($(elastic_bound elastic-a) + $(elastic_bound elastic-b) == 6)) && break
 	sleep 0.2
 done
+if (($(elastic_bound elastic-a) + $(elastic_bound elastic-b) != 6)); then
+	echo "the elastic groups did not grow into the node: elastic-a $(elastic_bound elastic-a), elastic-b $(elastic_bound elastic-b) workers" >&2
+	exit 1
+fi
 echo "both grew into the node: elastic-a $(elastic_bound elastic-a), elastic-b $(elastic_bound elastic-b) workers"
 kubectl get statefulsets --namespace muster-elastic -o custom-columns='STATEFULSET:.metadata.name,REPLICAS:.spec.replicas'
 echo "Applying manifests/examples/elastic/rigid.yaml: a rigid gang of two, with no room left"
@@ -249,7 +253,7 @@ kubectl get events.events.k8s.io --namespace muster-elastic --sort-by .metadata.
 a=$(elastic_bound elastic-a) b=$(elastic_bound elastic-b) rigid=$(elastic_bound rigid)
 kubectl delete statefulsets --namespace muster-elastic --all >/dev/null
 kubectl delete node elastic-pool >/dev/null
-if ((rigid != 2 || a < 1 || b < 1)); then
+if ((rigid != 2 || a != 2 || b != 2)); then
 	echo "the rigid gang has $rigid of 2 pods running, elastic-a $a and elastic-b $b" >&2
 	exit 1
 fi

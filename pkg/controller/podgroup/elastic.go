@@ -337,8 +337,8 @@ func (r *ElasticScaler) shrink(ctx context.Context, cut []shrink, gang types.Nam
 
 // shareIdleRoom gives idle room to elastic groups whose owner can be
 // scaled, the least fulfilled first, at most once per idleRoomInterval
-// (it asks to run again when it is too soon) and never while a gang waits
-// for room that the nodes it may use could hold: that room is the gang's.
+// (it asks to run again when it is too soon), and never on a node that a
+// gang waiting for room may use: that room is the gang's.
 func (r *ElasticScaler) shareIdleRoom(ctx context.Context) (reconcile.Result, error) {
 	now := r.Clock.Now()
 	r.mu.Lock()
@@ -382,13 +382,7 @@ func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, gang := range waiting {
-		if couldHold(nodes, gang) {
-			klog.FromContext(ctx).V(5).Info("Idle room is kept for a waiting gang", "pod", klog.KObj(gang.pending))
-			return nil
-		}
-	}
-	gains := planGrowth(growable, nodes)
+	gains := planGrowth(growable, roomNoGangWaitsFor(nodes, waiting))
 	for _, g := range growable {
 		gain := gains[g]
 		if gain == 0 {
@@ -451,6 +445,25 @@ func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]nodeRoom, error) {
 type waitingGang struct {
 	need    corev1.ResourceList
 	pending *corev1.Pod
+}
+
+// roomNoGangWaitsFor is the nodes that no waiting gang may use: the room
+// on the others is the gang's. A gang the nodes it may use could not hold,
+// however empty, waits for no room anyone could give it, and keeps none.
+func roomNoGangWaitsFor(nodes []nodeRoom, waiting []waitingGang) []nodeRoom {
+	var holding []waitingGang
+	for _, gang := range waiting {
+		if couldHold(nodes, gang) {
+			holding = append(holding, gang)
+		}
+	}
+	var free []nodeRoom
+	for _, n := range nodes {
+		if !slices.ContainsFunc(holding, func(gang waitingGang) bool { return topology.MayRunOn(gang.pending, n.node) }) {
+			free = append(free, n)
+		}
+	}
+	return free
 }
 
 // couldHold reports whether the nodes the gang's pending member may use

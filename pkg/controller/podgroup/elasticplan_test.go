@@ -232,3 +232,22 @@ func TestRoomIsTakenBackInTheReverseOfTheOrderItIsGiven(t *testing.T) {
 		assert.Equal(t, "big", plan[0].group.key.Name)
 	}
 }
+
+func TestIdleRoomIsOnlyWhereNoGangWaits(t *testing.T) {
+	waiting := func(pool string, need corev1.ResourceList) waitingGang {
+		pending := st.MakePod().Name("gang-0").NodeSelector(map[string]string{"pool": pool}).Obj()
+		return waitingGang{need: need, pending: pending}
+	}
+	nodes := []nodeRoom{room("x1", "x", cpu("4")), room("x2", "x", cpu("4")), room("y1", "y", cpu("4"))}
+	names := func(rooms []nodeRoom) []string {
+		var out []string
+		for _, r := range rooms {
+			out = append(out, r.node.Name)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"y1"}, names(roomNoGangWaitsFor(nodes, []waitingGang{waiting("x", cpu("6"))})),
+		"the nodes a waiting gang may use are its")
+	assert.Equal(t, []string{"x1", "x2", "y1"}, names(roomNoGangWaitsFor(nodes, []waitingGang{waiting("x", cpu("9"))})),
+		"a gang its nodes could never hold keeps no room")
+}
