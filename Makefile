@@ -63,7 +63,7 @@ demo: tools build ## Start a local cluster, schedule example pods with muster-sc
 .PHONY: lint
 lint: ## go vet and gofmt.
 	go vet ./...
-	go vet -tags bench ./test/perf ./test/perf/elastic
+	go vet -tags bench ./test/perf ./test/perf/elastic ./test/perf/preemption
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n $$unformatted ]]; then echo "gofmt wants to rewrite:"; echo "$$unformatted"; exit 1; fi
 
@@ -99,6 +99,10 @@ bench-quick: tools ## A reduced benchmark run, one round of small workloads, for
 .PHONY: bench-elastic
 bench-elastic: tools build ## Elastic groups against the same jobs rigid at min and at max, on the real control plane, BENCH_ELASTIC_ROUNDS (3) rounds of about 4 min; writes docs/elastic-benchmark.md.
 	BENCH_ELASTIC_DOC=$(CURDIR)/docs/elastic-benchmark.md go test -tags bench -run '^$$' -bench BenchmarkElasticSharing -benchtime 1x -timeout 30m ./test/perf/elastic
+
+.PHONY: bench-preemption
+bench-preemption: tools build ## muster's gang-aware preemption against DefaultPreemption, two profiles of one muster-scheduler on the real control plane (about a minute); writes docs/preemption-benchmark.md.
+	BENCH_PREEMPTION_DOC=$(CURDIR)/docs/preemption-benchmark.md go test -tags bench -run '^$$' -bench BenchmarkPreemption -benchtime 1x -timeout 30m ./test/perf/preemption
 
 .PHONY: images
 images: ## Build the muster-scheduler and muster-controller images (needs docker or podman, and registry access).

@@ -262,6 +262,54 @@ echo "muster-controller scaled both StatefulSets up into the idle node; when the
 echo "rigid gang could not reach its min, it scaled each down by one, the most"
 echo "fulfilled group first, none below its min, and the gang was admitted whole."
 
+say "A high-priority gang arriving into a full node takes one gang whole"
+kubectl create namespace muster-preemption >/dev/null
+# A node of 4 CPUs for this part alone.
+kubectl create -f - >/dev/null <<'NODE'
+apiVersion: v1
+kind: Node
+metadata:
+  name: preemption-pool
+  labels: {muster.dev/demo-pool: preemption, kubernetes.io/hostname: preemption-pool}
+  annotations: {kwok.x-k8s.io/node: fake}
+spec:
+  taints: [{key: muster.dev/demo-pool, value: preemption, effect: NoSchedule}]
+status:
+  allocatable: {cpu: "4", memory: 64Gi, pods: "110"}
+  capacity: {cpu: "4", memory: 64Gi, pods: "110"}
+NODE
+running() {
+	kubectl get pods --namespace muster-preemption --field-selector status.phase=Running --selector "scheduling.x-k8s.io/pod-group=$1" -o name | wc -l
+}
+kubectl apply -f "$root/manifests/examples/preemption/priorities.yaml" >/dev/null
+echo "Applying manifests/examples/preemption/low.yaml: two low-priority gangs of two fill the node"
+kubectl apply --namespace muster-preemption -f "$root/manifests/examples/preemption/low.yaml" >/dev/null
+for _ in $(seq 150); do
+	(($(running low-a) + $(running low-b) == 4)) && break
+	sleep 0.2
+done
+echo "Applying manifests/examples/preemption/high.yaml: a high-priority gang of two"
+kubectl apply --namespace muster-preemption -f "$root/manifests/examples/preemption/high.yaml" >/dev/null
+for _ in $(seq 300); do
+	(($(running high) == 2)) && break
+	sleep 0.2
+done
+kubectl get pods --namespace muster-preemption --sort-by .metadata.name \
+	-o custom-columns='POD:.metadata.name,GROUP:.metadata.labels.scheduling\.x-k8s\.io/pod-group,PRIORITY:.spec.priority,PHASE:.status.phase,NODE:.spec.nodeName'
+kubectl get events.events.k8s.io --namespace muster-preemption --sort-by .metadata.resourceVersion \
+	-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk 'NR == 1 || $2 ~ /^Preempt|^GangAdmitted/'
+a=$(running low-a) b=$(running low-b) high=$(running high)
+kubectl delete node preemption-pool >/dev/null
+kubectl delete -f "$root/manifests/examples/preemption/priorities.yaml" >/dev/null
+if ((high != 2 || a + b != 2 || a == 1)); then
+	echo "the high-priority gang has $high of 2 pods running, low-a $a and low-b $b: want one low gang whole and the other gone whole" >&2
+	exit 1
+fi
+echo
+echo "muster-scheduler found that one low-priority gang's room lets the whole"
+echo "high-priority gang fit, preempted that gang whole rather than a member of"
+echo "each, nominated the high gang's members onto the room, and admitted it."
+
 if [[ ${KEEP:-} == 1 ]]; then
 	echo
 	echo "The cluster keeps running (KEEP=1):"

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -71,18 +72,19 @@ func NewModel(podGroups schedulinglisters.PodGroupLister, pods cache.Indexer) *M
 
 var (
 	modelsMu sync.Mutex
-	// models holds the model of each framework (one per profile), so that
-	// the plugins of a profile share it.
-	models = map[framework.Handle]*Model{}
+	// models holds the model of each scheduler, by its informer factory,
+	// which all its profiles share: so do their plugins, and the pod
+	// informer is indexed once.
+	models = map[informers.SharedInformerFactory]*Model{}
 )
 
-// ModelFor returns the model of the profile whose handle this is, creating
-// it, with its informers started and synced, for the first plugin that
-// asks.
+// ModelFor returns the model of the scheduler whose handle this is,
+// creating it, with its informers started and synced, for the first
+// plugin that asks.
 func ModelFor(ctx context.Context, handle framework.Handle) (*Model, error) {
 	modelsMu.Lock()
 	defer modelsMu.Unlock()
-	if m, ok := models[handle]; ok {
+	if m, ok := models[handle.SharedInformerFactory()]; ok {
 		return m, nil
 	}
 	podInformer, err := podIndexer(handle)
@@ -113,7 +115,7 @@ func ModelFor(ctx context.Context, handle framework.Handle) (*Model, error) {
 			return nil, fmt.Errorf("syncing the informer of %v", typ)
 		}
 	}
-	models[handle] = m
+	models[handle.SharedInformerFactory()] = m
 	return m, nil
 }
 
