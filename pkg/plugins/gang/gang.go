@@ -353,7 +353,7 @@ func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod
 		g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s fits once the victims preempted for the gang are gone", pod.Name), 0)
 		return result, fwk.NewStatus(fwk.Success)
 	}
-	reason := fmt.Sprintf("member %s fits on no node", pod.Name)
+	reason := fmt.Sprintf("member %s fits on no node, and no lower-priority victims would make room for all the members the gang lacks", pod.Name)
 	g.rejectGroup(ctx, key, pg, reason, g.args.backoff())
 	// Unresolvable: preempting victims for one member of a gang that is
 	// being torn down would free room for nothing.

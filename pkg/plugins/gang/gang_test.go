@@ -370,7 +370,7 @@ func TestPostFilterBeforeQuorumRejectsTheGroup(t *testing.T) {
 	}
 	events := f.drainEvents()
 	require.Len(t, events, 1)
-	assert.True(t, strings.HasPrefix(events[0], "Warning GangRejected member p2 fits on no node; released 2 reservations; retrying in 10s"), events[0])
+	assert.True(t, strings.HasPrefix(events[0], "Warning GangRejected member p2 fits on no node, and no lower-priority victims would make room for all the members the gang lacks; released 2 reservations; retrying in 10s"), events[0])
 
 	// The group backs off, then its pending members are woken.
 	_, status = f.gang.PreFilter(f.ctx, nil, members[0], nil)

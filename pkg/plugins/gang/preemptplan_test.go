@@ -147,15 +147,21 @@ func TestAHighPriorityGangPreemptsOneWholeGangAndNominatesItsRoom(t *testing.T) 
 	tests := []struct {
 		name        string
 		perMember   string
+		never       bool
 		wantNode    string
 		wantDeleted []string
 	}{
-		{"room for the gang: the youngest gang goes whole", "2", "node-2", []string{"lb0", "lb1"}},
-		{"no room even with every victim gone: nothing is taken", "5", "", nil},
+		{"room for the gang: the youngest gang goes whole", "2", false, "node-2", []string{"lb0", "lb1"}},
+		{"no room even with every victim gone: nothing is taken", "5", false, "", nil},
+		{"preemptionPolicy Never: nothing is taken", "2", true, "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h0, h1 := high("h0", tt.perMember), high("h1", tt.perMember)
+			if tt.never {
+				never := corev1.PreemptNever
+				h0.Spec.PreemptionPolicy, h1.Spec.PreemptionPolicy = &never, &never
+			}
 			f := newFixture(t, Args{}, []*v1alpha1.PodGroup{
 				podGroup("low-a", 2).Obj(), podGroup("low-b", 2).Time(epoch.Add(time.Minute)).Obj(), podGroup("high", 2).Obj(),
 			}, []*corev1.Pod{

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -184,4 +186,98 @@ func TestAGangWhosePodDisruptionBudgetAllowsNoDisruptionIsTakenLast(t *testing.T
 	if older, guarded := boundPods(t, ns, "older"), boundPods(t, ns, "guarded"); len(older) != 0 || len(guarded) != 2 {
 		t.Errorf("older has %v and guarded %v left; want older gone whole and guarded kept", older, guarded)
 	}
+}
+
+// TestAPodOfNoGroupGoesBeforeAGangOfTheSamePriority: a low-priority pod of
+// 2 CPUs and a low-priority gang of two 1-CPU members fill a node of 4; a
+// high-priority gang of two 1-CPU members takes the pod, one victim,
+// rather than the gang, two.
+func TestAPodOfNoGroupGoesBeforeAGangOfTheSamePriority(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "4")
+	low, high := priorityClass(t, ns, 10), priorityClass(t, ns, 1000)
+	lone := framework.InPool(framework.MemberPod(ns, "none", 0, "2").Name("lone").Obj(), ns)
+	delete(lone.Labels, topology.GroupLabel)
+	lone.Spec.PriorityClassName = low
+	framework.CreatePods(t, lone)
+	framework.WaitForPod(t, ns, "lone", "bound", framework.IsBound)
+	createPriorityGang(t, ns, "low", 2, "1", low)
+	waitForBound(t, ns, "low", 2)
+	createPriorityGang(t, ns, "high", 2, "1", high)
+	waitForBound(t, ns, "high", 2)
+	if left := boundPods(t, ns, "low"); len(left) != 2 {
+		t.Errorf("the low-priority gang has %v left; the pod of no group was the cheaper victim", left)
+	}
+	note := framework.WaitForEvent(t, ns, "high", gang.ReasonPreempting)
+	if want := fmt.Sprintf("took %s/lone (priority below 1000)", ns); !strings.HasPrefix(note, want) {
+		t.Errorf("%s says %q; want it to start %q", gang.ReasonPreempting, note, want)
+	}
+}
+
+// TestAPreemptedGangsOwnerRecreatesItAndItWaitsWhole: a low-priority gang
+// whose pods a StatefulSet owns is preempted whole by a high-priority
+// gang; the StatefulSet creates its pods again, and they wait as a gang,
+// none bound, until the high gang is gone, then are bound whole.
+func TestAPreemptedGangsOwnerRecreatesItAndItWaitsWhole(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "4")
+	low, high := priorityClass(t, ns, 10), priorityClass(t, ns, 1000)
+	framework.CreatePodGroup(t, ns, "victim", 2, nil)
+	template := framework.InPool(framework.MemberPod(ns, "victim", 0, "2").Obj(), ns)
+	template.Spec.PriorityClassName = low
+	set := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "victim"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To[int32](2),
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: map[string]string{topology.GroupLabel: "victim"}},
+			Template:            corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: template.Labels}, Spec: template.Spec},
+		},
+	}
+	sets := framework.Client.AppsV1().StatefulSets(ns)
+	if _, err := sets.Create(context.Background(), set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sets.Delete(context.Background(), "victim", metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting StatefulSet victim: %v", err)
+		}
+	})
+	waitForBound(t, ns, "victim", 2)
+	first, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), "victim-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	createPriorityGang(t, ns, "high", 2, "2", high)
+	waitForBound(t, ns, "high", 2)
+	framework.Eventually(t, "the victim's pods created again, waiting whole", func(ctx context.Context) (bool, error) {
+		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=victim"})
+		if err != nil {
+			return false, err
+		}
+		var again []string
+		for _, pod := range pods.Items {
+			if pod.UID != first.UID && pod.DeletionTimestamp == nil {
+				again = append(again, pod.Name)
+			}
+			if framework.IsBound(&pod) && pod.DeletionTimestamp == nil {
+				return false, fmt.Errorf("pod %s of the victim gang is bound while the high gang holds the node", pod.Name)
+			}
+		}
+		if len(again) != 2 {
+			return false, fmt.Errorf("recreated %v", again)
+		}
+		return true, nil
+	})
+	// Never one member alone while they wait.
+	time.Sleep(2 * time.Second)
+	if bound := boundCount(t, ns, "victim"); bound != 0 {
+		t.Errorf("%d of the victim gang's recreated pods bound beside the high gang", bound)
+	}
+
+	if err := framework.Client.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=high"}); err != nil {
+		t.Fatal(err)
+	}
+	waitForBound(t, ns, "victim", 2)
 }
