@@ -209,22 +209,27 @@ echo "Trainer's PodGroup counted the initializer, which must finish before the"
 echo "nodes exist; muster ran it first, alone, made the three nodes the gang,"
 echo "and the TrainJob completed with Trainer's environment as Trainer wrote it."
 
-say "Elastic groups sharing idle room, and giving it back to a rigid gang"
-kubectl create namespace muster-elastic >/dev/null
-# A node of 6 CPUs for this part alone.
-kubectl create -f - >/dev/null <<'NODE'
+# pool_node POOL CPUS creates a simulated node <POOL>-pool of that many
+# CPUs, labelled and tainted muster.dev/demo-pool=POOL, for one part alone.
+pool_node() {
+	kubectl create -f - >/dev/null <<NODE
 apiVersion: v1
 kind: Node
 metadata:
-  name: elastic-pool
-  labels: {muster.dev/demo-pool: elastic, kubernetes.io/hostname: elastic-pool}
+  name: $1-pool
+  labels: {muster.dev/demo-pool: $1, kubernetes.io/hostname: $1-pool}
   annotations: {kwok.x-k8s.io/node: fake}
 spec:
-  taints: [{key: muster.dev/demo-pool, value: elastic, effect: NoSchedule}]
+  taints: [{key: muster.dev/demo-pool, value: $1, effect: NoSchedule}]
 status:
-  allocatable: {cpu: "6", memory: 64Gi, pods: "110"}
-  capacity: {cpu: "6", memory: 64Gi, pods: "110"}
+  allocatable: {cpu: "$2", memory: 64Gi, pods: "110"}
+  capacity: {cpu: "$2", memory: 64Gi, pods: "110"}
 NODE
+}
+
+say "Elastic groups sharing idle room, and giving it back to a rigid gang"
+kubectl create namespace muster-elastic >/dev/null
+pool_node elastic 6
 elastic_bound() {
 	kubectl get pods --namespace muster-elastic --field-selector status.phase=Running --selector "scheduling.x-k8s.io/pod-group=$1" -o name | wc -l
 }
@@ -264,20 +269,7 @@ echo "fulfilled group first, none below its min, and the gang was admitted whole
 
 say "A high-priority gang arriving into a full node takes one gang whole"
 kubectl create namespace muster-preemption >/dev/null
-# A node of 4 CPUs for this part alone.
-kubectl create -f - >/dev/null <<'NODE'
-apiVersion: v1
-kind: Node
-metadata:
-  name: preemption-pool
-  labels: {muster.dev/demo-pool: preemption, kubernetes.io/hostname: preemption-pool}
-  annotations: {kwok.x-k8s.io/node: fake}
-spec:
-  taints: [{key: muster.dev/demo-pool, value: preemption, effect: NoSchedule}]
-status:
-  allocatable: {cpu: "4", memory: 64Gi, pods: "110"}
-  capacity: {cpu: "4", memory: 64Gi, pods: "110"}
-NODE
+pool_node preemption 4
 running() {
 	kubectl get pods --namespace muster-preemption --field-selector status.phase=Running --selector "scheduling.x-k8s.io/pod-group=$1" -o name | wc -l
 }

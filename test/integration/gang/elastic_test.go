@@ -69,12 +69,7 @@ func TestRigidGangTakesRoomBackFromTheMostFulfilledElasticGroups(t *testing.T) {
 
 	framework.CreatePodGroup(t, ns, "rigid", 2, nil)
 	createGang(t, ns, "rigid", 2, "1", "")
-	framework.Eventually(t, "the rigid gang bound whole", func(context.Context) ([]string, error) {
-		if bound := boundPods(t, ns, "rigid"); len(bound) != 2 {
-			return nil, fmt.Errorf("bound %v", bound)
-		}
-		return nil, nil
-	})
+	waitForBound(t, ns, "rigid", 2)
 	for _, group := range []string{"a", "b"} {
 		if bound := boundPods(t, ns, group); len(bound) != 2 || strings.Join(bound, ",") != group+"-0,"+group+"-1" {
 			t.Errorf("group %s has %v bound; want its workers 0 and 1, its highest index given back", group, bound)
@@ -226,12 +221,7 @@ func TestElasticStatefulSetsGrowAndShrinkThroughTheirScale(t *testing.T) {
 
 	framework.CreatePodGroup(t, ns, "rigid", 2, nil)
 	createGang(t, ns, "rigid", 2, "1", "")
-	framework.Eventually(t, "the rigid gang bound whole", func(context.Context) ([]string, error) {
-		if bound := boundPods(t, ns, "rigid"); len(bound) != 2 {
-			return nil, fmt.Errorf("bound %v", bound)
-		}
-		return nil, nil
-	})
+	waitForBound(t, ns, "rigid", 2)
 	sized(2)
 	for group, before := range map[string]string{"a": "0.67 → 0.33", "b": "0.67 → 0.33"} {
 		if bound := boundPods(t, ns, group); strings.Join(bound, ",") != group+"-worker-0,"+group+"-worker-1" {
