@@ -114,10 +114,10 @@ func TestIdleRoomGoesToTheLeastFulfilledElasticGroup(t *testing.T) {
 	createElastic(t, ns, "b", 5)
 	bound(map[string]int{"a": 3, "b": 1})
 
-	// The workers waiting for room are past their scheduler backoff (10 s
-	// at most), so the room that frees is offered to all of them at once,
-	// in the queue's order.
-	time.Sleep(11 * time.Second)
+	// The workers waiting for room are past their scheduler backoff (a
+	// second at most here, TestMain), so the room that frees is offered to
+	// all of them at once, in the queue's order.
+	time.Sleep(3 * time.Second)
 	if err := framework.Client.CoreV1().Pods(ns).Delete(context.Background(), filler.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
