@@ -209,6 +209,11 @@ echo "Trainer's PodGroup counted the initializer, which must finish before the"
 echo "nodes exist; muster ran it first, alone, made the three nodes the gang,"
 echo "and the TrainJob completed with Trainer's environment as Trainer wrote it."
 
+# running NAMESPACE GROUP counts the group's Running pods.
+running() {
+	kubectl get pods --namespace "$1" --field-selector status.phase=Running --selector "scheduling.x-k8s.io/pod-group=$2" -o name | wc -l
+}
+
 # pool_node POOL CPUS creates a simulated node <POOL>-pool of that many
 # CPUs, labelled and tainted muster.dev/demo-pool=POOL, for one part alone.
 pool_node() {
@@ -230,32 +235,29 @@ NODE
 say "Elastic groups sharing idle room, and giving it back to a rigid gang"
 kubectl create namespace muster-elastic >/dev/null
 pool_node elastic 6
-elastic_bound() {
-	kubectl get pods --namespace muster-elastic --field-selector status.phase=Running --selector "scheduling.x-k8s.io/pod-group=$1" -o name | wc -l
-}
 echo "Applying manifests/examples/elastic/sharing.yaml: two elastic groups of 1 to 3 workers, StatefulSets at 1"
 kubectl apply --namespace muster-elastic -f "$root/manifests/examples/elastic/sharing.yaml" >/dev/null
 for _ in $(seq 300); do
-	(($(elastic_bound elastic-a) + $(elastic_bound elastic-b) == 6)) && break
+	(($(running muster-elastic elastic-a) + $(running muster-elastic elastic-b) == 6)) && break
 	sleep 0.2
 done
-if (($(elastic_bound elastic-a) + $(elastic_bound elastic-b) != 6)); then
-	echo "the elastic groups did not grow into the node: elastic-a $(elastic_bound elastic-a), elastic-b $(elastic_bound elastic-b) workers" >&2
+if (($(running muster-elastic elastic-a) + $(running muster-elastic elastic-b) != 6)); then
+	echo "the elastic groups did not grow into the node: elastic-a $(running muster-elastic elastic-a), elastic-b $(running muster-elastic elastic-b) workers" >&2
 	exit 1
 fi
-echo "both grew into the node: elastic-a $(elastic_bound elastic-a), elastic-b $(elastic_bound elastic-b) workers"
+echo "both grew into the node: elastic-a $(running muster-elastic elastic-a), elastic-b $(running muster-elastic elastic-b) workers"
 kubectl get statefulsets --namespace muster-elastic -o custom-columns='STATEFULSET:.metadata.name,REPLICAS:.spec.replicas'
 echo "Applying manifests/examples/elastic/rigid.yaml: a rigid gang of two, with no room left"
 kubectl apply --namespace muster-elastic -f "$root/manifests/examples/elastic/rigid.yaml" >/dev/null
 for _ in $(seq 300); do
-	(($(elastic_bound rigid) == 2)) && break
+	(($(running muster-elastic rigid) == 2)) && break
 	sleep 0.2
 done
 kubectl get pods --namespace muster-elastic --sort-by .metadata.name \
 	-o custom-columns='POD:.metadata.name,GROUP:.metadata.labels.scheduling\.x-k8s\.io/pod-group,PHASE:.status.phase,NODE:.spec.nodeName'
 kubectl get events.events.k8s.io --namespace muster-elastic --sort-by .metadata.resourceVersion \
 	-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk 'NR == 1 || $2 ~ /^Elastic|^GangAdmitted/'
-a=$(elastic_bound elastic-a) b=$(elastic_bound elastic-b) rigid=$(elastic_bound rigid)
+a=$(running muster-elastic elastic-a) b=$(running muster-elastic elastic-b) rigid=$(running muster-elastic rigid)
 kubectl delete statefulsets --namespace muster-elastic --all >/dev/null
 kubectl delete node elastic-pool >/dev/null
 if ((rigid != 2 || a != 2 || b != 2)); then
@@ -270,27 +272,24 @@ echo "fulfilled group first, none below its min, and the gang was admitted whole
 say "A high-priority gang arriving into a full node takes one gang whole"
 kubectl create namespace muster-preemption >/dev/null
 pool_node preemption 4
-running() {
-	kubectl get pods --namespace muster-preemption --field-selector status.phase=Running --selector "scheduling.x-k8s.io/pod-group=$1" -o name | wc -l
-}
 kubectl apply -f "$root/manifests/examples/preemption/priorities.yaml" >/dev/null
 echo "Applying manifests/examples/preemption/low.yaml: two low-priority gangs of two fill the node"
 kubectl apply --namespace muster-preemption -f "$root/manifests/examples/preemption/low.yaml" >/dev/null
 for _ in $(seq 150); do
-	(($(running low-a) + $(running low-b) == 4)) && break
+	(($(running muster-preemption low-a) + $(running muster-preemption low-b) == 4)) && break
 	sleep 0.2
 done
 echo "Applying manifests/examples/preemption/high.yaml: a high-priority gang of two"
 kubectl apply --namespace muster-preemption -f "$root/manifests/examples/preemption/high.yaml" >/dev/null
 for _ in $(seq 300); do
-	(($(running high) == 2)) && break
+	(($(running muster-preemption high) == 2)) && break
 	sleep 0.2
 done
 kubectl get pods --namespace muster-preemption --sort-by .metadata.name \
 	-o custom-columns='POD:.metadata.name,GROUP:.metadata.labels.scheduling\.x-k8s\.io/pod-group,PRIORITY:.spec.priority,PHASE:.status.phase,NODE:.spec.nodeName'
 kubectl get events.events.k8s.io --namespace muster-preemption --sort-by .metadata.resourceVersion \
 	-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk 'NR == 1 || $2 ~ /^Preempt|^GangAdmitted/'
-a=$(running low-a) b=$(running low-b) high=$(running high)
+a=$(running muster-preemption low-a) b=$(running muster-preemption low-b) high=$(running muster-preemption high)
 kubectl delete node preemption-pool >/dev/null
 kubectl delete -f "$root/manifests/examples/preemption/priorities.yaml" >/dev/null
 if ((high != 2 || a + b != 2 || a == 1)); then

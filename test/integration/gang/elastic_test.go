@@ -95,8 +95,7 @@ func TestRigidGangTakesRoomBackFromTheMostFulfilledElasticGroups(t *testing.T) {
 func TestIdleRoomGoesToTheLeastFulfilledElasticGroup(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "6")
-	filler := framework.InPool(framework.MemberPod(ns, "plain", 0, "2").Obj(), ns)
-	delete(filler.Labels, topology.GroupLabel)
+	filler := plainPod(ns, "plain-0", "2")
 	framework.CreatePods(t, filler)
 	framework.WaitForPod(t, ns, filler.Name, "bound", framework.IsBound)
 	bound := func(want map[string]int) {
@@ -186,8 +185,7 @@ func eventNotes(t *testing.T, namespace, regarding, reason string) []string {
 func TestElasticStatefulSetsGrowAndShrinkThroughTheirScale(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "6")
-	filler := framework.InPool(framework.MemberPod(ns, "plain", 0, "4").Obj(), ns)
-	delete(filler.Labels, topology.GroupLabel)
+	filler := plainPod(ns, "plain-0", "4")
 	framework.CreatePods(t, filler)
 	framework.WaitForPod(t, ns, filler.Name, "bound", framework.IsBound)
 	createElasticSet(t, ns, "a", 4, 1)

@@ -173,7 +173,7 @@ func TestPodsWithoutAGroupAndWithAMissingGroup(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "8")
 	orphan := framework.InPool(framework.MemberPod(ns, "later", 0, "1").Obj(), ns)
-	plain := plainPod(ns)
+	plain := plainPod(ns, "plain-0", "1")
 	framework.CreatePods(t, orphan, plain)
 
 	framework.WaitForPod(t, ns, plain.Name, "bound", framework.IsBound)
@@ -194,7 +194,7 @@ func TestMinMemberAbovePodCountWaitsForTheMissingPods(t *testing.T) {
 	createGang(t, ns, "job", 3, "1", "")
 	// Proof that the scheduler has been at work in this namespace: a pod
 	// of the same pool without a group is bound meanwhile.
-	plain := plainPod(ns)
+	plain := plainPod(ns, "plain-0", "1")
 	framework.CreatePods(t, plain)
 	framework.WaitForPod(t, ns, plain.Name, "bound", framework.IsBound)
 	if n := boundCount(t, ns, "job"); n != 0 {

@@ -19,9 +19,10 @@ import (
 	"github.com/muster-dev/muster/test/integration/framework"
 )
 
-// plainPod is a pod of the test's node pool that belongs to no group.
-func plainPod(namespace string) *corev1.Pod {
-	pod := framework.MemberPod(namespace, "plain", 0, "1").Obj()
+// plainPod is a pod of the test's node pool that belongs to no group,
+// named name and asking for cpu.
+func plainPod(namespace, name, cpu string) *corev1.Pod {
+	pod := framework.MemberPod(namespace, "none", 0, cpu).Name(name).Obj()
 	delete(pod.Labels, topology.GroupLabel)
 	return framework.InPool(pod, namespace)
 }

@@ -118,8 +118,7 @@ func TestAPodOfNoGroupTakesAVictimGangWhole(t *testing.T) {
 	low, high := priorityClass(t, ns, 10), priorityClass(t, ns, 1000)
 	createPriorityGang(t, ns, "low", 2, "2", low)
 	waitForBound(t, ns, "low", 2)
-	solo := framework.InPool(framework.MemberPod(ns, "none", 0, "2").Name("solo").Obj(), ns)
-	delete(solo.Labels, topology.GroupLabel)
+	solo := plainPod(ns, "solo", "2")
 	solo.Spec.PriorityClassName = high
 	framework.CreatePods(t, solo)
 	framework.WaitForPod(t, ns, "solo", "bound", framework.IsBound)
@@ -196,8 +195,7 @@ func TestAPodOfNoGroupGoesBeforeAGangOfTheSamePriority(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "4")
 	low, high := priorityClass(t, ns, 10), priorityClass(t, ns, 1000)
-	lone := framework.InPool(framework.MemberPod(ns, "none", 0, "2").Name("lone").Obj(), ns)
-	delete(lone.Labels, topology.GroupLabel)
+	lone := plainPod(ns, "lone", "2")
 	lone.Spec.PriorityClassName = low
 	framework.CreatePods(t, lone)
 	framework.WaitForPod(t, ns, "lone", "bound", framework.IsBound)
