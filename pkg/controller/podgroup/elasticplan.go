@@ -74,7 +74,7 @@ type shrink struct {
 
 // planShrink chooses the members that elastic groups give back so that a
 // waiting gang of priority waiting gets deficit, as Paddle EDL does: each
-// from the most fulfilled group of a priority no higher than the gang's,
+// from the most fulfilled group of the gang's priority,
 // its highest index first, never below its min. It returns nothing when
 // all they may give would not cover the deficit: evicting members that do
 // not let the gang start would only slow the others down.
@@ -89,7 +89,10 @@ func planShrink(deficit corev1.ResourceList, waiting int32, groups []*elasticGro
 	for !covered(left) {
 		var most *elasticGroup
 		for _, g := range groups {
-			if g.priority > waiting || int32(cur[g]) <= g.elastic.Min {
+			// A group of lower priority than the gang is muster-scheduler's
+			// to preempt, at once; taking from it here as well would take
+			// twice.
+			if g.priority != waiting || int32(cur[g]) <= g.elastic.Min {
 				continue
 			}
 			if most == nil || compareNeed(g, most, cur) > 0 {

@@ -71,10 +71,10 @@ func TestPlanShrink(t *testing.T) {
 			want:    []taken{{"low", 1}},
 		},
 		{
-			name:    "a higher-priority gang takes from lower ones",
+			name:    "not from a group of lower priority, which muster-scheduler preempts",
 			deficit: cpu("1"),
 			waiting: 10,
-			groups:  []*elasticGroup{elastic("high", 10, 1, 3, 0, 1, 2), elastic("low", 0, 1, 3, 0, 1)},
+			groups:  []*elasticGroup{elastic("high", 10, 1, 3, 0, 1, 2), elastic("low", 0, 1, 3, 0, 1, 2)},
 			want:    []taken{{"high", 2}},
 		},
 		{
