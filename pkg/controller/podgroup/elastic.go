@@ -147,8 +147,11 @@ func (r *ElasticScaler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{RequeueAfter: r.Window}, nil
 	}
 	if topo.Elastic != nil && int32(len(boundWorkers(topo, members.Items))) < topo.Elastic.Max {
-		if _, err := r.shareIdleRoom(ctx); err != nil {
-			return reconcile.Result{}, err
+		result, err := r.shareIdleRoom(ctx)
+		if err != nil || result.RequeueAfter > 0 {
+			// Too soon after the last look: the group is looked at
+			// again when the next may be.
+			return result, err
 		}
 		// Room that pods of no group leave is looked for again.
 		return reconcile.Result{RequeueAfter: r.Window}, nil
