@@ -192,10 +192,17 @@ func (s *attempts) takePreempted(key types.NamespacedName) time.Time {
 	return at
 }
 
-// endBackoff lets the group be tried again at once; when it failed still
-// orders it in the queue.
-func (s *attempts) endBackoff(key types.NamespacedName) {
-	s.update(key, func(a *attempt) { a.backoffUntil = time.Time{} })
+// shortenBackoff lets the group be tried again at most after past its
+// failure, which still orders it in the queue; it returns the new end of
+// its backoff, and whether this call moved it.
+func (s *attempts) shortenBackoff(key types.NamespacedName, after time.Duration) (until time.Time, shortened bool) {
+	s.update(key, func(a *attempt) {
+		if end := a.failedAt.Add(after); end.Before(a.backoffUntil) {
+			a.backoffUntil, shortened = end, true
+		}
+		until = a.backoffUntil
+	})
+	return until, shortened
 }
 
 // backoffUntil is when the group may be tried again.

@@ -847,15 +847,16 @@ func TestAnElasticGroupsExtraLeavesRoomToAGangWaitingForItsMin(t *testing.T) {
 	assert.Nil(t, filter(extra), "a failure older than two backoffs keeps no room")
 }
 
-func TestAGangWaitingForRoomIsRetriedAtOnceWhenAnElasticGroupGivesSomeBack(t *testing.T) {
+func TestAGangWaitingForRoomIsRetriedAtOnceWhenABoundMemberGoes(t *testing.T) {
 	extra := boundAt(member("elastic", "e1"), epoch)
 	plain := boundAt(member("other", "o0"), epoch)
+	pending := member("other", "o1").Obj()
 	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{
 		podGroup("elastic", 1).Elastic("worker=3", "1:3").Obj(),
 		podGroup("other", 1).Obj(),
 		podGroup("rigid", 2).Obj(),
 	}, []*corev1.Pod{
-		boundAt(member("elastic", "e0"), epoch), extra, plain,
+		boundAt(member("elastic", "e0"), epoch), extra, plain, pending,
 		member("rigid", "r0").Obj(), member("rigid", "r1").Obj(),
 	})
 	rigid := types.NamespacedName{Namespace: ns, Name: "rigid"}
@@ -863,11 +864,23 @@ func TestAGangWaitingForRoomIsRetriedAtOnceWhenAnElasticGroupGivesSomeBack(t *te
 	f.gang.attempts.fail(rigid, f.clock.Now(), f.gang.args.backoff())
 	handler := f.gang.podHandler(klog.Background()).(cache.FilteringResourceEventHandler)
 
-	handler.OnDelete(plain)
-	assert.NotNil(t, f.gang.backoffStatus(rigid), "room a plain gang leaves ends no backoff")
+	handler.OnDelete(pending)
+	assert.NotNil(t, f.gang.backoffStatus(rigid), "a member that held no room leaves none: the backoff stands")
 	assert.Empty(t, f.activator.Activated)
 
 	handler.OnDelete(extra)
 	assert.Nil(t, f.gang.backoffStatus(rigid), "room an elastic group gives back is taken at once")
+	assert.ElementsMatch(t, []string{"team-a/r0", "team-a/r1"}, f.activator.Activated)
+
+	// Room another gang leaves may be enough: the gang is retried a
+	// second after its failure rather than after its whole backoff.
+	f.activator.Activated = nil
+	f.gang.attempts.begin(rigid)
+	f.gang.attempts.fail(rigid, f.clock.Now(), f.gang.args.backoff())
+	handler.OnDelete(plain)
+	assert.NotNil(t, f.gang.backoffStatus(rigid), "within a second of its failure the gang still backs off")
+	assert.Empty(t, f.activator.Activated)
+	f.clock.Step(roomFreedBackoff)
+	assert.Nil(t, f.gang.backoffStatus(rigid), "a second after its failure the gang is tried again")
 	assert.ElementsMatch(t, []string{"team-a/r0", "team-a/r1"}, f.activator.Activated)
 }

@@ -2,6 +2,7 @@ package gang
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -118,8 +119,7 @@ func (g *Gang) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
 // podHandler wakes a group's gated members when the member that completes
 // it arrives, drops a member's reservation once the informer shows it bound
 // or gone, drops a group's attempt once it has no members left, and
-// retries the gangs that wait for room when an elastic group gives some
-// back.
+// retries the gangs that wait for room when a group's bound member goes.
 func (g *Gang) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 	return cache.FilteringResourceEventHandler{
 		FilterFunc: func(obj any) bool {
@@ -179,20 +179,37 @@ func (g *Gang) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 	}
 }
 
-// retryGangsWaitingForRoom ends the backoff of the gangs that wait for
-// their min when a bound member of an elastic group is gone:
-// muster-controller gives room back to such a gang that way, and the gang
-// should take it at once rather than sit out its backoff beside it.
-func (g *Gang) retryGangsWaitingForRoom(logger klog.Logger, elastic types.NamespacedName) {
-	if topo, err := g.groups.Topology(elastic); err != nil || topo == nil || topo.Elastic == nil {
-		return
+// roomFreedBackoff is how long at most a gang that waits for room backs
+// off once a bound member of another group is gone, as kube-scheduler's
+// initial pod backoff: the room may be enough, and a gang should not sit
+// out its whole backoff beside it, yet in a busy cluster a gang that
+// cannot fit is not retried on every deletion.
+const roomFreedBackoff = time.Second
+
+// retryGangsWaitingForRoom shortens the backoff of the gangs that wait for
+// their min when a bound member of a group is gone. Room that an elastic
+// group gives back was made for them by muster-controller: they take it
+// at once. Room that any other group leaves ends their backoff within
+// roomFreedBackoff of their failure.
+func (g *Gang) retryGangsWaitingForRoom(logger klog.Logger, gone types.NamespacedName) {
+	after := roomFreedBackoff
+	if topo, err := g.groups.Topology(gone); err == nil && topo != nil && topo.Elastic != nil {
+		after = 0
 	}
-	for _, key := range g.attempts.failedSince(g.clock.Now().Add(-2 * g.args.backoff())) {
+	now := g.clock.Now()
+	for _, key := range g.attempts.failedSince(now.Add(-2 * g.args.backoff())) {
 		if pg := g.podGroup(key); pg == nil || g.groups.BoundCount(key) >= pg.Spec.MinMember {
 			continue
 		}
-		g.attempts.endBackoff(key)
-		logger.V(5).Info("Retrying a gang at once: an elastic group gave room back", "podGroup", key, "elasticGroup", elastic)
+		until, shortened := g.attempts.shortenBackoff(key, after)
+		if !shortened {
+			continue
+		}
+		logger.V(5).Info("Shortened a waiting gang's backoff: a group's bound member is gone", "podGroup", key, "from", gone, "retryAt", until)
+		if wait := until.Sub(now); wait > 0 {
+			g.clock.AfterFunc(wait, func() { g.activate(logger, key) })
+			continue
+		}
 		g.activate(logger, key)
 	}
 }
