@@ -180,9 +180,12 @@ const PoolLabel = "muster.dev/test-pool"
 // a pod left on a deleted node would wait for the pod garbage collector.
 func NodePool(t testing.TB, namespace string, count int, cpu string) {
 	t.Helper()
-	for i := range count {
-		AddPoolNode(t, namespace, fmt.Sprintf("%s-%d", namespace, i), cpu)
+	names := make([]string, count)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", namespace, i)
+		createPoolNode(t, namespace, names[i], cpu)
 	}
+	waitSchedulable(t, names...)
 }
 
 // deletePods deletes the namespace's pods and waits until they are gone.
@@ -202,9 +205,16 @@ func deletePods(t testing.TB, namespace string) {
 	}
 }
 
-// AddPoolNode adds one node to the test's pool. When the test ends, the
-// namespace's pods go first, then the node.
+// AddPoolNode adds one node to the test's pool and waits until pods can be
+// scheduled to it. When the test ends, the namespace's pods go first, then
+// the node.
 func AddPoolNode(t testing.TB, namespace, name, cpu string) {
+	t.Helper()
+	createPoolNode(t, namespace, name, cpu)
+	waitSchedulable(t, name)
+}
+
+func createPoolNode(t testing.TB, namespace, name, cpu string) {
 	t.Helper()
 	resources := corev1.ResourceList{
 		corev1.ResourceCPU:              resource.MustParse(cpu),
@@ -230,6 +240,40 @@ func AddPoolNode(t testing.TB, namespace, name, cpu string) {
 			t.Errorf("deleting node %s: %v", name, err)
 		}
 	})
+}
+
+// waitSchedulable waits until each node is Ready and rid of the not-ready
+// taint that a new node is given until kwok reports it Ready: a test's pods
+// created before that would fail their first attempt on a cluster that is
+// still starting, and back off.
+func waitSchedulable(t testing.TB, names ...string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, Timeout, true, func(ctx context.Context) (bool, error) {
+		for _, name := range names {
+			node, err := Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil || !isSchedulable(node) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for nodes %v to be Ready and untainted: %v", names, err)
+	}
+}
+
+func isSchedulable(node *corev1.Node) bool {
+	for _, taint := range node.Spec.Taints {
+		if taint.Key == corev1.TaintNodeNotReady || taint.Key == corev1.TaintNodeUnreachable {
+			return false
+		}
+	}
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // MemberPod is a pod of group for muster-scheduler, asking for cpu, named
