@@ -41,6 +41,11 @@ type Group struct {
 	// JobSet, when the members are a JobSet's pods (muster.dev/jobset),
 	// is how JobSet names them; nil when muster names them.
 	JobSet *topology.JobSetNames
+	// WorkersAtStart are, in an elastic group, the indices of the workers
+	// there are as the member is created: its MUSTER_WORKER_* name them,
+	// as a running container's environment cannot follow later changes
+	// (the files do). Nil names every worker up to the max.
+	WorkersAtStart []int32
 }
 
 // Hostname is a member's hostname: <group>-<role>-<index>, or JobSet's.
@@ -119,9 +124,13 @@ func musterEnv(g Group, role string, index int32) []corev1.EnvVar {
 		envVar("MUSTER_INDEX", itoa(index)),
 	}
 	for _, r := range g.Topology.Roles {
+		addresses := g.Addresses(r)
+		if g.Topology.Elastic != nil && r == topology.ElasticRole && g.WorkersAtStart != nil {
+			addresses = g.addressesOf(r, g.WorkersAtStart)
+		}
 		env = append(env,
-			envVar("MUSTER_"+envName(r)+"_HOSTS", strings.Join(g.Addresses(r), ",")),
-			envVar("MUSTER_"+envName(r)+"_NUM", itoa(g.Topology.Replicas[r])))
+			envVar("MUSTER_"+envName(r)+"_HOSTS", strings.Join(addresses, ",")),
+			envVar("MUSTER_"+envName(r)+"_NUM", itoa(len(addresses))))
 	}
 	return env
 }

@@ -35,6 +35,9 @@ func TestGolden(t *testing.T) {
 		annotations map[string]string
 		slots       int32
 		members     []member
+		// workersAtStart are an elastic group's workers as its members
+		// are created.
+		workersAtStart []int32
 	}{
 		{
 			name:        "tensorflow",
@@ -58,9 +61,10 @@ func TestGolden(t *testing.T) {
 			members:     []member{{"worker", 0}},
 		},
 		{
-			name:        "pytorch-elastic",
-			annotations: map[string]string{topology.FrameworkAnnotation: "pytorch", topology.RolesAnnotation: "worker=3", topology.ElasticAnnotation: "2:3"},
-			members:     []member{{"worker", 2}},
+			name:           "pytorch-elastic",
+			annotations:    map[string]string{topology.FrameworkAnnotation: "pytorch", topology.RolesAnnotation: "worker=3", topology.ElasticAnnotation: "2:3"},
+			members:        []member{{"worker", 1}},
+			workersAtStart: []int32{1, 0},
 		},
 		{
 			name:        "mpi-openmpi",
@@ -95,7 +99,7 @@ func TestGolden(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			topo, errs := topology.Parse(tt.annotations)
 			require.Empty(t, errs)
-			g := Group{Name: "job", Namespace: "team-a", UID: "2f1c8a4e-uid", Topology: topo, WorkerSlots: tt.slots}
+			g := Group{Name: "job", Namespace: "team-a", UID: "2f1c8a4e-uid", Topology: topo, WorkerSlots: tt.slots, WorkersAtStart: tt.workersAtStart}
 			var out strings.Builder
 			for _, m := range tt.members {
 				env, err := Env(g, m.role, m.index)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/envinject"
 	"github.com/muster-dev/muster/pkg/jobsets"
+	"github.com/muster-dev/muster/pkg/ownerscale"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -35,13 +37,14 @@ const (
 )
 
 // PodDefaulter applies pkg/envinject to each grouped pod as it is created.
-// It decides from the PodGroup and the group's other members alone, so the
-// same pod always gets the same result, and applying it to its own output
-// changes nothing.
+// It decides from the PodGroup and the group's other members (in an
+// elastic group, also from its workers' owner's scale), and applying it to
+// its own output changes nothing.
 type PodDefaulter struct {
-	// Client reads from the cache; Reader reads from the API server, for a
-	// PodGroup created too recently for the cache to hold it.
-	Client        client.Reader
+	// Client reads from the cache, and an owner's scale; Reader reads from
+	// the API server, for a PodGroup created too recently for the cache to
+	// hold it.
+	Client        client.Client
 	Reader        client.Reader
 	ClusterDomain string
 }
@@ -125,6 +128,11 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 		worker = anyWorker(siblings)
 	}
 	group := envinject.Group{Name: key.Name, Namespace: key.Namespace, UID: pg.UID, Topology: topo, WorkerSlots: envinject.Slots(topo, worker), JobSet: names}
+	if topo.Elastic != nil {
+		if group.WorkersAtStart, err = d.workersAtStart(ctx, pod, member, siblings, topo); err != nil {
+			return err
+		}
+	}
 	if errs := envinject.Apply(pod, group, member, d.ClusterDomain); len(errs) > 0 {
 		return invalidPod(pod, errs)
 	}
@@ -248,6 +256,41 @@ func (d *PodDefaulter) members(ctx context.Context, key types.NamespacedName) ([
 		return nil, fmt.Errorf("listing the members of %s: %w", key, err)
 	}
 	return pods.Items, nil
+}
+
+// workersAtStart are an elastic group's workers as a member is created:
+// the active ones, the member itself when it is one, and every index
+// below the replicas their owner is scaled to, whose pods it is creating
+// now, so that the members one scaling creates agree.
+func (d *PodDefaulter) workersAtStart(ctx context.Context, pod *corev1.Pod, member topology.Member, siblings []corev1.Pod, topo *topology.Topology) ([]int32, error) {
+	workers := sets.New[int32]()
+	var owner *metav1.OwnerReference
+	if member.Role == topology.ElasticRole {
+		workers.Insert(member.Index)
+		owner = metav1.GetControllerOf(pod)
+	}
+	for i := range siblings {
+		other := &siblings[i]
+		if other.Name == pod.Name || !topology.IsActiveMember(other) {
+			continue
+		}
+		if sibling, errs := topo.Identify(other); len(errs) == 0 && sibling.Role == topology.ElasticRole {
+			workers.Insert(sibling.Index)
+			if owner == nil {
+				owner = metav1.GetControllerOf(other)
+			}
+		}
+	}
+	scale, err := ownerscale.Of(ctx, d.Client, d.Reader, pod.Namespace, owner)
+	if err != nil {
+		return nil, fmt.Errorf("reading how many workers group %s/%s runs: %w", pod.Namespace, pod.Labels[topology.GroupLabel], err)
+	}
+	if scale != nil {
+		for i := range min(scale.Replicas, topo.Replicas[topology.ElasticRole]) {
+			workers.Insert(i)
+		}
+	}
+	return sets.List(workers), nil
 }
 
 // duplicateOf refuses a member whose role and index an active sibling

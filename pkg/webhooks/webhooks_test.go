@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -69,7 +72,7 @@ func patched(t *testing.T, pod *corev1.Pod, resp admission.Response) *corev1.Pod
 	return out
 }
 
-func podWebhook(t *testing.T, c client.Reader) *admission.Webhook {
+func podWebhook(t *testing.T, c client.Client) *admission.Webhook {
 	return admission.WithCustomDefaulter(scheme(t), &corev1.Pod{}, &PodDefaulter{Client: c, Reader: c, ClusterDomain: "cluster.local"})
 }
 
@@ -361,4 +364,56 @@ func TestDuplicateOfNumbersAJobSetsPodsAcrossItsJobs(t *testing.T) {
 	assert.Empty(t, duplicateOf(created, member, []corev1.Pod{*worker("pt-worker-1-1", "1", "1")}, topo),
 		"Job 1's pod 1 is worker 3, not worker 1")
 	assert.NotEmpty(t, duplicateOf(created, member, []corev1.Pod{*worker("pt-worker-0-1-again", "0", "1")}, topo))
+}
+
+// A running container's environment cannot follow an elastic group, so a
+// member's MUSTER_WORKER_* name the workers there are as it is created:
+// the active ones, itself, and those its owner is creating with it.
+func TestAnElasticMembersEnvNamesTheWorkersThereAreAsItIsCreated(t *testing.T) {
+	elastic := podGroup("job", 2, map[string]string{topology.RolesAnnotation: "worker=4", topology.ElasticAnnotation: "2:4"})
+	// The fake client serves a scale only as a typed object; the API
+	// server's, read here as unstructured, says 3.
+	setScaledTo3 := interceptor.Funcs{SubResourceGet: func(ctx context.Context, c client.Client, sub string, obj, scale client.Object, opts ...client.SubResourceGetOption) error {
+		if sub != "scale" || obj.GetName() != "job-worker" {
+			return c.SubResource(sub).Get(ctx, obj, scale, opts...)
+		}
+		return unstructured.SetNestedField(scale.(*unstructured.Unstructured).Object, int64(3), "spec", "replicas")
+	}}
+	worker := func(index string) *st.PodWrapper {
+		return st.MakePod().Namespace("team-a").Name("job-worker-"+index).Label(topology.GroupLabel, "job").
+			Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, index).Container("trainer:1")
+	}
+	ownedBySet := func(w *st.PodWrapper) *corev1.Pod {
+		return w.OwnerReference("job-worker", appsv1.SchemeGroupVersion.WithKind("StatefulSet")).Obj()
+	}
+	tests := []struct {
+		name      string
+		existing  []client.Object
+		pod       *corev1.Pod
+		wantHosts []string
+	}{
+		{"a bare pod, beside worker 0 and a finished worker 3", []client.Object{worker("0").Obj(), worker("3").Phase(corev1.PodSucceeded).Obj()},
+			worker("1").Obj(), []string{"job-worker-0", "job-worker-1"}},
+		{"worker 2 of a StatefulSet scaled to 3, before its siblings are seen", nil,
+			ownedBySet(worker("2")), []string{"job-worker-0", "job-worker-1", "job-worker-2"}},
+		{"worker 0 of a StatefulSet scaled to 3", nil,
+			ownedBySet(worker("0")), []string{"job-worker-0", "job-worker-1", "job-worker-2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(append(tt.existing, elastic)...).WithInterceptorFuncs(setScaledTo3).Build()
+			resp := podWebhook(t, c).Handle(context.Background(), request(t, admissionv1.Create, tt.pod, nil))
+			require.True(t, resp.Allowed, resp.Result)
+			env := map[string]string{}
+			for _, e := range patched(t, tt.pod, resp).Spec.Containers[0].Env {
+				env[e.Name] = e.Value
+			}
+			var want []string
+			for _, host := range tt.wantHosts {
+				want = append(want, host+".job.team-a.svc")
+			}
+			assert.Equal(t, strings.Join(want, ","), env["MUSTER_WORKER_HOSTS"])
+			assert.Equal(t, fmt.Sprint(len(want)), env["MUSTER_WORKER_NUM"])
+		})
+	}
 }

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/ownerscale"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -69,7 +70,7 @@ func init() {
 // fulfillment score. It takes room back for a gang that waits for its
 // min, from the most fulfilled groups, and gives idle room to the least
 // fulfilled. Both act through the owner of a group's workers where it can
-// be scaled (ownerScale), the highest index leaving first; otherwise room
+// be scaled (pkg/ownerscale), the highest index leaving first; otherwise room
 // is taken back by evicting members, the highest index first, through the
 // Eviction API, which a PodDisruptionBudget may refuse, and growth is left
 // to pods that already exist: muster-scheduler binds members above a min
@@ -301,7 +302,7 @@ func (r *ElasticScaler) shrink(ctx context.Context, cut []shrink, gang types.Nam
 	if err := r.Client.Get(ctx, group.key, victim); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	owner, err := r.scaleOfOwner(ctx, group.key.Namespace, group.owner)
+	owner, err := ownerscale.Of(ctx, r.Client, r.Reader, group.key.Namespace, group.owner)
 	if err != nil {
 		return err
 	}
@@ -312,15 +313,15 @@ func (r *ElasticScaler) shrink(ctx context.Context, cut []shrink, gang types.Nam
 	if len(kept) > 0 {
 		replicas = kept[len(kept)-1].index + 1
 	}
-	if owner != nil && replicas < owner.replicas {
-		if err := r.setReplicas(ctx, owner, replicas); err != nil {
+	if owner != nil && replicas < owner.Replicas {
+		if err := owner.Set(ctx, r.Client, replicas); err != nil {
 			return fmt.Errorf("giving room back from elastic group %s for gang %s: %w", group.key, gang, err)
 		}
 		elasticDecisions.WithLabelValues("shrunk").Add(float64(len(cut)))
 		klog.FromContext(ctx).V(2).Info("Scaled an elastic group's owner down", "podGroup", group.key, "owner", owner.String(), "replicas", replicas, "for", gang)
 		r.Recorder.Eventf(victim, corev1.EventTypeNormal, ReasonElasticShrunk,
 			"scaled %s %s replicas %d → %d for gang %s (priority %d), which waits for its min; fulfillment %.2f → %.2f",
-			owner, topology.ElasticRole, owner.replicas, replicas, gang, priority, cut[0].before, cut[len(cut)-1].after)
+			owner, topology.ElasticRole, owner.Replicas, replicas, gang, priority, cut[0].before, cut[len(cut)-1].after)
 		return nil
 	}
 	for _, s := range cut {
@@ -359,20 +360,20 @@ func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	owners := map[*elasticGroup]*ownerScale{}
+	owners := map[*elasticGroup]*ownerscale.Scale{}
 	var growable []*elasticGroup
 	for _, g := range groups {
 		// A group with workers still unbound grows into them first.
 		if g.unbound > 0 || int32(len(g.workers)) >= g.elastic.Max {
 			continue
 		}
-		owner, err := r.scaleOfOwner(ctx, g.key.Namespace, g.owner)
+		owner, err := ownerscale.Of(ctx, r.Client, r.Reader, g.key.Namespace, g.owner)
 		if err != nil {
 			return err
 		}
 		// Replicas the owner has not made bound workers of yet are
 		// growth under way.
-		if owner == nil || owner.replicas != int32(len(g.workers)) {
+		if owner == nil || owner.Replicas != int32(len(g.workers)) {
 			continue
 		}
 		owners[g] = owner
@@ -393,7 +394,7 @@ func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context) error {
 		}
 		owner, from := owners[g], len(g.workers)
 		to := from + gain
-		if err := r.setReplicas(ctx, owner, int32(to)); err != nil {
+		if err := owner.Set(ctx, r.Client, int32(to)); err != nil {
 			return fmt.Errorf("growing elastic group %s into idle room: %w", g.key, err)
 		}
 		r.mu.Lock()

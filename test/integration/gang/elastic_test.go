@@ -215,6 +215,27 @@ func TestElasticStatefulSetsGrowAndShrinkThroughTheirScale(t *testing.T) {
 		if notes := eventNotes(t, ns, group, podgroup.ReasonElasticGrown); len(notes) != 1 || notes[0] != want {
 			t.Errorf("group %s's %s events are %q; want one, %q", group, podgroup.ReasonElasticGrown, notes, want)
 		}
+		// Each worker's environment names the workers there were as it
+		// was created: worker 0 alone, and 1 and 2 the three the set was
+		// scaled to.
+		for index, want := range []int{1, 3, 3} {
+			name := fmt.Sprintf("%s-worker-%d", group, index)
+			pod, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var hosts []string
+			for i := range want {
+				hosts = append(hosts, fmt.Sprintf("%s-worker-%d.%s.%s.svc", group, i, group, ns))
+			}
+			env := map[string]string{}
+			for _, e := range pod.Spec.Containers[0].Env {
+				env[e.Name] = e.Value
+			}
+			if env["MUSTER_WORKER_NUM"] != fmt.Sprint(want) || env["MUSTER_WORKER_HOSTS"] != strings.Join(hosts, ",") {
+				t.Errorf("pod %s has MUSTER_WORKER_NUM=%s MUSTER_WORKER_HOSTS=%s; want the %d workers there were as it was created", name, env["MUSTER_WORKER_NUM"], env["MUSTER_WORKER_HOSTS"], want)
+			}
+		}
 	}
 
 	framework.CreatePodGroup(t, ns, "rigid", 2, nil)

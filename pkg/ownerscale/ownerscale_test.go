@@ -1,4 +1,4 @@
-package podgroup
+package ownerscale
 
 import (
 	"context"
@@ -20,6 +20,8 @@ import (
 
 // An MPIJob has no scale subresource: its workers are scaled in
 // spec.mpiReplicaSpecs.Worker.replicas, and its launcher is left alone.
+const ns = "team-a"
+
 func TestAnOwnerWithoutAScaleIsScaledInItsWorkerReplicas(t *testing.T) {
 	mpiJobGVK := schema.GroupVersionKind{Group: "kubeflow.org", Version: "v2beta1", Kind: "MPIJob"}
 	scheme := runtime.NewScheme()
@@ -37,15 +39,14 @@ func TestAnOwnerWithoutAScaleIsScaledInItsWorkerReplicas(t *testing.T) {
 		return apierrors.NewNotFound(schema.GroupResource{Group: obj.GetObjectKind().GroupVersionKind().Group, Resource: "mpijobs/" + sub}, obj.GetName())
 	}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(job).WithInterceptorFuncs(noScale).Build()
-	r := &ElasticScaler{Client: c, Reader: c}
 	ref := &metav1.OwnerReference{APIVersion: "kubeflow.org/v2beta1", Kind: "MPIJob", Name: "hvd", Controller: new(bool)}
 
-	owner, err := r.scaleOfOwner(context.Background(), ns, ref)
+	owner, err := Of(context.Background(), c, c, ns, ref)
 	require.NoError(t, err)
 	require.NotNil(t, owner, "an MPIJob is scaled in its worker replicas")
-	assert.Equal(t, int32(2), owner.replicas)
+	assert.Equal(t, int32(2), owner.Replicas)
 	assert.Equal(t, "MPIJob "+ns+"/hvd", owner.String())
-	require.NoError(t, r.setReplicas(context.Background(), owner, 3))
+	require.NoError(t, owner.Set(context.Background(), c, 3))
 
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(mpiJobGVK)
@@ -58,9 +59,9 @@ func TestAnOwnerWithoutAScaleIsScaledInItsWorkerReplicas(t *testing.T) {
 	// Written since it was read: the change is refused, not overwritten.
 	require.NoError(t, unstructured.SetNestedField(got.Object, int64(5), "spec", "mpiReplicaSpecs", "Worker", "replicas"))
 	require.NoError(t, c.Update(context.Background(), got))
-	assert.Error(t, r.setReplicas(context.Background(), owner, 1))
+	assert.Error(t, owner.Set(context.Background(), c, 1))
 
-	owner, err = r.scaleOfOwner(context.Background(), ns, &metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "nobody"})
+	owner, err = Of(context.Background(), c, c, ns, &metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "nobody"})
 	require.NoError(t, err)
 	assert.Nil(t, owner, "a kind with neither a scale nor a known replica field is not scaled")
 }

@@ -1,4 +1,8 @@
-package podgroup
+// Package ownerscale reads and sets how many workers the controller of an
+// elastic group's workers runs: through its scale subresource (a
+// StatefulSet, a CRD with one such as PyTorchJob), or the replica field of
+// a known operator's job that has none (MPIJob).
+package ownerscale
 
 import (
 	"context"
@@ -16,28 +20,28 @@ import (
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
-// ownerScale is how many workers the controller of an elastic group's
-// workers runs, and where that number is written: its scale subresource
-// (a StatefulSet, a CRD with one such as PyTorchJob), or the replica field
-// of a known operator's job that has none (MPIJob). A group whose workers'
-// owner has neither gives members back by eviction, and grows only into
-// pods that already exist.
-type ownerScale struct {
+// Scale is how many workers the controller of an elastic group's workers
+// runs, and where that number is written. A group whose workers' owner has
+// neither a scale subresource nor a known replica field gives members back
+// by eviction, and grows only into pods that already exist.
+type Scale struct {
 	// object is the owner, as its scale or as itself (replicasPath).
 	object       *unstructured.Unstructured
 	scale        *unstructured.Unstructured
 	replicasPath []string
-	replicas     int32
+	Replicas     int32
 }
 
 // String names the owner as Kind namespace/name.
-func (o *ownerScale) String() string {
+func (o *Scale) String() string {
 	return fmt.Sprintf("%s %s/%s", o.object.GetKind(), o.object.GetNamespace(), o.object.GetName())
 }
 
-// scaleOfOwner reads the scale of the controller of a group's workers; it
-// is nil when that owner cannot be scaled.
-func (r *ElasticScaler) scaleOfOwner(ctx context.Context, namespace string, ref *metav1.OwnerReference) (*ownerScale, error) {
+// Of reads the scale of ref, the controller of a group's workers; it is
+// nil when that owner cannot be scaled. The scale subresource is read
+// through c; an operator's job through reader, not to start an informer on
+// every kind of owner.
+func Of(ctx context.Context, c client.Client, reader client.Reader, namespace string, ref *metav1.OwnerReference) (*Scale, error) {
 	if ref == nil {
 		return nil, nil
 	}
@@ -47,14 +51,14 @@ func (r *ElasticScaler) scaleOfOwner(ctx context.Context, namespace string, ref 
 	object.SetName(ref.Name)
 	scale := &unstructured.Unstructured{}
 	scale.SetGroupVersionKind(schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"})
-	err := r.Client.SubResource("scale").Get(ctx, object, scale)
+	err := c.SubResource("scale").Get(ctx, object, scale)
 	switch {
 	case err == nil:
 		replicas, _, err := unstructured.NestedInt64(scale.Object, "spec", "replicas")
 		if err != nil {
 			return nil, fmt.Errorf("reading the scale of %s %s/%s: %w", ref.Kind, namespace, ref.Name, err)
 		}
-		return &ownerScale{object: object, scale: scale, replicas: int32(replicas)}, nil
+		return &Scale{object: object, scale: scale, Replicas: int32(replicas)}, nil
 	case meta.IsNoMatchError(err):
 		return nil, nil
 	case !apierrors.IsNotFound(err) && !apierrors.IsMethodNotSupported(err):
@@ -65,7 +69,7 @@ func (r *ElasticScaler) scaleOfOwner(ctx context.Context, namespace string, ref 
 	if !known {
 		return nil, nil
 	}
-	if err := r.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, object); err != nil {
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, object); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	replicas, found, err := unstructured.NestedInt64(object.Object, path...)
@@ -76,18 +80,18 @@ func (r *ElasticScaler) scaleOfOwner(ctx context.Context, namespace string, ref 
 		// The operators' default.
 		replicas = 1
 	}
-	return &ownerScale{object: object, replicasPath: path, replicas: int32(replicas)}, nil
+	return &Scale{object: object, replicasPath: path, Replicas: int32(replicas)}, nil
 }
 
-// setReplicas has the owner run n workers. Both ways carry the
+// Set has the owner run n workers, through c. Both ways carry the
 // resourceVersion read, so a change made since is not overwritten.
-func (r *ElasticScaler) setReplicas(ctx context.Context, owner *ownerScale, n int32) error {
+func (owner *Scale) Set(ctx context.Context, c client.Client, n int32) error {
 	if owner.scale != nil {
 		scale := owner.scale.DeepCopy()
 		if err := unstructured.SetNestedField(scale.Object, int64(n), "spec", "replicas"); err != nil {
 			return err
 		}
-		if err := r.Client.SubResource("scale").Update(ctx, owner.object, client.WithSubResourceBody(scale)); err != nil {
+		if err := c.SubResource("scale").Update(ctx, owner.object, client.WithSubResourceBody(scale)); err != nil {
 			return fmt.Errorf("scaling %s to %d: %w", owner, n, err)
 		}
 		return nil
@@ -96,7 +100,7 @@ func (r *ElasticScaler) setReplicas(ctx context.Context, owner *ownerScale, n in
 	if err := unstructured.SetNestedField(changed.Object, int64(n), owner.replicasPath...); err != nil {
 		return err
 	}
-	if err := r.Client.Patch(ctx, changed, client.MergeFromWithOptions(owner.object, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := c.Patch(ctx, changed, client.MergeFromWithOptions(owner.object, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("setting %s of %s to %d: %w", strings.Join(owner.replicasPath, "."), owner, n, err)
 	}
 	return nil
