@@ -33,8 +33,8 @@ type Scale struct {
 }
 
 // String names the owner as Kind namespace/name.
-func (o *Scale) String() string {
-	return fmt.Sprintf("%s %s/%s", o.object.GetKind(), o.object.GetNamespace(), o.object.GetName())
+func (s *Scale) String() string {
+	return fmt.Sprintf("%s %s/%s", s.object.GetKind(), s.object.GetNamespace(), s.object.GetName())
 }
 
 // Of reads the scale of ref, the controller of a group's workers; it is
@@ -85,23 +85,23 @@ func Of(ctx context.Context, c client.Client, reader client.Reader, namespace st
 
 // Set has the owner run n workers, through c. Both ways carry the
 // resourceVersion read, so a change made since is not overwritten.
-func (owner *Scale) Set(ctx context.Context, c client.Client, n int32) error {
-	if owner.scale != nil {
-		scale := owner.scale.DeepCopy()
+func (s *Scale) Set(ctx context.Context, c client.Client, n int32) error {
+	if s.scale != nil {
+		scale := s.scale.DeepCopy()
 		if err := unstructured.SetNestedField(scale.Object, int64(n), "spec", "replicas"); err != nil {
 			return err
 		}
-		if err := c.SubResource("scale").Update(ctx, owner.object, client.WithSubResourceBody(scale)); err != nil {
-			return fmt.Errorf("scaling %s to %d: %w", owner, n, err)
+		if err := c.SubResource("scale").Update(ctx, s.object, client.WithSubResourceBody(scale)); err != nil {
+			return fmt.Errorf("scaling %s to %d: %w", s, n, err)
 		}
 		return nil
 	}
-	changed := owner.object.DeepCopy()
-	if err := unstructured.SetNestedField(changed.Object, int64(n), owner.replicasPath...); err != nil {
+	changed := s.object.DeepCopy()
+	if err := unstructured.SetNestedField(changed.Object, int64(n), s.replicasPath...); err != nil {
 		return err
 	}
-	if err := c.Patch(ctx, changed, client.MergeFromWithOptions(owner.object, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("setting %s of %s to %d: %w", strings.Join(owner.replicasPath, "."), owner, n, err)
+	if err := c.Patch(ctx, changed, client.MergeFromWithOptions(s.object, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("setting %s of %s to %d: %w", strings.Join(s.replicasPath, "."), s, n, err)
 	}
 	return nil
 }
