@@ -11,6 +11,12 @@ bin=$root/bin
 dir=$root/_output/demo
 kubectl() { "$bin/kubectl" --kubeconfig "$dir/kubeconfig" "$@"; }
 say() { if [[ -t 1 ]]; then printf '\n\033[1m== %s\033[0m\n' "$*"; else printf '\n== %s\n' "$*"; fi; }
+# events NAMESPACE CONDITION lists the namespace's events, oldest first,
+# that the awk CONDITION keeps: $1 is what one is about, $2 its reason.
+events() {
+	kubectl get events.events.k8s.io --namespace "$1" --sort-by .metadata.resourceVersion \
+		-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk "NR == 1 || ($2)"
+}
 
 # A cluster left by an earlier KEEP=1 run goes first.
 if [[ -f $dir/state.json ]]; then
@@ -101,8 +107,7 @@ kubectl get podgroup pt-mnist --namespace muster-operators \
 say "The job's pods: bound in order, with the operator's environment"
 kubectl get pods --namespace muster-operators --sort-by .metadata.name \
 	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.training\.kubeflow\.org/replica-type,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,MASTER_ADDR:.spec.containers[0].env[?(@.name=="MASTER_ADDR")].value,MUSTER-ADDED:.metadata.annotations.muster\.dev/added'
-kubectl get events.events.k8s.io --namespace muster-operators --sort-by .metadata.resourceVersion \
-	-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk 'NR == 1 || $2 ~ /^Topology|^Gang|^Launch/'
+events muster-operators '$2 ~ /^Topology|^Gang|^Launch/'
 
 master_ready=$(kubectl get pod pt-mnist-master-0 --namespace muster-operators -o jsonpath='{.status.conditions[?(@.type=="Ready")].lastTransitionTime}')
 for worker in pt-mnist-worker-0 pt-mnist-worker-1; do
@@ -132,8 +137,7 @@ kubectl get podgroup pi --namespace muster-operators \
 	-o jsonpath='minMember:    {.spec.minMember}{"\n"}late members: {.metadata.annotations.muster\.dev/late-members}{"\n"}'
 kubectl get pods --namespace muster-operators --selector training.kubeflow.org/job-name=pi --sort-by .metadata.creationTimestamp \
 	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.training\.kubeflow\.org/job-role,CREATED:.metadata.creationTimestamp,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
-kubectl get events.events.k8s.io --namespace muster-operators --sort-by .metadata.resourceVersion \
-	-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk 'NR == 1 || ($1 ~ /^pi/ && $2 ~ /^Topology|^Gang|^Late/)'
+events muster-operators '$1 ~ /^pi/ && $2 ~ /^Topology|^Gang|^Late/'
 launcher_node=$(kubectl get pods --namespace muster-operators --selector training.kubeflow.org/job-name=pi,training.kubeflow.org/job-role=launcher -o jsonpath='{.items[0].spec.nodeName}')
 if [[ -z $launcher_node ]]; then
 	echo "the launcher of MPIJob pi was not bound" >&2
@@ -163,8 +167,7 @@ kubectl get podgroup js-mpi --namespace muster-operators \
 	-o jsonpath='owner:        {.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}{"\n"}roles:        {.metadata.annotations.muster\.dev/roles}{"\n"}launch order: {.metadata.annotations.muster\.dev/launch-order}{"\n"}minMember:    {.spec.minMember}{"\n"}late members: {.metadata.annotations.muster\.dev/late-members}{"\n"}'
 kubectl get pods --namespace muster-operators --selector jobset.sigs.k8s.io/jobset-name=js-mpi --sort-by .metadata.creationTimestamp \
 	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.jobset\.sigs\.k8s\.io/replicatedjob-name,HOSTNAME:.spec.hostname,CREATED:.metadata.creationTimestamp,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
-kubectl get events.events.k8s.io --namespace muster-operators --sort-by .metadata.resourceVersion \
-	-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk 'NR == 1 || ($1 ~ /^js-mpi/ && $2 ~ /^PodGroupCreated|^Gang|^Late/)'
+events muster-operators '$1 ~ /^js-mpi/ && $2 ~ /^PodGroupCreated|^Gang|^Late/'
 jobset_launcher=$(kubectl get pods --namespace muster-operators --selector jobset.sigs.k8s.io/jobset-name=js-mpi,jobset.sigs.k8s.io/replicatedjob-name=launcher -o jsonpath='{.items[0].spec.nodeName}')
 if [[ -z $jobset_launcher ]]; then
 	echo "the launcher of JobSet js-mpi was not bound" >&2
@@ -195,8 +198,7 @@ kubectl get podgroup fine-tune --namespace muster-operators \
 	-o jsonpath='owner:        {.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}{"\n"}framework:    {.metadata.annotations.muster\.dev/framework}{"\n"}roles:        {.metadata.annotations.muster\.dev/roles}{"\n"}minMember:    {.spec.minMember}{"\n"}'
 kubectl get pods --namespace muster-operators --selector jobset.sigs.k8s.io/jobset-name=fine-tune --sort-by .metadata.creationTimestamp \
 	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.jobset\.sigs\.k8s\.io/replicatedjob-name,GROUP:.metadata.labels.scheduling\.x-k8s\.io/pod-group,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,PHASE:.status.phase,NODE:.spec.nodeName'
-kubectl get events.events.k8s.io --namespace muster-operators --sort-by .metadata.resourceVersion \
-	-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk 'NR == 1 || ($1 == "fine-tune" && $2 ~ /^TopologyDerived|^MinMemberLowered|^Gang/)'
+events muster-operators '$1 == "fine-tune" && $2 ~ /^TopologyDerived|^MinMemberLowered|^Gang/'
 echo "A node's environment, all Trainer's, and what muster added to the pod:"
 kubectl get pods --namespace muster-operators --selector jobset.sigs.k8s.io/jobset-name=fine-tune,jobset.sigs.k8s.io/replicatedjob-name=node \
 	-o jsonpath='{range .items[0].spec.containers[0].env[*]}  {.name}={.value}{"\n"}{end}  muster.dev/added: {.items[0].metadata.annotations.muster\.dev/added}{"\n"}'
@@ -255,8 +257,7 @@ for _ in $(seq 300); do
 done
 kubectl get pods --namespace muster-elastic --sort-by .metadata.name \
 	-o custom-columns='POD:.metadata.name,GROUP:.metadata.labels.scheduling\.x-k8s\.io/pod-group,PHASE:.status.phase,NODE:.spec.nodeName'
-kubectl get events.events.k8s.io --namespace muster-elastic --sort-by .metadata.resourceVersion \
-	-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk 'NR == 1 || $2 ~ /^Elastic|^GangAdmitted/'
+events muster-elastic '$2 ~ /^Elastic|^GangAdmitted/'
 a=$(running muster-elastic elastic-a) b=$(running muster-elastic elastic-b) rigid=$(running muster-elastic rigid)
 kubectl delete statefulsets --namespace muster-elastic --all >/dev/null
 kubectl delete node elastic-pool >/dev/null
@@ -287,8 +288,7 @@ for _ in $(seq 300); do
 done
 kubectl get pods --namespace muster-preemption --sort-by .metadata.name \
 	-o custom-columns='POD:.metadata.name,GROUP:.metadata.labels.scheduling\.x-k8s\.io/pod-group,PRIORITY:.spec.priority,PHASE:.status.phase,NODE:.spec.nodeName'
-kubectl get events.events.k8s.io --namespace muster-preemption --sort-by .metadata.resourceVersion \
-	-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk 'NR == 1 || $2 ~ /^Preempt|^GangAdmitted/'
+events muster-preemption '$2 ~ /^Preempt|^GangAdmitted/'
 a=$(running muster-preemption low-a) b=$(running muster-preemption low-b) high=$(running muster-preemption high)
 kubectl delete node preemption-pool >/dev/null
 kubectl delete -f "$root/manifests/examples/preemption/priorities.yaml" >/dev/null
