@@ -211,9 +211,23 @@ echo "Trainer's PodGroup counted the initializer, which must finish before the"
 echo "nodes exist; muster ran it first, alone, made the three nodes the gang,"
 echo "and the TrainJob completed with Trainer's environment as Trainer wrote it."
 
-# running NAMESPACE GROUP counts the group's Running pods.
+# running NAMESPACE GROUP... counts the groups' Running pods.
 running() {
-	kubectl get pods --namespace "$1" --field-selector status.phase=Running --selector "scheduling.x-k8s.io/pod-group=$2" -o name | wc -l
+	local namespace=$1 groups
+	shift
+	groups=$(IFS=,; echo "$*")
+	kubectl get pods --namespace "$namespace" --field-selector status.phase=Running --selector "scheduling.x-k8s.io/pod-group in ($groups)" -o name | wc -l
+}
+
+# wait_running NAMESPACE COUNT GROUP... waits up to a minute until the
+# groups have COUNT Running pods between them.
+wait_running() {
+	local namespace=$1 count=$2
+	shift 2
+	for _ in $(seq 300); do
+		(($(running "$namespace" "$@") == count)) && return
+		sleep 0.2
+	done
 }
 
 # pool_node POOL CPUS creates a simulated node <POOL>-pool of that many
@@ -239,11 +253,8 @@ kubectl create namespace muster-elastic >/dev/null
 pool_node elastic 6
 echo "Applying manifests/examples/elastic/sharing.yaml: two elastic groups of 1 to 3 workers, StatefulSets at 1"
 kubectl apply --namespace muster-elastic -f "$root/manifests/examples/elastic/sharing.yaml" >/dev/null
-for _ in $(seq 300); do
-	(($(running muster-elastic elastic-a) + $(running muster-elastic elastic-b) == 6)) && break
-	sleep 0.2
-done
-if (($(running muster-elastic elastic-a) + $(running muster-elastic elastic-b) != 6)); then
+wait_running muster-elastic 6 elastic-a elastic-b
+if (($(running muster-elastic elastic-a elastic-b) != 6)); then
 	echo "the elastic groups did not grow into the node: elastic-a $(running muster-elastic elastic-a), elastic-b $(running muster-elastic elastic-b) workers" >&2
 	exit 1
 fi
@@ -251,10 +262,7 @@ echo "both grew into the node: elastic-a $(running muster-elastic elastic-a), el
 kubectl get statefulsets --namespace muster-elastic -o custom-columns='STATEFULSET:.metadata.name,REPLICAS:.spec.replicas'
 echo "Applying manifests/examples/elastic/rigid.yaml: a rigid gang of two, with no room left"
 kubectl apply --namespace muster-elastic -f "$root/manifests/examples/elastic/rigid.yaml" >/dev/null
-for _ in $(seq 300); do
-	(($(running muster-elastic rigid) == 2)) && break
-	sleep 0.2
-done
+wait_running muster-elastic 2 rigid
 kubectl get pods --namespace muster-elastic --sort-by .metadata.name \
 	-o custom-columns='POD:.metadata.name,GROUP:.metadata.labels.scheduling\.x-k8s\.io/pod-group,PHASE:.status.phase,NODE:.spec.nodeName'
 events muster-elastic '$2 ~ /^Elastic|^GangAdmitted/'
@@ -276,16 +284,10 @@ pool_node preemption 4
 kubectl apply -f "$root/manifests/examples/preemption/priorities.yaml" >/dev/null
 echo "Applying manifests/examples/preemption/low.yaml: two low-priority gangs of two fill the node"
 kubectl apply --namespace muster-preemption -f "$root/manifests/examples/preemption/low.yaml" >/dev/null
-for _ in $(seq 150); do
-	(($(running muster-preemption low-a) + $(running muster-preemption low-b) == 4)) && break
-	sleep 0.2
-done
+wait_running muster-preemption 4 low-a low-b
 echo "Applying manifests/examples/preemption/high.yaml: a high-priority gang of two"
 kubectl apply --namespace muster-preemption -f "$root/manifests/examples/preemption/high.yaml" >/dev/null
-for _ in $(seq 300); do
-	(($(running muster-preemption high) == 2)) && break
-	sleep 0.2
-done
+wait_running muster-preemption 2 high
 kubectl get pods --namespace muster-preemption --sort-by .metadata.name \
 	-o custom-columns='POD:.metadata.name,GROUP:.metadata.labels.scheduling\.x-k8s\.io/pod-group,PRIORITY:.spec.priority,PHASE:.status.phase,NODE:.spec.nodeName'
 events muster-preemption '$2 ~ /^Preempt|^GangAdmitted/'
