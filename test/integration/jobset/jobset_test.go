@@ -233,8 +233,13 @@ func checkLauncherBoundIntoHeldRoom(t *testing.T, ns string, seen *framework.Tim
 	framework.CreateIntruder(t, ns, "1")
 	launcher := framework.Eventually(t, "the launcher bound", func(ctx context.Context) (*corev1.Pod, error) {
 		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetReplicatedJobLabel + "=launcher"})
-		if err != nil || len(pods.Items) != 1 || !framework.IsBound(&pods.Items[0]) {
-			return nil, fmt.Errorf("not yet")
+		switch {
+		case err != nil:
+			return nil, err
+		case len(pods.Items) != 1:
+			return nil, fmt.Errorf("%d launcher pods", len(pods.Items))
+		case !framework.IsBound(&pods.Items[0]):
+			return nil, fmt.Errorf("launcher %s not bound; its conditions: %v", pods.Items[0].Name, pods.Items[0].Status.Conditions)
 		}
 		return &pods.Items[0], nil
 	})
