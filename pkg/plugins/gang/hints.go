@@ -187,7 +187,8 @@ func (g *Gang) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 const roomFreedBackoff = time.Second
 
 // retryGangsWaitingForRoom shortens the backoff of the gangs that wait for
-// their min when a bound member of a group is gone. Room that an elastic
+// their min when a bound member of a group is gone: deleted, or finished,
+// which the scheduler's informer, blind to finished pods, tells as gone. Room that an elastic
 // group gives back was made for them by muster-controller: they take it
 // at once. Room that any other group leaves ends their backoff within
 // roomFreedBackoff of their failure.

@@ -53,7 +53,8 @@ func TestGangThatDoesNotFitWaitsWhole(t *testing.T) {
 
 // TestCompetingGangsDoNotDeadlock: two gangs each needing 60% of the nodes,
 // submitted at the same moment. One is bound whole and the other not at
-// all; when the first finishes, the second is bound whole.
+// all; once the first's pods finish and leave it room, the second is bound
+// whole.
 func TestCompetingGangsDoNotDeadlock(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 2, "5")
@@ -81,8 +82,10 @@ func TestCompetingGangsDoNotDeadlock(t *testing.T) {
 	}
 
 	waitForBound(t, ns, loser, 6)
-	if n := watch.finishedCount(winner); n != 6 {
-		t.Errorf("gang %s was bound before %s finished (%d/6 finished)", loser, winner, n)
+	// Of the ten CPUs, the loser's six fit only once at least two of the
+	// winner's pods have finished; it may be bound as soon as they fit.
+	if n := watch.finishedBeforeBound(winner, loser); n < 2 {
+		t.Errorf("gang %s was bound while %s held its room (%d/6 finished)", loser, winner, n)
 	}
 	watch.check(t)
 }

@@ -136,6 +136,7 @@ type gangWatch struct {
 	boundAt    map[string]int // pod -> position of its binding
 	firstBound map[string]int // gang -> position of its first binding
 	finished   map[string]sets.Set[string]
+	finishedAt map[string]int // pod -> position of its end
 	violations []string
 }
 
@@ -147,6 +148,7 @@ func watchGangs(t *testing.T, namespace string, minMember map[string]int) *gangW
 		boundAt:    map[string]int{},
 		firstBound: map[string]int{},
 		finished:   map[string]sets.Set[string]{},
+		finishedAt: map[string]int{},
 	}
 	framework.WatchPods(t, namespace, w.observe)
 	return w
@@ -178,6 +180,7 @@ func (w *gangWatch) observe(_, pod *corev1.Pod) {
 		return
 	}
 	w.finished[group].Insert(pod.Name)
+	w.finishedAt[pod.Name] = w.seq
 	var partial []string
 	for g, bound := range w.everBound {
 		if n := bound.Len(); n > 0 && n < w.minMember[g] && w.boundAt[pod.Name] > w.firstBound[g] {
@@ -202,6 +205,20 @@ func (w *gangWatch) everBoundCount(group string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.everBound[group].Len()
+}
+
+// finishedBeforeBound counts the pods of group that had finished when
+// other's first pod was bound.
+func (w *gangWatch) finishedBeforeBound(group, other string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for pod := range w.finished[group] {
+		if w.finishedAt[pod] < w.firstBound[other] {
+			n++
+		}
+	}
+	return n
 }
 
 func (w *gangWatch) finishedCount(group string) int {
