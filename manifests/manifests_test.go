@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
@@ -55,6 +56,32 @@ func TestSchedulerConfigIsValid(t *testing.T) {
 	}
 	if cfg.LeaderElection.ResourceName == "kube-scheduler" {
 		t.Errorf("the leader election lease is kube-scheduler's; muster-scheduler would contend with the default scheduler")
+	}
+}
+
+// TestTheBenchmarkRunsTheShippedProfile: test/perf/config/muster.yaml is
+// this profile under the harness's scheduler name, so that `make bench`
+// measures what is deployed.
+func TestTheBenchmarkRunsTheShippedProfile(t *testing.T) {
+	profile := func(data []byte) *config.KubeSchedulerProfile {
+		obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+		if err != nil {
+			t.Fatalf("decoding: %v", err)
+		}
+		cfg := obj.(*config.KubeSchedulerConfiguration)
+		if len(cfg.Profiles) != 1 {
+			t.Fatalf("profiles = %v, want one", profileNames(cfg))
+		}
+		p := cfg.Profiles[0]
+		p.SchedulerName = ""
+		return &p
+	}
+	bench, err := os.ReadFile(filepath.Join("..", "test", "perf", "config", "muster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(profile(SchedulerConfig), profile(bench)); diff != "" {
+		t.Errorf("test/perf/config/muster.yaml's profile differs from scheduler-config.yaml's (-shipped +benchmarked):\n%s", diff)
 	}
 }
 

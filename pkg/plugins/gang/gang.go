@@ -27,7 +27,6 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -39,19 +38,19 @@ import (
 const Name = "Gang"
 
 var (
-	_ framework.PreEnqueuePlugin  = &Gang{}
-	_ framework.QueueSortPlugin   = &Gang{}
-	_ framework.PreFilterPlugin   = &Gang{}
-	_ framework.FilterPlugin      = &Gang{}
-	_ framework.PostFilterPlugin  = &Gang{}
-	_ framework.ReservePlugin     = &Gang{}
-	_ framework.PermitPlugin      = &Gang{}
-	_ framework.EnqueueExtensions = &Gang{}
+	_ fwk.PreEnqueuePlugin  = &Gang{}
+	_ fwk.QueueSortPlugin   = &Gang{}
+	_ fwk.PreFilterPlugin   = &Gang{}
+	_ fwk.FilterPlugin      = &Gang{}
+	_ fwk.PostFilterPlugin  = &Gang{}
+	_ fwk.ReservePlugin     = &Gang{}
+	_ fwk.PermitPlugin      = &Gang{}
+	_ fwk.EnqueueExtensions = &Gang{}
 )
 
 // Gang places a PodGroup's pods all-or-nothing.
 type Gang struct {
-	handle   framework.Handle
+	handle   fwk.Handle
 	args     Args
 	groups   *group.Model
 	attempts *attempts
@@ -62,7 +61,7 @@ type Gang struct {
 }
 
 // New builds the plugin from its args and the framework's handle.
-func New(ctx context.Context, obj runtime.Object, handle framework.Handle) (framework.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
 	args, err := decodeArgs(obj)
 	if err != nil {
 		return nil, err
@@ -86,7 +85,7 @@ func New(ctx context.Context, obj runtime.Object, handle framework.Handle) (fram
 	return g, nil
 }
 
-func newGang(handle framework.Handle, args Args, groups *group.Model, clk clock.WithDelayedExecution) *Gang {
+func newGang(handle fwk.Handle, args Args, groups *group.Model, clk clock.WithDelayedExecution) *Gang {
 	return &Gang{
 		handle:   handle,
 		args:     args,
@@ -121,12 +120,26 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 
 // Less orders the queue by priority; then a gang left partly bound (after a
 // scheduler restart, say) ahead of every gang with no member bound, so that
-// nothing takes the room its missing members need; then by the group's
-// creation time or, after a failed attempt, the time it failed, so that one
-// stuck gang cannot hold back the rest; then by group and pod, so that a
-// gang's members are popped back to back.
-func (g *Gang) Less(a, b fwk.QueuedPodInfo) bool {
-	podA, podB := a.GetPodInfo().GetPod(), b.GetPodInfo().GetPod()
+// nothing takes the room its missing members need; then an elastic group's
+// members above its min behind every other pod, least fulfilled group
+// first; then by the group's creation time or, after a failed attempt, the
+// time it failed, so that one stuck gang cannot hold back the rest; then by
+// group and pod, so that a gang's members are popped back to back.
+//
+// Since 1.37 the queue holds entities, not pods. Every rule after priority
+// is about the pod and its group, so Less reaches the pod behind a pod
+// entity (queuedPod). An entity that is not one pod, an upstream
+// scheduling.k8s.io PodGroup scheduled as a unit, is ordered as
+// PrioritySort orders it: by priority, then by the time it was queued.
+func (g *Gang) Less(a, b fwk.QueuedEntityInfo) bool {
+	podA, okA := queuedPod(a)
+	podB, okB := queuedPod(b)
+	if !okA || !okB {
+		if a.GetPriority() != b.GetPriority() {
+			return a.GetPriority() > b.GetPriority()
+		}
+		return a.GetTimestamp().Before(b.GetTimestamp())
+	}
 	if prioA, prioB := corev1helpers.PodPriority(podA), corev1helpers.PodPriority(podB); prioA != prioB {
 		return prioA > prioB
 	}
@@ -144,8 +157,8 @@ func (g *Gang) Less(a, b fwk.QueuedPodInfo) bool {
 	if extraA && scoreA != scoreB {
 		return scoreA < scoreB
 	}
-	timeA, groupA := g.queueOrder(a)
-	timeB, groupB := g.queueOrder(b)
+	timeA, groupA := g.queueOrder(a, podA)
+	timeB, groupB := g.queueOrder(b, podB)
 	if !timeA.Equal(timeB) {
 		return timeA.Before(timeB)
 	}
@@ -153,6 +166,24 @@ func (g *Gang) Less(a, b fwk.QueuedPodInfo) bool {
 		return groupA < groupB
 	}
 	return podA.Namespace+"/"+podA.Name < podB.Namespace+"/"+podB.Name
+}
+
+// podEntity is a queued entity that is one pod: kube-scheduler's
+// QueuedPodInfo, whose pod the fwk interface does not expose.
+type podEntity interface {
+	GetPodInfo() fwk.PodInfo
+}
+
+// queuedPod returns the pod of an entity that is one pod.
+func queuedPod(entity fwk.QueuedEntityInfo) (*corev1.Pod, bool) {
+	if entity.Type() != fwk.PodKeyType {
+		return nil, false
+	}
+	info, ok := entity.(podEntity)
+	if !ok || info.GetPodInfo() == nil {
+		return nil, false
+	}
+	return info.GetPodInfo().GetPod(), true
 }
 
 // isPartlyBound reports whether the pod's gang has members bound, but fewer
@@ -205,9 +236,6 @@ func (h elasticHold) Clone() fwk.StateData { return h }
 // group's min, the gangs that wait for their min, once per cycle: Filter
 // keeps the member off the nodes they could use.
 func (g *Gang) holdRoomForWaitingGangs(state fwk.CycleState, pod *corev1.Pod) {
-	if state == nil {
-		return
-	}
 	if _, extra := g.elasticFulfillment(pod); !extra {
 		return
 	}
@@ -238,9 +266,6 @@ func (g *Gang) holdRoomForWaitingGangs(state fwk.CycleState, pod *corev1.Pod) {
 // the room there. A gang whose members fit on no such node, however
 // empty, keeps no room.
 func gangWaitingForRoom(state fwk.CycleState, node *corev1.Node) (types.NamespacedName, bool) {
-	if state == nil {
-		return types.NamespacedName{}, false
-	}
 	data, err := state.Read(elasticHoldKey)
 	if err != nil {
 		return types.NamespacedName{}, false
@@ -268,8 +293,7 @@ func fitsEmpty(pod *corev1.Pod, node *corev1.Node) bool {
 
 // queueOrder is the time and key a pod is sorted by: its group's, or its
 // own when it has no group.
-func (g *Gang) queueOrder(info fwk.QueuedPodInfo) (time.Time, string) {
-	pod := info.GetPodInfo().GetPod()
+func (g *Gang) queueOrder(info fwk.QueuedEntityInfo, pod *corev1.Pod) (time.Time, string) {
 	if key, ok := topology.GroupOf(pod); ok {
 		if pg := g.podGroup(key); pg != nil {
 			at := pg.CreationTimestamp.Time
@@ -289,7 +313,7 @@ func (g *Gang) queueOrder(info fwk.QueuedPodInfo) (time.Time, string) {
 // PreFilter turns a member away while its group backs off, and rejects a
 // group whose minResources exceed what the cluster has free before any
 // member is placed.
-func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*framework.PreFilterResult, *fwk.Status) {
+func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	g.restoreLateRooms(klog.FromContext(ctx))
 	key, ok := topology.GroupOf(pod)
 	if !ok {
@@ -307,7 +331,8 @@ func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.
 	// A late member goes to the room held for it.
 	if role, ok := topology.RoleOf(pod); ok {
 		if node, held := g.late.node(key, role); held {
-			return &framework.PreFilterResult{NodeNames: sets.New(node)}, nil
+			state.Write(heldRoomKey, heldRoom(node))
+			return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 		}
 	}
 	if len(pg.Spec.MinResources) > 0 && g.attempts.placed(key, g.members(key).bound) == 0 {
@@ -320,7 +345,7 @@ func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.
 }
 
 // PreFilterExtensions returns nil: the plugin keeps no per-cycle state.
-func (g *Gang) PreFilterExtensions() framework.PreFilterExtensions { return nil }
+func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
 // PostFilter runs when a pod fits nowhere; it is muster-scheduler's
 // preemption. Before quorum, the gang preempts lower-priority victims if
@@ -328,7 +353,7 @@ func (g *Gang) PreFilterExtensions() framework.PreFilterExtensions { return nil 
 // whole group's attempt ends, so no sibling keeps a reservation for a gang
 // that cannot start yet. A pod of no group, or a member after quorum,
 // preempts for itself, and takes a victim gang whole all the same.
-func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ framework.NodeToStatusReader) (*framework.PostFilterResult, *fwk.Status) {
+func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	key, ok := topology.GroupOf(pod)
 	pg := g.podGroup(key)
 	if ok && pg == nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -72,6 +73,12 @@ var nodes = []*corev1.Node{
 
 func newFixture(t *testing.T, args Args, podGroups []*v1alpha1.PodGroup, pods []*corev1.Pod) *fixture {
 	t.Helper()
+	return newFixtureOn(t, nodes, args, podGroups, pods)
+}
+
+// newFixtureOn is newFixture on other nodes than the fixture's.
+func newFixtureOn(t *testing.T, nodes []*corev1.Node, args Args, podGroups []*v1alpha1.PodGroup, pods []*corev1.Pod) *fixture {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	f := &fixture{
 		ctx:       ctx,
@@ -93,7 +100,7 @@ func newFixture(t *testing.T, args Args, podGroups []*v1alpha1.PodGroup, pods []
 	if args.PermitTimeoutSeconds == 0 {
 		args.PermitTimeoutSeconds = defaultPermitTimeoutSeconds
 	}
-	factory := func(_ context.Context, _ runtime.Object, h framework.Handle) (framework.Plugin, error) {
+	factory := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		f.gang = newGang(h, args, group.NewModel(schedulinglisters.NewPodGroupLister(f.podGroups), f.pods), f.clock)
 		return f.gang, nil
 	}
@@ -103,7 +110,7 @@ func newFixture(t *testing.T, args Args, podGroups []*v1alpha1.PodGroup, pods []
 		require.NoError(t, err)
 	}
 	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
-		tf.RegisterPluginAsExtensions(Name, factory, "QueueSort", "PreFilter", "Reserve", "Permit"),
+		tf.RegisterPluginAsExtensions(Name, factory, "QueueSort", "PreFilter", "Filter", "Reserve", "Permit"),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
 	}, "muster-scheduler",
 		frameworkruntime.WithEventRecorder(f.events),
@@ -164,7 +171,7 @@ func (f *fixture) reserveAndPermit(t *testing.T, pod *corev1.Pod) *fwk.Status {
 	t.Helper()
 	state := framework.NewCycleState()
 	require.True(t, f.fw.RunReservePluginsReserve(f.ctx, state, pod, "node-1").IsSuccess())
-	return f.fw.RunPermitPlugins(f.ctx, state, pod, "node-1")
+	return plugintest.Permit(f.ctx, f.fw, state, pod, "node-1")
 }
 
 // outcome is what WaitOnPermit returns for a member that waited.
@@ -245,8 +252,9 @@ func TestPreEnqueue(t *testing.T) {
 	}
 }
 
-func queued(pod *corev1.Pod, at time.Time) fwk.QueuedPodInfo {
-	return &framework.QueuedPodInfo{PodInfo: mustPodInfo(pod), Timestamp: at, InitialAttemptTimestamp: &at}
+// queued is a pod entity of the scheduling queue as kube-scheduler makes it.
+func queued(pod *corev1.Pod, at time.Time) fwk.QueuedEntityInfo {
+	return &framework.QueuedPodInfo{PodInfo: mustPodInfo(pod), QueueingParams: framework.QueueingParams{Timestamp: at, InitialAttemptTimestamp: &at}}
 }
 
 func mustPodInfo(pod *corev1.Pod) *framework.PodInfo {
@@ -262,7 +270,7 @@ func TestLess(t *testing.T) {
 	newer := podGroup("newer", 1).Time(epoch.Add(time.Minute)).Obj()
 	tests := []struct {
 		name   string
-		a, b   fwk.QueuedPodInfo
+		a, b   fwk.QueuedEntityInfo
 		failed string
 		want   bool
 	}{
@@ -355,7 +363,7 @@ func TestPermitWaitsForTheGroupTimeout(t *testing.T) {
 func TestPostFilterBeforeQuorumRejectsTheGroup(t *testing.T) {
 	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj(), member("job", "p2").Obj()}
 	f := newFixture(t, Args{BackoffSeconds: ptr.To[int64](10)}, []*v1alpha1.PodGroup{podGroup("job", 3).Obj()}, members)
-	_, status := f.gang.PreFilter(f.ctx, nil, members[0], nil)
+	_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[0], nil)
 	require.True(t, status.IsSuccess())
 	for _, pod := range members[:2] {
 		require.Equal(t, fwk.Wait, f.reserveAndPermit(t, pod).Code())
@@ -373,7 +381,7 @@ func TestPostFilterBeforeQuorumRejectsTheGroup(t *testing.T) {
 	assert.True(t, strings.HasPrefix(events[0], "Warning GangRejected member p2 fits on no node, and no lower-priority victims would make room for all the members the gang lacks; released 2 reservations; retrying in 10s"), events[0])
 
 	// The group backs off, then its pending members are woken.
-	_, status = f.gang.PreFilter(f.ctx, nil, members[0], nil)
+	_, status = f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[0], nil)
 	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
 	assert.Contains(t, status.Message(), "backs off after a failed attempt")
 	_, status = f.gang.PostFilter(f.ctx, nil, members[0], nil)
@@ -381,7 +389,7 @@ func TestPostFilterBeforeQuorumRejectsTheGroup(t *testing.T) {
 	assert.Empty(t, f.drainEvents(), "the backoff is not a new failure")
 	f.clock.Step(10 * time.Second)
 	assert.ElementsMatch(t, []string{"team-a/p0", "team-a/p1", "team-a/p2"}, f.activator.Activated)
-	_, status = f.gang.PreFilter(f.ctx, nil, members[0], nil)
+	_, status = f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[0], nil)
 	assert.True(t, status.IsSuccess(), "tried again once the backoff ends")
 }
 
@@ -395,7 +403,7 @@ func TestPostFilterAfterQuorumLeavesTheGroupAlone(t *testing.T) {
 	_, status := f.gang.PostFilter(f.ctx, nil, members[2], nil)
 	assert.Equal(t, fwk.Unschedulable, status.Code(), "the late member retries, and may preempt")
 	assert.Empty(t, f.drainEvents())
-	_, status = f.gang.PreFilter(f.ctx, nil, members[2], nil)
+	_, status = f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[2], nil)
 	assert.True(t, status.IsSuccess(), "no backoff for a group that keeps its quorum")
 }
 
@@ -404,7 +412,7 @@ func TestUnreserveBeforeQuorumRollsTheGroupBack(t *testing.T) {
 	// waiting siblings with it.
 	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj(), member("job", "p2").Obj()}
 	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 3).Obj()}, members)
-	_, _ = f.gang.PreFilter(f.ctx, nil, members[0], nil)
+	_, _ = f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[0], nil)
 	for _, pod := range members[:2] {
 		require.Equal(t, fwk.Wait, f.reserveAndPermit(t, pod).Code())
 	}
@@ -449,7 +457,7 @@ func TestPreFilterChecksMinResources(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pg := podGroup("job", 1).MinResources(tt.min).Obj()
 			f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, nil)
-			_, status := f.gang.PreFilter(f.ctx, nil, member("job", "p0").Obj(), nodes)
+			_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), member("job", "p0").Obj(), nodes)
 			if tt.wantErr == "" {
 				assert.True(t, status.IsSuccess(), status.Message())
 				return
@@ -483,7 +491,7 @@ func TestUnreserveAfterAdmissionKeepsTheGroup(t *testing.T) {
 	// and the group does not back off.
 	members := []*corev1.Pod{member("job", "w0").Obj(), member("job", "w1").Obj(), member("job", "launcher").Obj()}
 	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 3).Obj()}, members)
-	_, _ = f.gang.PreFilter(f.ctx, nil, members[0], nil)
+	_, _ = f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[0], nil)
 	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, members[0]).Code())
 	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, members[1]).Code())
 	require.True(t, f.reserveAndPermit(t, members[2]).IsSuccess())
@@ -491,7 +499,7 @@ func TestUnreserveAfterAdmissionKeepsTheGroup(t *testing.T) {
 
 	f.gang.Unreserve(f.ctx, nil, members[2], "node-1")
 	assert.Empty(t, f.drainEvents(), "nothing is torn down")
-	_, status := f.gang.PreFilter(f.ctx, nil, members[2], nil)
+	_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[2], nil)
 	assert.True(t, status.IsSuccess(), "the member retries at once: %v", status)
 }
 
@@ -569,7 +577,7 @@ func TestAPartlyBoundGangIsEvictedAfterItsTimeout(t *testing.T) {
 	}
 	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 4).ScheduleTimeoutSeconds(30).Obj()}, members)
 
-	f.gang.PreFilter(f.ctx, nil, members[2], nil)
+	f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[2], nil)
 	f.gang.PostFilter(f.ctx, nil, members[2], nil)
 	assert.Contains(t, f.drainEvents()[0], "GangRejected member p2 fits on no node")
 	pods, err := f.client.CoreV1().Pods(ns).List(f.ctx, metav1.ListOptions{})
@@ -590,7 +598,7 @@ func TestAPartlyBoundGangIsEvictedAfterItsTimeout(t *testing.T) {
 func TestAPartlyBoundGangThatCompletesIsNotEvicted(t *testing.T) {
 	members := []*corev1.Pod{boundAt(member("job", "p0"), epoch), member("job", "p1").Obj(), member("job", "p2").Obj()}
 	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 3).ScheduleTimeoutSeconds(30).Obj()}, members)
-	f.gang.PreFilter(f.ctx, nil, members[1], nil)
+	f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[1], nil)
 	f.gang.PostFilter(f.ctx, nil, members[1], nil)
 	f.drainEvents()
 
@@ -639,19 +647,19 @@ func TestALateMemberGetsItsRoomHeld(t *testing.T) {
 		}
 	}
 	other := st.MakePod().Namespace(ns).Name("other").UID("other").Req(map[corev1.ResourceName]string{"cpu": "2"}).Obj()
-	status := f.gang.Filter(f.ctx, nil, other, node2)
+	status := f.gang.Filter(f.ctx, framework.NewCycleState(), other, node2)
 	assert.Equal(t, fwk.Unschedulable, status.Code(), "another pod does not get the held room")
 	assert.Contains(t, status.Message(), "room on the node is held for the members [team-a/job] will create later")
 
 	launcher := member("job", "l0").Label(topology.RoleLabel, "launcher").Req(map[corev1.ResourceName]string{"cpu": "3"}).Obj()
-	result, status := f.gang.PreFilter(f.ctx, nil, launcher, nodeInfos)
+	result, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), launcher, nodeInfos)
 	require.True(t, status.IsSuccess())
 	assert.Equal(t, []string{"node-2"}, sets.List(result.NodeNames), "the launcher goes to its room")
-	assert.Nil(t, f.gang.Filter(f.ctx, nil, launcher, node2), "its own room fits it")
+	assert.Nil(t, f.gang.Filter(f.ctx, framework.NewCycleState(), launcher, node2), "its own room fits it")
 	f.gang.Reserve(f.ctx, nil, launcher, "node-2")
 	_, held = f.gang.late.node(key, "launcher")
 	assert.False(t, held, "the room is the launcher's now")
-	assert.Nil(t, f.gang.Filter(f.ctx, nil, other, node2))
+	assert.Nil(t, f.gang.Filter(f.ctx, framework.NewCycleState(), other, node2))
 }
 
 func TestALateMemberIsHeldRoomWhereItsTemplateLetsItRun(t *testing.T) {
@@ -735,7 +743,7 @@ func TestARestartedSchedulerHoldsTheLateRoomOfAnAdmittedGangAgain(t *testing.T) 
 			other := st.MakePod().Namespace(ns).Name("other").UID("other").Obj()
 			nodeInfos, err := f.fw.SnapshotSharedLister().NodeInfos().List()
 			require.NoError(t, err)
-			_, status := f.gang.PreFilter(f.ctx, nil, other, nodeInfos)
+			_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), other, nodeInfos)
 			require.True(t, status.IsSuccess())
 			node, held := f.gang.late.node(types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
 			assert.Equal(t, tt.held, held)
@@ -786,7 +794,7 @@ func TestLessGivesIdleRoomToTheLeastFulfilledElasticGroup(t *testing.T) {
 	rigid := queued(member("rigid", "rigid-0").Obj(), epoch)
 	for _, tt := range []struct {
 		name  string
-		a, b  fwk.QueuedPodInfo
+		a, b  fwk.QueuedEntityInfo
 		first bool
 	}{
 		{"the least fulfilled group's extra first, whatever its age", low, half, true},
@@ -883,4 +891,29 @@ func TestAGangWaitingForRoomIsRetriedAtOnceWhenABoundMemberGoes(t *testing.T) {
 	f.clock.Step(roomFreedBackoff)
 	assert.Nil(t, f.gang.backoffStatus(rigid), "a second after its failure the gang is tried again")
 	assert.ElementsMatch(t, []string{"team-a/r0", "team-a/r1"}, f.activator.Activated)
+}
+
+func TestLessOrdersAnEntityThatIsNotOnePodByPriorityThenQueueTime(t *testing.T) {
+	// An upstream scheduling.k8s.io PodGroup is queued as one entity, with
+	// no pod for muster's rules to read.
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("older", 1).Obj()}, nil)
+	upstream := func(priority int32, at time.Time) fwk.QueuedEntityInfo {
+		return &framework.QueuedPodGroupInfo{
+			PodGroupInfo: &framework.PodGroupInfo{Namespace: ns, Name: "upstream", Type: fwk.PodGroupKeyType,
+				PodGroup: &schedulingv1beta1.PodGroup{Spec: schedulingv1beta1.PodGroupSpec{Priority: ptr.To(priority)}}},
+			QueueingParams: framework.QueueingParams{Timestamp: at},
+		}
+	}
+	for _, tt := range []struct {
+		name  string
+		a, b  fwk.QueuedEntityInfo
+		first bool
+	}{
+		{"higher priority first", upstream(10, epoch.Add(time.Hour)), queued(member("older", "a").Obj(), epoch), true},
+		{"then the earlier queued", queued(member("older", "a").Obj(), epoch), upstream(0, epoch.Add(time.Second)), true},
+		{"between two groups, the earlier queued", upstream(0, epoch), upstream(0, epoch.Add(time.Second)), true},
+	} {
+		assert.Equal(t, tt.first, f.gang.Less(tt.a, tt.b), tt.name)
+		assert.Equal(t, !tt.first, f.gang.Less(tt.b, tt.a), tt.name+": the order must be strict")
+	}
 }

@@ -180,10 +180,34 @@ func podRequest(pod *corev1.Pod) corev1.ResourceList {
 	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 }
 
-// Filter keeps every pod out of the room held on a node for another
-// gang's late members, and an elastic group's members above its min off
-// a node a gang waiting for its min could use.
+// heldRoomKey is where PreFilter leaves, for Filter, the node of the room
+// held for a late member.
+const heldRoomKey fwk.StateKey = Name + "/held-room"
+
+// heldRoom is the node of the room held for the cycle's late member.
+type heldRoom string
+
+func (h heldRoom) Clone() fwk.StateData { return h }
+
+// heldRoomOf returns the node PreFilter pinned the cycle's pod to, if any.
+func heldRoomOf(state fwk.CycleState) (string, bool) {
+	data, err := state.Read(heldRoomKey)
+	if err != nil {
+		return "", false
+	}
+	return string(data.(heldRoom)), true
+}
+
+// Filter keeps a late member to the room held for it, every other pod out
+// of the room held on a node for another gang's late members, and an
+// elastic group's members above its min off a node a gang waiting for its
+// min could use.
 func (g *Gang) Filter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	// PreFilter's result already says so, but a nominated node or a batch's
+	// node hint is tried before, and without, that result.
+	if node, pinned := heldRoomOf(state); pinned && node != nodeInfo.Node().Name {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("the member's room is held on node %s", node))
+	}
 	if waiting, ok := gangWaitingForRoom(state, nodeInfo.Node()); ok {
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"room on the node is kept for gang %s, which waits for its min: members above an elastic group's min take only room no gang needs", waiting))

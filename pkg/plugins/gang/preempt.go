@@ -14,7 +14,6 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/topology"
@@ -47,7 +46,7 @@ func (p preemptor) String() string {
 }
 
 // preemptGang makes room for the members a gang lacks; see preempt.
-func (g *Gang) preemptGang(ctx context.Context, pod *corev1.Pod, key types.NamespacedName, pg *v1alpha1.PodGroup) *framework.PostFilterResult {
+func (g *Gang) preemptGang(ctx context.Context, pod *corev1.Pod, key types.NamespacedName, pg *v1alpha1.PodGroup) *fwk.PostFilterResult {
 	members := g.lackingMembers(key, pg)
 	if len(members) == 0 {
 		return nil
@@ -57,7 +56,7 @@ func (g *Gang) preemptGang(ctx context.Context, pod *corev1.Pod, key types.Names
 
 // preemptPod makes room for one pod; see preempt. A member above an
 // elastic group's min takes only free room and preempts nothing.
-func (g *Gang) preemptPod(ctx context.Context, pod *corev1.Pod) *framework.PostFilterResult {
+func (g *Gang) preemptPod(ctx context.Context, pod *corev1.Pod) *fwk.PostFilterResult {
 	if _, extra := g.elasticFulfillment(pod); extra {
 		return nil
 	}
@@ -70,7 +69,7 @@ func (g *Gang) preemptPod(ctx context.Context, pod *corev1.Pod) *framework.PostF
 // member fits at once; it nominates each member onto its room. It returns
 // nil when no such victims exist, or the pod may not preempt: then nothing
 // is taken.
-func (g *Gang) preempt(ctx context.Context, p preemptor) *framework.PostFilterResult {
+func (g *Gang) preempt(ctx context.Context, p preemptor) *fwk.PostFilterResult {
 	logger := klog.FromContext(ctx)
 	if p.pod.Spec.PreemptionPolicy != nil && *p.pod.Spec.PreemptionPolicy == corev1.PreemptNever {
 		return nil
@@ -119,7 +118,7 @@ func (g *Gang) preempt(ctx context.Context, p preemptor) *framework.PostFilterRe
 			g.handle.EventRecorder().Eventf(p.pod, nil, corev1.EventTypeNormal, ReasonPreempting, "Preempt", "%s", note)
 		}
 	}
-	return &framework.PostFilterResult{NominatingInfo: &framework.NominatingInfo{NominatedNodeName: plan.nodes[p.pod.Name], NominatingMode: framework.ModeOverride}}
+	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: plan.nodes[p.pod.Name], NominatingMode: fwk.ModeOverride}}
 }
 
 // lackingMembers are the gang's unbound active members it needs to reach

@@ -19,7 +19,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/clock"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
@@ -30,15 +29,15 @@ import (
 const Name = "LaunchOrder"
 
 var (
-	_ framework.PreEnqueuePlugin  = &LaunchOrder{}
-	_ framework.ReservePlugin     = &LaunchOrder{}
-	_ framework.PermitPlugin      = &LaunchOrder{}
-	_ framework.EnqueueExtensions = &LaunchOrder{}
+	_ fwk.PreEnqueuePlugin  = &LaunchOrder{}
+	_ fwk.ReservePlugin     = &LaunchOrder{}
+	_ fwk.PermitPlugin      = &LaunchOrder{}
+	_ fwk.EnqueueExtensions = &LaunchOrder{}
 )
 
 // LaunchOrder holds successors at Permit until their predecessors are up.
 type LaunchOrder struct {
-	handle framework.Handle
+	handle fwk.Handle
 	groups *group.Model
 	clock  clock.PassiveClock
 
@@ -54,7 +53,7 @@ type hold struct {
 }
 
 // New builds the plugin from the framework's handle. It takes no args.
-func New(ctx context.Context, _ runtime.Object, handle framework.Handle) (framework.Plugin, error) {
+func New(ctx context.Context, _ runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
 	groups, err := group.ModelFor(ctx, handle)
 	if err != nil {
 		return nil, err
@@ -71,7 +70,7 @@ func New(ctx context.Context, _ runtime.Object, handle framework.Handle) (framew
 	return l, nil
 }
 
-func newLaunchOrder(handle framework.Handle, groups *group.Model, clk clock.PassiveClock) *LaunchOrder {
+func newLaunchOrder(handle fwk.Handle, groups *group.Model, clk clock.PassiveClock) *LaunchOrder {
 	return &LaunchOrder{
 		handle: handle,
 		groups: groups,

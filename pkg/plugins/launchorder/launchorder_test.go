@@ -61,7 +61,7 @@ func newFixture(t *testing.T, annotations map[string]string, pods ...*corev1.Pod
 	for _, pod := range pods {
 		require.NoError(t, f.pods.Add(pod))
 	}
-	factory := func(_ context.Context, _ runtime.Object, h framework.Handle) (framework.Plugin, error) {
+	factory := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		f.plugin = newLaunchOrder(h, group.NewModel(schedulinglisters.NewPodGroupLister(podGroups), f.pods), testingclock.NewFakeClock(time.Now()))
 		return f.plugin, nil
 	}
@@ -98,7 +98,7 @@ func TestPermitHoldsTheLauncherUntilTheWorkersAreReady(t *testing.T) {
 	f := newFixture(t, mpi, launcher, ready(rolePod("worker", "w0")).Obj(), notReady)
 
 	state := framework.NewCycleState()
-	status := f.fw.RunPermitPlugins(f.ctx, state, launcher, "node-1")
+	status := plugintest.Permit(f.ctx, f.fw, state, launcher, "node-1")
 	require.Equal(t, fwk.Wait, status.Code())
 	assert.Equal(t, "Normal LaunchHeld held until worker is Ready (1/2)", <-f.events.Events)
 
@@ -128,7 +128,7 @@ func TestPermitLetsPodsWithoutPredecessorsThrough(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.annotations, tt.pod)
-			assert.True(t, f.fw.RunPermitPlugins(f.ctx, framework.NewCycleState(), tt.pod, "node-1").IsSuccess())
+			assert.True(t, plugintest.Permit(f.ctx, f.fw, framework.NewCycleState(), tt.pod, "node-1").IsSuccess())
 		})
 	}
 }
@@ -178,7 +178,7 @@ func TestAHoldThatTimesOutSaysWhatItWaitedFor(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Now())
 	f := newFixture(t, mpi, launcher, rolePod("worker", "w0").Node("node-1").Obj())
 	f.plugin.clock = clock
-	require.Equal(t, fwk.Wait, f.fw.RunPermitPlugins(f.ctx, framework.NewCycleState(), launcher, "node-1").Code())
+	require.Equal(t, fwk.Wait, plugintest.Permit(f.ctx, f.fw, framework.NewCycleState(), launcher, "node-1").Code())
 	<-f.events.Events
 
 	clock.Step(group.MaxPermitWait)
@@ -187,7 +187,7 @@ func TestAHoldThatTimesOutSaysWhatItWaitedFor(t *testing.T) {
 
 	// A hold that ends early, because the gang was torn down, is no
 	// timeout.
-	require.Equal(t, fwk.Wait, f.fw.RunPermitPlugins(f.ctx, framework.NewCycleState(), launcher, "node-1").Code())
+	require.Equal(t, fwk.Wait, plugintest.Permit(f.ctx, f.fw, framework.NewCycleState(), launcher, "node-1").Code())
 	<-f.events.Events
 	f.plugin.Unreserve(f.ctx, nil, launcher, "node-1")
 	assert.Empty(t, f.events.Events)
@@ -206,7 +206,7 @@ func TestHeldPodsGauge(t *testing.T) {
 	}
 	hold := func(t *testing.T, f *fixture, pod *corev1.Pod) {
 		t.Helper()
-		require.Equal(t, fwk.Wait, f.fw.RunPermitPlugins(f.ctx, framework.NewCycleState(), pod, "node-1").Code())
+		require.Equal(t, fwk.Wait, plugintest.Permit(f.ctx, f.fw, framework.NewCycleState(), pod, "node-1").Code())
 	}
 	notReady := rolePod("worker", "w0").Node("node-1").Obj()
 	tests := []struct {

@@ -231,3 +231,22 @@ func TestGangMetricsAreServed(t *testing.T) {
 		}
 	}
 }
+
+// TestAGangsMembersShareOneSchedulingResult: muster's profile keeps 1.37's
+// opportunistic batching. A gang's members are popped back to back with
+// one signature, each filling a node, so each after the first is placed
+// on the node its predecessor's cycle ranked next, without filtering and
+// scoring every node again.
+func TestAGangsMembersShareOneSchedulingResult(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 4, "4")
+	hintsUsed := `scheduler_batch_attempts_total{profile="muster-scheduler",result="hint_used"}`
+	before := framework.SchedulerMetrics(t)[hintsUsed]
+	framework.CreatePodGroup(t, ns, "job", 4, nil)
+	createGang(t, ns, "job", 4, "3", "")
+	waitForBound(t, ns, "job", 4)
+
+	if used := framework.SchedulerMetrics(t)[hintsUsed] - before; used < 1 {
+		t.Errorf("no member of the gang was placed on a batch's hint (%s rose by %v); batching is off for muster's profile", hintsUsed, used)
+	}
+}

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
+	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	schedulinginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
@@ -81,7 +81,7 @@ var (
 // ModelFor returns the model of the scheduler whose handle this is,
 // creating it, with its informers started and synced, for the first
 // plugin that asks.
-func ModelFor(ctx context.Context, handle framework.Handle) (*Model, error) {
+func ModelFor(ctx context.Context, handle fwk.Handle) (*Model, error) {
 	modelsMu.Lock()
 	defer modelsMu.Unlock()
 	if m, ok := models[handle.SharedInformerFactory()]; ok {
@@ -120,7 +120,7 @@ func ModelFor(ctx context.Context, handle framework.Handle) (*Model, error) {
 }
 
 // podIndexer returns the scheduler's pod informer with the group index.
-func podIndexer(handle framework.Handle) (cache.SharedIndexInformer, error) {
+func podIndexer(handle fwk.Handle) (cache.SharedIndexInformer, error) {
 	informer := handle.SharedInformerFactory().Core().V1().Pods().Informer()
 	if err := informer.AddIndexers(cache.Indexers{IndexName: IndexFunc}); err != nil {
 		return nil, fmt.Errorf("indexing pods by group: %w", err)
