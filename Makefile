@@ -1,6 +1,7 @@
 # muster: see README.md. Every target works from a fresh clone with only a Go
 # toolchain; `make tools` builds the control plane the tests run against.
 SHELL := /usr/bin/env bash
+comma := ,
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := build
 
@@ -49,7 +50,7 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, tr
 	@hack/build-operator.sh $(TRAINER)
 
 .PHONY: test
-test: tools build conformance-deps ## Unit, integration and conformance tests, against a real control plane.
+test: tools build images conformance-deps ## Unit, integration and conformance tests, against a real control plane.
 	go test -count=1 -timeout 30m ./...
 
 .PHONY: unit
@@ -72,9 +73,6 @@ crds: ## Refresh manifests/crds from the scheduler-plugins module that go.mod pi
 	cp "$$(go list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)/config/crd/bases/scheduling.x-k8s.io_podgroups.yaml" manifests/crds/
 	chmod 644 manifests/crds/*.yaml
 
-IMAGE_REPO ?= ghcr.io/muster-dev
-CONTAINER_ENGINE ?= $(shell command -v docker || command -v podman)
-
 # What test/conformance starts: the real consumers of muster's contracts,
 # from Debian's packages.
 CONFORMANCE_PACKAGES := python3-torch openmpi-bin mpich openssh-server
@@ -88,12 +86,21 @@ conformance-deps: ## Install torchrun, OpenMPI, MPICH and sshd from Debian's pac
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
+# The benchmarks' baseline: scheduler-plugins' last release, built in its
+# own module and run as a scheduler of its own (it cannot be linked into a
+# 1.37 scheduler), with the Kubernetes patch release the proxy serves.
+SCHEDULER_PLUGINS := sigs.k8s.io/scheduler-plugins@v0.34.7 v1.34.4
+
+.PHONY: bench-tools
+bench-tools: ## Build bin/scheduler-plugins, Coscheduling's scheduler, for make bench (skipped when current).
+	@hack/build-scheduler-plugins.sh $(SCHEDULER_PLUGINS)
+
 .PHONY: bench
-bench: tools ## Benchmarks: default, Coscheduling and muster side by side; writes docs/benchmarks.md (BENCH_ROUNDS, BENCH_LABELS, BENCH_CASES, BENCH_DOC, BENCH_FINDINGS, BENCH_TITLE).
+bench: tools bench-tools ## Benchmarks: default, Coscheduling and muster side by side; writes docs/benchmarks.md (BENCH_ROUNDS, BENCH_LABELS, BENCH_CASES, BENCH_DOC, BENCH_FINDINGS, BENCH_TITLE).
 	hack/bench.sh
 
 .PHONY: bench-quick
-bench-quick: tools ## A reduced benchmark run, one round of small workloads, for development.
+bench-quick: tools bench-tools ## A reduced benchmark run, one round of small workloads, for development.
 	BENCH_ROUNDS=1 BENCH_LABELS=quick hack/bench.sh
 
 .PHONY: bench-elastic
@@ -104,14 +111,21 @@ bench-elastic: tools build ## Elastic groups against the same jobs rigid at min 
 bench-preemption: tools build ## muster's gang-aware preemption against DefaultPreemption, two profiles of one muster-scheduler on the real control plane (about a minute); writes docs/preemption-benchmark.md.
 	BENCH_PREEMPTION_DOC=$(CURDIR)/docs/preemption-benchmark.md go test -tags bench -run '^$$' -bench BenchmarkPreemption -benchtime 1x -timeout 30m ./test/perf/preemption
 
+# The images: OCI image archives built with the Go toolchain alone (see
+# hack/images). IMAGE_PLATFORMS of more than one makes an image index.
+IMAGE_PLATFORMS ?= linux/amd64
+export MUSTER_IMAGES_DIR := $(CURDIR)/_output/images
+
 .PHONY: images
-images: ## Build the muster-scheduler and muster-controller images (needs docker or podman, and registry access).
-	@if [[ -z "$(CONTAINER_ENGINE)" ]]; then echo "make images: no container engine; install docker or podman" >&2; exit 1; fi
-	for program in scheduler controller; do \
-		$(CONTAINER_ENGINE) build -f build/$$program.Dockerfile \
-			--build-arg VERSION=$(VERSION) --build-arg KUBE_VERSION=$(KUBE_VERSION) --build-arg KUBE_MINOR=$(KUBE_MINOR) \
-			-t $(IMAGE_REPO)/muster-$$program:$(VERSION) . ; \
+images: ## Build the muster-scheduler and muster-controller images as OCI archives in _output/images/, no container engine needed (IMAGE_PLATFORMS).
+	@for platform in $(subst $(comma), ,$(IMAGE_PLATFORMS)); do \
+		for program in scheduler controller; do \
+			CGO_ENABLED=0 GOOS=$${platform%/*} GOARCH=$${platform#*/} go build -trimpath -buildvcs=false -ldflags "-s -w $(LDFLAGS)" \
+				-o $(MUSTER_IMAGES_DIR)/bin/$${platform%/*}_$${platform#*/}/muster-$$program ./cmd/$$program; \
+		done; \
 	done
+	go run ./hack/images -bin-dir $(MUSTER_IMAGES_DIR)/bin -out $(MUSTER_IMAGES_DIR) -version $(VERSION) \
+		-kube-version $(KUBE_VERSION) -platforms $(IMAGE_PLATFORMS) muster-scheduler muster-controller
 
 .PHONY: rbac-mutations
 rbac-mutations: tools build ## Remove each RBAC rule in turn and show the end-to-end test fails without it (about 20 minutes).

@@ -9,12 +9,9 @@
 package perf
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	goruntime "runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,12 +22,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/component-base/metrics/testutil"
+	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
-	"k8s.io/kubernetes/test/utils/ktesting"
-	_ "sigs.k8s.io/scheduler-plugins/apis/config/scheme" // CoschedulingArgs
-	"sigs.k8s.io/scheduler-plugins/pkg/coscheduling"
+	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 	"sigs.k8s.io/yaml"
 
 	"github.com/muster-dev/muster/manifests"
@@ -54,13 +51,12 @@ func TestMain(m *testing.M) {
 // it calls the prepare hook; so the CRD is also installed just before
 // muster's plugins are created, through the handle's client configuration.
 var registry = frameworkruntime.Registry{
-	gang.Name:         withPodGroupCRD(gang.New),
-	launchorder.Name:  withPodGroupCRD(launchorder.New),
-	coscheduling.Name: coscheduling.New,
+	gang.Name:        withPodGroupCRD(gang.New),
+	launchorder.Name: withPodGroupCRD(launchorder.New),
 }
 
 func withPodGroupCRD(factory frameworkruntime.PluginFactory) frameworkruntime.PluginFactory {
-	return func(ctx context.Context, args runtime.Object, handle framework.Handle) (framework.Plugin, error) {
+	return func(ctx context.Context, args runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
 		if err := installPodGroupCRD(ctx, handle.KubeConfig()); err != nil {
 			return nil, err
 		}
@@ -68,43 +64,45 @@ func withPodGroupCRD(factory frameworkruntime.PluginFactory) frameworkruntime.Pl
 	}
 }
 
+// workloadsFile holds the workloads of every profile.
+const workloadsFile = "config/performance-config.yaml"
+
 func BenchmarkPerfScheduling(b *testing.B) {
-	perf.RunBenchmarkPerfScheduling(b, "config/performance-config.yaml", "muster", registry, perf.WithPrepareFn(prepare))
+	perf.RunBenchmarkPerfScheduling(b, workloadsFile, "muster", registry, perf.WithPrepareFn(prepare))
 }
 
 func prepare(tCtx ktesting.TContext) error {
-	if strings.Contains(tCtx.TB().Name(), "-coscheduling/") {
-		tCtx.Cleanup(collectCoschedulingCaches)
-	}
 	if err := installPodGroupCRD(tCtx, tCtx.RESTConfig()); err != nil {
 		return err
+	}
+	if profileOf(tCtx.TB().Name()) == "coscheduling" {
+		if err := startCoscheduling(tCtx); err != nil {
+			return err
+		}
+	} else if b, ok := tCtx.TB().(*testing.B); ok {
+		tCtx.Cleanup(func() { reportBatching(tCtx, b) })
 	}
 	return startSimulator(tCtx)
 }
 
-// collectCoschedulingCaches works around a goroutine leak of Coscheduling,
-// in its workloads only, since forced collections cost CPU and heap: its
-// go-cache janitors stop only when the garbage collector finalizes their
-// caches, and the harness fails a workload that leaves goroutines behind.
-// This cleanup runs before the scheduler's teardown, so it keeps collecting
-// while the teardown drops the plugin, and stops as soon as no janitor is
-// left, before the harness's leak check gives up on its own goroutine.
-func collectCoschedulingCaches() {
-	go func() {
-		for range 100 {
-			goruntime.GC()
-			time.Sleep(50 * time.Millisecond)
-			if !goCacheJanitorsRunning() {
-				return
-			}
-		}
-	}()
-}
-
-func goCacheJanitorsRunning() bool {
-	stacks := make([]byte, 16<<20)
-	n := goruntime.Stack(stacks, true)
-	return bytes.Contains(stacks[:n], []byte("go-cache.(*janitor).Run"))
+// reportBatching reports how the in-process scheduler's opportunistic
+// batching went over the workload: its attempts (one per pod that reached
+// filtering), and how many placed the pod on the node a batch hinted at.
+// The harness's scheduler's profile is default-scheduler in every
+// workload. Coscheduling is a 1.34 scheduler, which has no batching.
+func reportBatching(tCtx ktesting.TContext, b *testing.B) {
+	counts, err := testutil.GetCounterValuesFromGatherer(legacyregistry.DefaultGatherer, "scheduler_batch_attempts_total",
+		map[string]string{"profile": "default-scheduler"}, "result")
+	if err != nil {
+		tCtx.Errorf("reading the batching metrics: %v", err)
+		return
+	}
+	var attempts float64
+	for _, n := range counts {
+		attempts += n
+	}
+	b.ReportMetric(attempts, "batch_attempts")
+	b.ReportMetric(counts["hint_used"], "batch_hint_used")
 }
 
 // installPodGroupCRD installs the PodGroup CRD that both gang plugins read,
