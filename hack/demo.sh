@@ -25,9 +25,23 @@ fi
 
 say "Starting a local control plane with 4 simulated nodes"
 "$bin/muster-local" up --dir "$dir" --nodes 4
-if [[ ${KEEP:-} != 1 ]]; then
-	trap '"$bin/muster-local" down --dir "$dir"' EXIT
-fi
+# On failure, what every program said last and where the pods are, before
+# the cluster and its logs go (KEEP=1 keeps both).
+finish() {
+	local status=$?
+	if [[ $status != 0 ]]; then
+		for log in "$dir"/logs/*.log; do
+			printf '\n--- the end of %s\n' "$log"
+			tail -n 15 "$log"
+		done >&2
+		kubectl get pods --all-namespaces -o wide >&2 || true
+	fi
+	if [[ ${KEEP:-} != 1 ]]; then
+		"$bin/muster-local" down --dir "$dir"
+	fi
+	return "$status"
+}
+trap finish EXIT
 
 say "muster-scheduler and muster-controller run as the ServiceAccounts of manifests/rbac"
 kubectl get serviceaccounts,roles,rolebindings --namespace muster-system

@@ -31,7 +31,10 @@ func oneCPU(w *st.PodWrapper) *corev1.Pod {
 }
 
 func TestSignPodSharesASignatureOnlyWhereGangCannotTellPodsApart(t *testing.T) {
-	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("a", 2).Obj(), podGroup("b", 2).Obj(), lateLauncherGroup("mpi")}, nil)
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{
+		podGroup("a", 2).Obj(), podGroup("b", 2).Obj(), lateLauncherGroup("mpi"),
+		podGroup("elastic-a", 1).Elastic("worker=4", "1:4").Obj(), podGroup("elastic-b", 1).Elastic("worker=4", "1:4").Obj(),
+	}, nil)
 	sign := func(pod *corev1.Pod) fwk.PodSignature { return f.fw.SignPod(f.ctx, pod) }
 	worker := func(group, name string) *corev1.Pod {
 		return oneCPU(member(group, name).Label(topology.RoleLabel, "worker"))
@@ -40,13 +43,19 @@ func TestSignPodSharesASignatureOnlyWhereGangCannotTellPodsApart(t *testing.T) {
 	plain := sign(oneCPU(st.MakePod().Namespace(ns).Name("p0")))
 	require.NotNil(t, plain, "a profile whose filters all sign batches its pods")
 	assert.Equal(t, plain, sign(oneCPU(st.MakePod().Namespace(ns).Name("p1"))), "pods of no group share one")
-	assert.Equal(t, sign(worker("a", "a0")), sign(worker("a", "a1")), "members of one group and role share one")
-	assert.NotEqual(t, sign(worker("a", "a0")), sign(worker("b", "b0")), "another group's room and holds are not theirs")
-	assert.NotEqual(t, sign(worker("a", "a0")), sign(oneCPU(member("a", "l0").Label(topology.RoleLabel, "launcher"))), "nor another role's")
-	assert.NotEqual(t, plain, sign(worker("a", "a0")))
+	assert.Equal(t, plain, sign(worker("a", "a0")), "a rigid gang's member is filtered as a pod of no group")
+	assert.Equal(t, sign(worker("a", "a0")), sign(worker("b", "b0")), "so are the members of two rigid gangs")
+	assert.Equal(t, plain, sign(worker("mpi", "w0")), "and the workers of a gang whose launcher comes late")
 	assert.Nil(t, sign(oneCPU(member("mpi", "launcher").Label(topology.RoleLabel, "launcher"))),
 		"a late member goes into its held room, never where a batch would put it")
-	assert.NotNil(t, sign(worker("mpi", "w0")), "its group's other members are batched")
+
+	assert.Equal(t, sign(worker("elastic-a", "ea0")), sign(worker("elastic-a", "ea1")), "an elastic group's members share one")
+	assert.NotEqual(t, plain, sign(worker("elastic-a", "ea0")), "above its min, an elastic group's member is kept off held-back room")
+	assert.NotEqual(t, sign(worker("elastic-a", "ea0")), sign(worker("elastic-b", "eb0")), "each elastic group is above its min or not on its own")
+
+	unknown := sign(worker("not-yet", "n0"))
+	assert.NotEqual(t, plain, unknown, "a member of a group not read yet may be late or elastic")
+	assert.NotEqual(t, unknown, sign(oneCPU(member("not-yet", "n1").Label(topology.RoleLabel, "launcher"))), "its roles are told apart")
 }
 
 func TestABatchCannotTakeALateMemberOutOfItsHeldRoom(t *testing.T) {
