@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -39,6 +41,11 @@ var Namespace []byte
 //go:embed scheduler-config.yaml
 var SchedulerConfig []byte
 
+// SchedulerDeployment is muster-scheduler's Deployment.
+//
+//go:embed scheduler/deployment.yaml
+var SchedulerDeployment []byte
+
 // SchedulerRBAC is muster-scheduler's ServiceAccount and what it may do.
 //
 //go:embed rbac/scheduler.yaml
@@ -63,6 +70,30 @@ const (
 	WebhookConfiguration  = "muster-controller"
 	WebhookCertSecretName = "muster-webhook-cert"
 )
+
+// SchedulerFeatureGates returns the --feature-gates muster-scheduler's
+// Deployment runs it with, "" for none, so that every other way muster's
+// scheduler runs (muster-local, the benchmarks) runs it alike.
+func SchedulerFeatureGates() (string, error) {
+	objects, err := Objects(SchedulerDeployment)
+	if err != nil {
+		return "", fmt.Errorf("reading the scheduler's Deployment: %w", err)
+	}
+	for _, obj := range objects {
+		deployment, ok := obj.(*appsv1.Deployment)
+		if !ok {
+			continue
+		}
+		for _, container := range deployment.Spec.Template.Spec.Containers {
+			for _, arg := range container.Args {
+				if gates, ok := strings.CutPrefix(arg, "--feature-gates="); ok {
+					return gates, nil
+				}
+			}
+		}
+	}
+	return "", nil
+}
 
 // Scheme knows the kinds the manifests and the examples hold: the built-in
 // ones and PodGroups.

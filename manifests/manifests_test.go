@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
@@ -82,6 +84,23 @@ func TestTheBenchmarkRunsTheShippedProfile(t *testing.T) {
 	}
 	if diff := cmp.Diff(profile(SchedulerConfig), profile(bench)); diff != "" {
 		t.Errorf("test/perf/config/muster.yaml's profile differs from scheduler-config.yaml's (-shipped +benchmarked):\n%s", diff)
+	}
+}
+
+// TestSchedulerFeatureGatesAreKnown: the Deployment's --feature-gates name
+// gates kube-scheduler 1.37 knows, with NominatedNodeNameForExpectation off
+// (the Deployment says why).
+func TestSchedulerFeatureGatesAreKnown(t *testing.T) {
+	gates, err := SchedulerFeatureGates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := utilfeature.DefaultMutableFeatureGate.DeepCopy()
+	if err := known.Set(gates); err != nil {
+		t.Fatalf("--feature-gates=%s: %v", gates, err)
+	}
+	if known.Enabled(features.NominatedNodeNameForExpectation) {
+		t.Errorf("--feature-gates=%s leaves NominatedNodeNameForExpectation on", gates)
 	}
 }
 

@@ -378,9 +378,15 @@ func (s *starter) startScheduler(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	gates, err := manifests.SchedulerFeatureGates()
+	if err != nil {
+		return err
+	}
 	port := s.ports.scheduler
 	p, err := s.start("muster-scheduler", []string{
 		"--config=" + config,
+		// The feature gates the Deployment sets.
+		"--feature-gates=" + gates,
 		// /metrics is served to callers the API server authorizes, as in a
 		// real cluster.
 		"--authentication-kubeconfig=" + s.path("scheduler.kubeconfig"),

@@ -12,6 +12,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +23,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/rest"
+	"k8s.io/component-base/featuregate"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -68,7 +73,34 @@ func withPodGroupCRD(factory frameworkruntime.PluginFactory) frameworkruntime.Pl
 const workloadsFile = "config/performance-config.yaml"
 
 func BenchmarkPerfScheduling(b *testing.B) {
-	perf.RunBenchmarkPerfScheduling(b, workloadsFile, "muster", registry, perf.WithPrepareFn(prepare))
+	perf.RunBenchmarkPerfScheduling(b, workloadsFile, "muster", registry, perf.WithPrepareFn(prepare), perf.WithPreRunFn(musterFeatureGates))
+}
+
+// musterFeatureGates sets, for muster's workloads, the feature gates
+// muster-scheduler's Deployment runs it with, before the harness starts
+// its scheduler.
+func musterFeatureGates(tCtx ktesting.TContext, _ *perf.Workload) (func(), error) {
+	if profileOf(tCtx.TB().Name()) != "muster" {
+		return nil, nil
+	}
+	gates, err := manifests.SchedulerFeatureGates()
+	if err != nil {
+		return nil, err
+	}
+	overrides := featuregatetesting.FeatureOverrides{}
+	for _, gate := range strings.Split(gates, ",") {
+		if gate == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(gate, "=")
+		enabled, err := strconv.ParseBool(value)
+		if err != nil {
+			return nil, fmt.Errorf("the scheduler's --feature-gates=%s: %q is not name=true|false: %w", gates, gate, err)
+		}
+		overrides[featuregate.Feature(name)] = enabled
+	}
+	featuregatetesting.SetFeatureGatesDuringTest(tCtx.TB(), utilfeature.DefaultFeatureGate, overrides)
+	return nil, nil
 }
 
 func prepare(tCtx ktesting.TContext) error {
