@@ -17,6 +17,7 @@ package=$3
 crd_files=$4
 webhook_file=${5:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/hack/module-dir.sh"
 bin=$root/bin
 stamp=$bin/.$name.version
 if [[ -x $bin/$name && -f $stamp && $(cat "$stamp") == "$module_version" && -d $bin/crds/$name ]]; then
@@ -24,11 +25,7 @@ if [[ -x $bin/$name && -f $stamp && $(cat "$stamp") == "$module_version" && -d $
 fi
 
 echo "building $name ${module_version#*@}"
-dir=$(cd "$root" && go mod download -json "$module_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-if [[ -z $dir ]]; then
-	echo "go mod download $module_version gave no directory" >&2
-	exit 1
-fi
+dir=$(cd "$root" && module_dir "$module_version")
 mkdir -p "$bin" "$bin/crds"
 (cd "$dir" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -o "$bin/$name" "$package")
 rm -rf "$bin/crds/$name"

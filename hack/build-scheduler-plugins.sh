@@ -16,6 +16,7 @@ set -euo pipefail
 module_version=$1
 kube_version=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/hack/module-dir.sh"
 bin=$root/bin
 stamp=$bin/.scheduler-plugins.version
 want="$module_version kubernetes $kube_version"
@@ -24,11 +25,7 @@ if [[ -x $bin/scheduler-plugins && -f $stamp && $(cat "$stamp") == "$want" ]]; t
 fi
 
 echo "building scheduler-plugins ${module_version#*@} on Kubernetes $kube_version"
-dir=$(cd "$root" && go mod download -json "$module_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-if [[ -z $dir ]]; then
-	echo "go mod download $module_version gave no directory" >&2
-	exit 1
-fi
+dir=$(cd "$root" && module_dir "$module_version")
 modfile_dir=$bin/.scheduler-plugins-mod
 mkdir -p "$modfile_dir"
 # Every replace to the module's own Kubernetes release names kube_version
