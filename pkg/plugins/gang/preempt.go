@@ -109,16 +109,42 @@ func (g *Gang) preempt(ctx context.Context, p preemptor) *fwk.PostFilterResult {
 	if len(plan.victims) > 0 {
 		reportPreemption(len(plan.victims), victimPods(plan.victims))
 		logger.V(2).Info("Preempting", "preemptor", p.String(), "priority", priority, "victims", names)
-		note := fmt.Sprintf("took %s (priority below %d) so that its %d missing members fit at once", strings.Join(names, ", "), priority, len(p.members))
+		note := fmt.Sprintf("took %s (priority below %d) so that its %d missing members fit at once", victimList(names), priority, len(p.members))
 		if p.pg != nil {
 			g.attempts.preempted(p.group, g.clock.Now())
 			g.recordEvent(p.pg, corev1.EventTypeNormal, ReasonPreempting, "Preempt", note)
 		} else {
-			note = fmt.Sprintf("took %s (priority below %d) so that it fits", strings.Join(names, ", "), priority)
+			note = fmt.Sprintf("took %s (priority below %d) so that it fits", victimList(names), priority)
 			g.handle.EventRecorder().Eventf(p.pod, nil, corev1.EventTypeNormal, ReasonPreempting, "Preempt", "%s", note)
 		}
 	}
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: plan.nodes[p.pod.Name], NominatingMode: fwk.ModeOverride}}
+}
+
+// An event's note may hold at most 1,024 characters, and the API server
+// refuses a longer one: a gang preempting 50 pods of no group would be
+// told nothing. The note names the first victims, within these bounds, and
+// counts the rest; the log line names them all.
+const (
+	maxNamedVictims     = 5
+	victimNamesMaxChars = 600
+)
+
+// victimList names the first victims, at least one, and counts the rest.
+func victimList(names []string) string {
+	named, chars := 0, 0
+	for named < len(names) && named < maxNamedVictims {
+		chars += len(names[named]) + len(", ")
+		if named > 0 && chars > victimNamesMaxChars {
+			break
+		}
+		named++
+	}
+	list := strings.Join(names[:named], ", ")
+	if rest := len(names) - named; rest > 0 {
+		list += fmt.Sprintf(" and %d more", rest)
+	}
+	return list
 }
 
 // lackingMembers are the gang's unbound active members it needs to reach
