@@ -290,6 +290,13 @@ func (t *Topology) parseLate(annotations map[string]string) field.ErrorList {
 	return errs
 }
 
+// IsLate reports whether role's pods are created only after others are
+// Ready: the group holds their room until they come.
+func (t *Topology) IsLate(role string) bool {
+	_, late := t.Late[role]
+	return late
+}
+
 // MissingLate returns how many pods of each late role do not exist yet,
 // given how many active pods each role has.
 func (t *Topology) MissingLate(active map[string]int32) map[string]int32 {

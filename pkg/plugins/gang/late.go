@@ -354,7 +354,7 @@ func (g *Gang) lateMemberCame(key types.NamespacedName) bool {
 	}
 	for _, pod := range pods {
 		if role, ok := topology.RoleOf(pod); ok {
-			if _, late := topo.Late[role]; late {
+			if topo.IsLate(role) {
 				return true
 			}
 		}

@@ -43,7 +43,7 @@ func (g *Gang) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, 
 	switch {
 	case err != nil || topo == nil:
 		return placement(key.String() + "/" + role), nil
-	case isLate(topo, role):
+	case topo.IsLate(role):
 		return nil, fwk.NewStatus(fwk.Unschedulable, "a late member is placed into the room held for it, not by a batch")
 	case topo.Elastic != nil:
 		return placement(key.String()), nil
@@ -53,9 +53,4 @@ func (g *Gang) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, 
 
 func placement(value string) []fwk.SignFragment {
 	return []fwk.SignFragment{{Key: PlacementSignerName, Value: value}}
-}
-
-func isLate(topo *topology.Topology, role string) bool {
-	_, late := topo.Late[role]
-	return late
 }
