@@ -42,8 +42,9 @@ const (
 // its own output changes nothing.
 type PodDefaulter struct {
 	// Client reads from the cache, and an owner's scale; Reader reads from
-	// the API server, for a PodGroup created too recently for the cache to
-	// hold it.
+	// the API server: a group's members, whose indexes a member just
+	// created already holds, and a PodGroup created too recently for the
+	// cache to hold it.
 	Client        client.Client
 	Reader        client.Reader
 	ClusterDomain string
@@ -251,8 +252,9 @@ func (d *PodDefaulter) podGroup(ctx context.Context, key types.NamespacedName) (
 
 func (d *PodDefaulter) members(ctx context.Context, key types.NamespacedName) ([]corev1.Pod, error) {
 	var pods corev1.PodList
-	// Read only: the cache's objects are not copied for every member.
-	if err := d.Client.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingLabels{topology.GroupLabel: key.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	// From the API server, not the cache: a member created a moment ago
+	// must already hold its index against the next one.
+	if err := d.Reader.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingLabels{topology.GroupLabel: key.Name}); err != nil {
 		return nil, fmt.Errorf("listing the members of %s: %w", key, err)
 	}
 	return pods.Items, nil
