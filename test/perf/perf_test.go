@@ -12,8 +12,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/rest"
+	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/featuregate"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -87,16 +86,13 @@ func musterFeatureGates(tCtx ktesting.TContext, _ *perf.Workload) (func(), error
 	if err != nil {
 		return nil, err
 	}
+	// Parsed as kube-scheduler's --feature-gates flag parses it.
+	parsed := map[string]bool{}
+	if err := cliflag.NewMapStringBool(&parsed).Set(gates); err != nil {
+		return nil, fmt.Errorf("the scheduler's --feature-gates=%s: %w", gates, err)
+	}
 	overrides := featuregatetesting.FeatureOverrides{}
-	for _, gate := range strings.Split(gates, ",") {
-		if gate == "" {
-			continue
-		}
-		name, value, _ := strings.Cut(gate, "=")
-		enabled, err := strconv.ParseBool(value)
-		if err != nil {
-			return nil, fmt.Errorf("the scheduler's --feature-gates=%s: %q is not name=true|false: %w", gates, gate, err)
-		}
+	for name, enabled := range parsed {
 		overrides[featuregate.Feature(name)] = enabled
 	}
 	featuregatetesting.SetFeatureGatesDuringTest(tCtx.TB(), utilfeature.DefaultFeatureGate, overrides)
