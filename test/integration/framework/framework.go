@@ -138,6 +138,28 @@ func stopOnSignal() {
 // Cluster is the package's running cluster.
 func Cluster() *localcluster.Cluster { return cluster }
 
+// LogTailOnFailure prints the last lines of a program's log when the test
+// fails: the cluster's directory, and the log with it, is gone after the
+// run, and CI keeps only what the tests print.
+func LogTailOnFailure(t *testing.T, program string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		data, err := os.ReadFile(filepath.Join(cluster.Dir, "logs", program+".log"))
+		if err != nil {
+			t.Logf("reading the log of %s: %v", program, err)
+			return
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		t.Logf("the last lines of %s's log:\n%s", program, strings.Join(lines[max(0, len(lines)-logTailLines):], "\n"))
+	})
+}
+
+// logTailLines is how much of a log LogTailOnFailure prints.
+const logTailLines = 60
+
 // NewNamespace creates a namespace for one test and deletes it when the
 // test ends.
 func NewNamespace(t testing.TB) string {
@@ -555,9 +577,33 @@ func WaitForPod(t *testing.T, namespace, name, what string, cond func(*corev1.Po
 		return cond(pod), nil
 	})
 	if err != nil {
-		t.Fatalf("pod %s/%s never became %s: %v; last status: %s", namespace, name, what, err, describe(last))
+		status := describe(last)
+		if last == nil {
+			// Whoever was to create the pod says why it did not in events.
+			status += "; warnings in the namespace: " + warnings(namespace)
+		}
+		t.Fatalf("pod %s/%s never became %s: %v; last status: %s", namespace, name, what, err, status)
 	}
 	return last
+}
+
+// warnings lists the namespace's Warning events, each as kind/name reason:
+// note, or says why it cannot.
+func warnings(namespace string) string {
+	events, err := Client.EventsV1().Events(namespace).List(context.Background(), metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("type", corev1.EventTypeWarning).String(),
+	})
+	if err != nil {
+		return "cannot list them: " + err.Error()
+	}
+	if len(events.Items) == 0 {
+		return "none"
+	}
+	var lines []string
+	for _, e := range events.Items {
+		lines = append(lines, fmt.Sprintf("%s/%s %s: %s", e.Regarding.Kind, e.Regarding.Name, e.Reason, e.Note))
+	}
+	return strings.Join(lines, "; ")
 }
 
 func describe(pod *corev1.Pod) string {

@@ -58,6 +58,7 @@ func runJob(t *testing.T, manifest, resource, derived string) (string, *framewor
 		t.Fatalf("starting training-operator: %v", err)
 	}
 	ns := framework.NewNamespace(t)
+	framework.LogTailOnFailure(t, "training-operator")
 	seen := framework.WatchTimeline(t, ns)
 	job := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(manifest), &job.Object); err != nil {
