@@ -36,14 +36,29 @@ func (g *Gang) expirePartlyBound(logger klog.Logger, key types.NamespacedName, n
 	if bound == 0 {
 		return
 	}
+	// Off the scheduling cycle, even when the deadline has passed: the
+	// eviction is API calls, and this runs in PostFilter and Unreserve.
 	deadline := lastBind.Add(g.permitTimeout(pg))
-	if wait := deadline.Sub(now); wait > 0 {
-		if g.attempts.scheduleExpiry(key) {
-			g.clock.AfterFunc(wait, func() {
-				g.attempts.expiryDone(key)
-				g.expirePartlyBound(logger, key, deadline)
-			})
-		}
+	if g.attempts.scheduleExpiry(key) {
+		g.clock.AfterFunc(max(deadline.Sub(now), 0), func() {
+			g.attempts.expiryDone(key)
+			// The deadline is now; a fake clock, which runs this with
+			// its lock held, could not say.
+			g.evictIfStranded(logger, key, deadline)
+		})
+	}
+}
+
+// evictIfStranded evicts the gang's bound members when, at now, its
+// schedule timeout has passed since its last bind and it still cannot
+// complete; a bind since then moves the deadline.
+func (g *Gang) evictIfStranded(logger klog.Logger, key types.NamespacedName, now time.Time) {
+	pg := g.podGroup(key)
+	if pg == nil {
+		return
+	}
+	if _, lastBind := g.groups.Bound(key); now.Before(lastBind.Add(g.permitTimeout(pg))) {
+		g.expirePartlyBound(logger, key, now)
 		return
 	}
 	victims, reason := g.strandedMembers(key, pg)
