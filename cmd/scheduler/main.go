@@ -11,16 +11,17 @@ import (
 	"k8s.io/component-base/cli"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
-	"github.com/muster-dev/muster/pkg/plugins/gang"
-	"github.com/muster-dev/muster/pkg/plugins/launchorder"
+	"github.com/muster-dev/muster/pkg/plugins"
 	"github.com/muster-dev/muster/pkg/version"
 )
 
-// plugins is the registry of muster's out-of-tree plugins. A plugin listed
-// here can be enabled in a profile of the KubeSchedulerConfiguration.
-var plugins = []app.Option{
-	app.WithPlugin(gang.Name, gang.New),
-	app.WithPlugin(launchorder.Name, launchorder.New),
+// options register muster's plugins (plugins.Registry) in kube-scheduler.
+func options() []app.Option {
+	var opts []app.Option
+	for name, factory := range plugins.Registry() {
+		opts = append(opts, app.WithPlugin(name, factory))
+	}
+	return opts
 }
 
 func main() {
@@ -28,7 +29,7 @@ func main() {
 		fmt.Println(version.Get())
 		os.Exit(0)
 	}
-	command := app.NewSchedulerCommand(plugins...)
+	command := app.NewSchedulerCommand(options()...)
 	command.Use = "muster-scheduler"
 	command.Short = "kube-scheduler with muster's gang and launch-order plugins"
 	command.Long = `muster-scheduler is kube-scheduler ` + version.Get().Kubernetes + ` with muster's plugins compiled in.

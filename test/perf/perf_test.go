@@ -35,8 +35,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/muster-dev/muster/manifests"
-	"github.com/muster-dev/muster/pkg/plugins/gang"
-	"github.com/muster-dev/muster/pkg/plugins/launchorder"
+	"github.com/muster-dev/muster/pkg/plugins"
 )
 
 // TestMain sets up the harness's flags and logging. The harness starts
@@ -54,10 +53,13 @@ func TestMain(m *testing.M) {
 // as a real scheduler must, and the harness creates the scheduler before
 // it calls the prepare hook; so the CRD is also installed just before
 // muster's plugins are created, through the handle's client configuration.
-var registry = frameworkruntime.Registry{
-	gang.Name:        withPodGroupCRD(gang.New),
-	launchorder.Name: withPodGroupCRD(launchorder.New),
-}
+var registry = func() frameworkruntime.Registry {
+	registry := plugins.Registry()
+	for name, factory := range registry {
+		registry[name] = withPodGroupCRD(factory)
+	}
+	return registry
+}()
 
 func withPodGroupCRD(factory frameworkruntime.PluginFactory) frameworkruntime.PluginFactory {
 	return func(ctx context.Context, args runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {

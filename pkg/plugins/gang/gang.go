@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	policylisters "k8s.io/client-go/listers/policy/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -56,8 +55,6 @@ type Gang struct {
 	attempts *attempts
 	late     *lateRooms
 	clock    clock.WithDelayedExecution
-	// pdbs weighs victims of preemption; nil counts no budget.
-	pdbs policylisters.PodDisruptionBudgetLister
 }
 
 // New builds the plugin from its args and the framework's handle.
@@ -72,9 +69,6 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	}
 	register()
 	g := newGang(handle, args, groups, clock.RealClock{})
-	// Asked for before the scheduler starts its informers, as
-	// DefaultPreemption does.
-	g.pdbs = handle.SharedInformerFactory().Policy().V1().PodDisruptionBudgets().Lister()
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
 	if err := groups.OnPodGroupChange(g.podGroupHandler(logger)); err != nil {
 		return nil, err
@@ -328,6 +322,7 @@ func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.
 	}
 	g.holdRoomForWaitingGangs(state, pod)
 	g.attempts.begin(key)
+	state.Write(group.QuorumKey, group.Quorum(g.hasQuorum(key, pg)))
 	// A late member goes to the room held for it.
 	if role, ok := topology.RoleOf(pod); ok {
 		if node, held := g.late.node(key, role); held {
@@ -347,50 +342,49 @@ func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.
 // PreFilterExtensions returns nil: the plugin keeps no per-cycle state.
 func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-// PostFilter runs when a pod fits nowhere; it is muster-scheduler's
-// preemption. Before quorum, the gang preempts lower-priority victims if
-// that lets all its missing members fit at once (preempt); either way the
-// whole group's attempt ends, so no sibling keeps a reservation for a gang
-// that cannot start yet. A pod of no group, or a member after quorum,
-// preempts for itself, and takes a victim gang whole all the same.
-func (g *Gang) PostFilter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+// PostFilter ends the attempt of a gang short of its quorum whose member
+// fits nowhere: every waiting sibling is rejected, so that none keeps a
+// reservation for a gang that cannot start yet. It runs after
+// GangPreemption: when that made room for the gang's missing members
+// (group.RoomMade), the gang retries with no backoff as the victims go,
+// and the status stays Unschedulable, keeping the preemption's nomination.
+func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
 	pg := g.podGroup(key)
-	if ok && pg == nil {
+	if pg == nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key))
 	}
-	// A pod of no group, or a member after its gang's quorum, preempts
-	// alone, but takes whole gangs too.
-	if !ok || g.hasQuorum(key, pg) {
-		if result := g.preemptPod(ctx, pod); result != nil {
-			return result, fwk.NewStatus(fwk.Success)
-		}
-		return nil, fwk.NewStatus(fwk.Unschedulable, "no lower-priority victims would make room")
+	if g.hasQuorum(key, pg) {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	// Turned away at PreFilter: the attempt already failed.
 	if status := g.backoffStatus(key); status != nil {
 		return nil, status
 	}
-	if result := g.preemptGang(ctx, pod, key, pg); result != nil {
-		// The attempt ends and its reservations go, with no backoff: the
-		// victims' going wakes the members, nominated onto their room.
-		// Success ends the PostFilter chain, as DefaultPreemption's does.
+	if made, ok := group.RoomMadeIn(state); ok {
+		if !made.At.IsZero() {
+			g.attempts.preempted(key, made.At)
+		}
 		g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s fits once the victims preempted for the gang are gone", pod.Name), 0)
-		return result, fwk.NewStatus(fwk.Success)
+		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("group %s waits for the room made for it", key))
 	}
 	reason := fmt.Sprintf("member %s fits on no node, and no lower-priority victims would make room for all the members the gang lacks", pod.Name)
 	g.rejectGroup(ctx, key, pg, reason, g.args.backoff())
-	// Unresolvable: preempting victims for one member of a gang that is
-	// being torn down would free room for nothing.
+	// Unresolvable: the group backs off; its members are woken when it ends.
 	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("group %s rejected: %s", key, reason))
 }
 
 // Reserve records the member's reservation.
-func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+func (g *Gang) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
 	if key, ok := topology.GroupOf(pod); ok {
 		g.attempts.reserve(key, pod.UID)
 		if role, ok := topology.RoleOf(pod); ok {
-			g.late.take(key, role)
+			if room := g.late.take(key, role); room != nil && state != nil {
+				state.Write(takenRoomKey, takenRoom{room: room})
+			}
 		}
 	}
 	return nil
@@ -399,7 +393,7 @@ func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ s
 // Unreserve runs when a reserved member is rejected, times out at Permit or
 // fails to bind. A group that loses its quorum that way before it was
 // admitted is rolled back like one that failed at PostFilter.
-func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
+func (g *Gang) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) {
 	key, ok := topology.GroupOf(pod)
 	if !ok {
 		return
@@ -407,8 +401,14 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	g.attempts.unreserve(key, pod.UID)
 	pg := g.podGroup(key)
 	// An admitted gang is not torn down by one member's failure, such as a
-	// bind error or a launch-order hold that timed out: the member retries.
+	// bind error or a launch-order hold that timed out: the member retries,
+	// and a late member's room, taken at Reserve, is held for it again.
 	if pg == nil || g.hasQuorum(key, pg) || g.attempts.isAdmitted(key) {
+		if state != nil {
+			if taken, err := state.Read(takenRoomKey); err == nil {
+				g.late.add(taken.(takenRoom).room)
+			}
+		}
 		return
 	}
 	g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s lost its reservation before the group was complete", pod.Name), g.args.backoff())
@@ -515,20 +515,7 @@ func (g *Gang) backoffStatus(key types.NamespacedName) *fwk.Status {
 
 // activate moves the group's pending members back to the active queue.
 func (g *Gang) activate(logger klog.Logger, key types.NamespacedName) {
-	members, err := g.groups.Members(key)
-	if err != nil {
-		logger.Error(err, "Waking members", "podGroup", key)
-		return
-	}
-	pending := map[string]*corev1.Pod{}
-	for _, pod := range members {
-		if pod.Spec.NodeName == "" && topology.IsActiveMember(pod) {
-			pending[pod.Namespace+"/"+pod.Name] = pod
-		}
-	}
-	if len(pending) > 0 {
-		g.handle.Activate(logger, pending)
-	}
+	g.groups.ActivatePending(logger, g.handle, key)
 }
 
 func (g *Gang) hasQuorum(key types.NamespacedName, pg *v1alpha1.PodGroup) bool {
@@ -574,17 +561,9 @@ func (g *Gang) members(key types.NamespacedName) membership {
 	return m
 }
 
-// recordEvent records an event on the PodGroup. The reference is built by
-// hand: the event recorder's scheme does not know the PodGroup type.
+// recordEvent records an event on the PodGroup.
 func (g *Gang) recordEvent(pg *v1alpha1.PodGroup, eventType, reason, action, note string) {
-	ref := &corev1.ObjectReference{
-		APIVersion: v1alpha1.SchemeGroupVersion.String(),
-		Kind:       "PodGroup",
-		Namespace:  pg.Namespace,
-		Name:       pg.Name,
-		UID:        pg.UID,
-	}
-	g.handle.EventRecorder().Eventf(ref, nil, eventType, reason, action, "%s", note)
+	group.RecordEvent(g.handle, pg, eventType, reason, action, note)
 }
 
 // shortfall describes the resources of want that the nodes lack free, or

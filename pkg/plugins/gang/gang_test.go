@@ -656,10 +656,16 @@ func TestALateMemberGetsItsRoomHeld(t *testing.T) {
 	require.True(t, status.IsSuccess())
 	assert.Equal(t, []string{"node-2"}, sets.List(result.NodeNames), "the launcher goes to its room")
 	assert.Nil(t, f.gang.Filter(f.ctx, framework.NewCycleState(), launcher, node2), "its own room fits it")
-	f.gang.Reserve(f.ctx, nil, launcher, "node-2")
+	state := framework.NewCycleState()
+	f.gang.Reserve(f.ctx, state, launcher, "node-2")
 	_, held = f.gang.late.node(key, "launcher")
 	assert.False(t, held, "the room is the launcher's now")
 	assert.Nil(t, f.gang.Filter(f.ctx, framework.NewCycleState(), other, node2))
+
+	f.gang.Unreserve(f.ctx, state, launcher, "node-2")
+	node, held = f.gang.late.node(key, "launcher")
+	assert.True(t, held && node == "node-2", "a launcher that fails to bind gives its room back: held on %q (%v)", node, held)
+	assert.Equal(t, fwk.Unschedulable, f.gang.Filter(f.ctx, framework.NewCycleState(), other, node2).Code(), "the room is held from others again")
 }
 
 func TestALateMemberIsHeldRoomWhereItsTemplateLetsItRun(t *testing.T) {

@@ -102,15 +102,28 @@ func (l *lateRooms) node(key types.NamespacedName, role string) (string, bool) {
 	return "", false
 }
 
-// take removes one room the group holds for role, as its member is placed.
-func (l *lateRooms) take(key types.NamespacedName, role string) {
+// take removes one room the group holds for role, as its member is
+// placed, and returns it; nil when the group holds none for role.
+func (l *lateRooms) take(key types.NamespacedName, role string) *lateRoom {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	i := slices.IndexFunc(l.byGroup[key], func(r *lateRoom) bool { return r.role == role })
-	if i >= 0 {
-		l.removeUnlocked(l.byGroup[key][i])
+	if i < 0 {
+		return nil
 	}
+	r := l.byGroup[key][i]
+	l.removeUnlocked(r)
+	return r
 }
+
+// takenRoomKey is where Reserve leaves, for Unreserve, the room its late
+// member took: a member that fails to bind gives it back.
+const takenRoomKey fwk.StateKey = Name + "/taken-room"
+
+// takenRoom is the room a late member took at Reserve.
+type takenRoom struct{ room *lateRoom }
+
+func (t takenRoom) Clone() fwk.StateData { return t }
 
 // release removes every room of the group and returns how many there were.
 func (l *lateRooms) release(key types.NamespacedName) int {

@@ -30,18 +30,6 @@ var (
 		Help:           "Gangs with members reserved and waiting at Permit for the rest of their quorum.",
 		StabilityLevel: metrics.ALPHA,
 	})
-	preemptionsTotal = metrics.NewCounter(&metrics.CounterOpts{
-		Subsystem:      subsystem,
-		Name:           "gang_preemptions_total",
-		Help:           "Preemptions for a gang: victims taken so that all its missing members fit at once.",
-		StabilityLevel: metrics.ALPHA,
-	})
-	preemptionVictimsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
-		Subsystem:      subsystem,
-		Name:           "gang_preemption_victims_total",
-		Help:           "What preemption for gangs took: victim units (a whole gang, a member above an elastic min, a pod of no group) and their pods.",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"kind"})
 	preemptionToAdmission = metrics.NewHistogram(&metrics.HistogramOpts{
 		Subsystem:      subsystem,
 		Name:           "gang_preemption_to_admission_seconds",
@@ -69,13 +57,6 @@ func reportRejected() { attemptsTotal.WithLabelValues(resultRejected).Inc() }
 // evicted.
 func reportEvicted() { attemptsTotal.WithLabelValues(resultEvicted).Inc() }
 
-// reportPreemption counts one preemption for a gang and what it took.
-func reportPreemption(units, pods int) {
-	preemptionsTotal.Inc()
-	preemptionVictimsTotal.WithLabelValues("units").Add(float64(units))
-	preemptionVictimsTotal.WithLabelValues("pods").Add(float64(pods))
-}
-
 // reportAdmittedAfterPreemption observes how long a gang took to be
 // admitted once victims were preempted for it.
 func reportAdmittedAfterPreemption(d time.Duration) { preemptionToAdmission.Observe(d.Seconds()) }
@@ -86,6 +67,6 @@ func reportWaitingGangs(delta float64) { waitingGangs.Add(delta) }
 // The scheduler serves legacyregistry on its /metrics endpoint.
 func register() {
 	registerMetrics.Do(func() {
-		legacyregistry.MustRegister(admissionDuration, attemptsTotal, waitingGangs, preemptionsTotal, preemptionVictimsTotal, preemptionToAdmission)
+		legacyregistry.MustRegister(admissionDuration, attemptsTotal, waitingGangs, preemptionToAdmission)
 	})
 }

@@ -3,6 +3,7 @@ package gang
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/muster-dev/muster/pkg/plugins/gang"
+	"github.com/muster-dev/muster/pkg/plugins/gangpreemption"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
@@ -71,13 +72,13 @@ func TestAHighPriorityGangPreemptsExactlyOneWholeGang(t *testing.T) {
 	if len(a) == 0 {
 		victim = "low-a"
 	}
-	note := framework.WaitForEvent(t, ns, "high", gang.ReasonPreempting)
+	note := framework.WaitForEvent(t, ns, "high", gangpreemption.ReasonPreempting)
 	if want := fmt.Sprintf("took %s/%s (priority below 1000) so that its 2 missing members fit at once", ns, victim); note != want {
-		t.Errorf("%s says %q; want %q", gang.ReasonPreempting, note, want)
+		t.Errorf("%s says %q; want %q", gangpreemption.ReasonPreempting, note, want)
 	}
-	note = framework.WaitForEvent(t, ns, victim, gang.ReasonPreempted)
+	note = framework.WaitForEvent(t, ns, victim, gangpreemption.ReasonPreempted)
 	if !strings.HasPrefix(note, fmt.Sprintf("all 2 members preempted by gang %s/high (priority 1000)", ns)) {
-		t.Errorf("%s on %s says %q", gang.ReasonPreempted, victim, note)
+		t.Errorf("%s on %s says %q", gangpreemption.ReasonPreempted, victim, note)
 	}
 }
 
@@ -102,7 +103,7 @@ func TestNothingIsPreemptedForAGangThatWouldStillNotFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range events.Items {
-		if e.Reason == gang.ReasonPreempting || e.Reason == gang.ReasonPreempted {
+		if e.Reason == gangpreemption.ReasonPreempting || e.Reason == gangpreemption.ReasonPreempted {
 			t.Errorf("%s event about %s: %s", e.Reason, e.Regarding.Name, e.Note)
 		}
 	}
@@ -125,9 +126,9 @@ func TestAPodOfNoGroupTakesAVictimGangWhole(t *testing.T) {
 	if left := boundPods(t, ns, "low"); len(left) != 0 {
 		t.Errorf("the low-priority gang has %v left; a gang is taken whole", left)
 	}
-	note := framework.WaitForEvent(t, ns, "low", gang.ReasonPreempted)
+	note := framework.WaitForEvent(t, ns, "low", gangpreemption.ReasonPreempted)
 	if want := fmt.Sprintf("all 2 members preempted by pod %s/solo (priority 1000)", ns); !strings.HasPrefix(note, want) {
-		t.Errorf("%s says %q; want it to start %q", gang.ReasonPreempted, note, want)
+		t.Errorf("%s says %q; want it to start %q", gangpreemption.ReasonPreempted, note, want)
 	}
 }
 
@@ -146,10 +147,43 @@ func TestAnElasticVictimIsShrunkRatherThanTakenWhole(t *testing.T) {
 	if bound := boundPods(t, ns, "e"); strings.Join(bound, ",") != "e-0,e-1" {
 		t.Errorf("the elastic group has %v bound; want workers 0 and 1, its highest indices taken", bound)
 	}
-	note := framework.WaitForEvent(t, ns, "e", gang.ReasonPreempted)
+	note := framework.WaitForEvent(t, ns, "e", gangpreemption.ReasonPreempted)
 	if !strings.Contains(note, "above the elastic min preempted by gang "+ns+"/high (priority 1000)") {
-		t.Errorf("%s says %q", gang.ReasonPreempted, note)
+		t.Errorf("%s says %q", gangpreemption.ReasonPreempted, note)
 	}
+}
+
+// TestAnElasticVictimsOwnerIsShrunk: the workers of an elastic group of 1
+// to 4 are a StatefulSet's, at 4 replicas, filling a node of 4 CPUs; a
+// high-priority gang of two 1-CPU members takes workers 3 and 2 through
+// the set, which runs 2 replicas after, and so creates neither again.
+func TestAnElasticVictimsOwnerIsShrunk(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "4")
+	high := priorityClass(t, ns, 1000)
+	createElasticSet(t, ns, "e", 4, 4)
+	waitForBound(t, ns, "e", 4)
+	createPriorityGang(t, ns, "high", 2, "1", high)
+	waitForBound(t, ns, "high", 2)
+	framework.Eventually(t, "the set shrunk to 2, its pods 0 and 1 alone", func(ctx context.Context) (bool, error) {
+		set, err := framework.Client.AppsV1().StatefulSets(ns).Get(ctx, "e-worker", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=e"})
+		if err != nil {
+			return false, err
+		}
+		var names []string
+		for _, p := range pods.Items {
+			names = append(names, p.Name)
+		}
+		slices.Sort(names)
+		if *set.Spec.Replicas != 2 || strings.Join(names, ",") != "e-worker-0,e-worker-1" {
+			return false, fmt.Errorf("the set runs %d replicas, and the group has pods %v", *set.Spec.Replicas, names)
+		}
+		return true, nil
+	})
 }
 
 // TestAGangWhosePodDisruptionBudgetAllowsNoDisruptionIsTakenLast: of two
@@ -206,9 +240,9 @@ func TestAPodOfNoGroupGoesBeforeAGangOfTheSamePriority(t *testing.T) {
 	if left := boundPods(t, ns, "low"); len(left) != 2 {
 		t.Errorf("the low-priority gang has %v left; the pod of no group was the cheaper victim", left)
 	}
-	note := framework.WaitForEvent(t, ns, "high", gang.ReasonPreempting)
+	note := framework.WaitForEvent(t, ns, "high", gangpreemption.ReasonPreempting)
 	if want := fmt.Sprintf("took %s/lone (priority below 1000)", ns); !strings.HasPrefix(note, want) {
-		t.Errorf("%s says %q; want it to start %q", gang.ReasonPreempting, note, want)
+		t.Errorf("%s says %q; want it to start %q", gangpreemption.ReasonPreempting, note, want)
 	}
 }
 

@@ -2,8 +2,8 @@
 
 // Package preemption benchmarks muster's gang-aware preemption against
 // kube-scheduler's default preemption, side by side in one run on the real
-// control plane: one muster-scheduler with two profiles, muster's (Gang's
-// PostFilter) and one where DefaultPreemption preempts instead. High-
+// control plane: one muster-scheduler with two profiles, muster's
+// (GangPreemption) and one where DefaultPreemption preempts instead. High-
 // priority gangs arrive into a cluster full of low-priority gangs. `make
 // bench-preemption` runs it and writes docs/preemption-benchmark.md; the
 // build tag keeps it out of `make test`.
@@ -60,7 +60,8 @@ func TestMain(m *testing.M) {
 }
 
 // twoProfiles is muster-scheduler's configuration with a second profile,
-// the same but for its PostFilter: DefaultPreemption instead of Gang.
+// the same but for its PostFilter: DefaultPreemption instead of
+// GangPreemption and Gang.
 func twoProfiles() ([]byte, error) {
 	config := map[string]any{}
 	if err := yaml.Unmarshal(manifests.SchedulerConfig, &config); err != nil {
@@ -82,7 +83,7 @@ func twoProfiles() ([]byte, error) {
 	plugins, _ := baseline["plugins"].(map[string]any)
 	plugins["postFilter"] = map[string]any{
 		"enabled":  []any{map[string]any{"name": "DefaultPreemption"}},
-		"disabled": []any{map[string]any{"name": "Gang"}},
+		"disabled": []any{map[string]any{"name": "GangPreemption"}, map[string]any{"name": "Gang"}},
 	}
 	config["profiles"] = append(profiles, baseline)
 	return yaml.Marshal(config)

@@ -110,3 +110,16 @@ func KeyOf(obj any) (types.NamespacedName, bool) {
 	}
 	return types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, true
 }
+
+// RecordEvent records an event on the PodGroup. The reference is built by
+// hand: the event recorder's scheme does not know the PodGroup type.
+func RecordEvent(handle fwk.Handle, pg *v1alpha1.PodGroup, eventType, reason, action, note string) {
+	ref := &corev1.ObjectReference{
+		APIVersion: v1alpha1.SchemeGroupVersion.String(),
+		Kind:       "PodGroup",
+		Namespace:  pg.Namespace,
+		Name:       pg.Name,
+		UID:        pg.UID,
+	}
+	handle.EventRecorder().Eventf(ref, nil, eventType, reason, action, "%s", note)
+}

@@ -314,3 +314,22 @@ func boundAt(pod *corev1.Pod) time.Time {
 	}
 	return pod.CreationTimestamp.Time
 }
+
+// ActivatePending moves the group's unbound active members to the active
+// queue, past any backoff.
+func (m *Model) ActivatePending(logger klog.Logger, activator fwk.PodActivator, key types.NamespacedName) {
+	members, err := m.Members(key)
+	if err != nil {
+		logger.Error(err, "Waking members", "podGroup", key)
+		return
+	}
+	pending := map[string]*corev1.Pod{}
+	for _, pod := range members {
+		if pod.Spec.NodeName == "" && topology.IsActiveMember(pod) {
+			pending[pod.Namespace+"/"+pod.Name] = pod
+		}
+	}
+	if len(pending) > 0 {
+		activator.Activate(logger, pending)
+	}
+}

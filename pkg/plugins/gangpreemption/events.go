@@ -1,0 +1,99 @@
+package gangpreemption
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+)
+
+// Reasons of the events about gang preemption.
+const (
+	ReasonPreempting = "Preempting"
+	ReasonPreempted  = "Preempted"
+)
+
+var (
+	preemptionsTotal = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem:      "muster",
+		Name:           "gang_preemptions_total",
+		Help:           "Preemptions for a gang: victims taken so that all its missing members fit at once.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	preemptionVictimsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      "muster",
+		Name:           "gang_preemption_victims_total",
+		Help:           "What preemption for gangs took: victim units (a whole gang, a member above an elastic min, a pod of no group) and their pods.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind"})
+	registerMetrics sync.Once
+)
+
+// The scheduler serves legacyregistry on its /metrics endpoint.
+func register() {
+	registerMetrics.Do(func() { legacyregistry.MustRegister(preemptionsTotal, preemptionVictimsTotal) })
+}
+
+// reportPreemption counts one preemption for a gang and what it took.
+func reportPreemption(units, pods int) {
+	preemptionsTotal.Inc()
+	preemptionVictimsTotal.WithLabelValues("units").Add(float64(units))
+	preemptionVictimsTotal.WithLabelValues("pods").Add(float64(pods))
+}
+
+func podPriority(pod *corev1.Pod) int32 { return corev1helpers.PodPriority(pod) }
+
+// An event's note may hold at most 1,024 characters, and the API server
+// refuses a longer one: a gang preempting 50 pods of no group would be
+// told nothing. The note names the first victims, within these bounds, and
+// counts the rest; the log line names them all.
+const (
+	maxNamedVictims     = 5
+	victimNamesMaxChars = 600
+)
+
+// victimList names the first victims, at least one, and counts the rest.
+func victimList(names []string) string {
+	named, chars := 0, 0
+	for named < len(names) && named < maxNamedVictims {
+		chars += len(names[named]) + len(", ")
+		if named > 0 && chars > victimNamesMaxChars {
+			break
+		}
+		named++
+	}
+	list := strings.Join(names[:named], ", ")
+	if rest := len(names) - named; rest > 0 {
+		list += fmt.Sprintf(" and %d more", rest)
+	}
+	return list
+}
+
+// tellVictimGang records on a victim's gang, if it has one, what was
+// taken of it: the whole gang, or a member above its elastic min. It is
+// called for each victim pod; the event recorder folds the same note
+// about one gang into one event.
+func (pl *GangPreemption) tellVictimGang(victim *corev1.Pod, victims []*corev1.Pod, preemptor string, priority int32) {
+	key, taken, shrink, grouped := pl.takenFrom(victim, victims)
+	pg := pl.groups.PodGroup(key)
+	if !grouped || pg == nil {
+		return
+	}
+	note := fmt.Sprintf("all %d members preempted by %s (priority %d): a gang is taken whole, never left below its minMember", taken, preemptor, priority)
+	if shrink {
+		note = fmt.Sprintf("member %s above the elastic min preempted by %s (priority %d)", victim.Name, preemptor, priority)
+	}
+	pl.recordEvent(pg, corev1.EventTypeWarning, ReasonPreempted, "Preempted", note)
+}
+
+// recordEvent records an event on the PodGroup.
+func (pl *GangPreemption) recordEvent(pg *v1alpha1.PodGroup, eventType, reason, action, note string) {
+	group.RecordEvent(pl.handle, pg, eventType, reason, action, note)
+}

@@ -1,0 +1,466 @@
+package gangpreemption
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	policy "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// A gang short of its quorum needs room for all its missing members at
+// once. The search works on the cycle's snapshot, changed in a mutation
+// session that ends with the cycle's PostFilter:
+//
+//  1. The gang's own reservations, whose attempt ends, are room.
+//  2. Each missing member in turn, with its own PreFilter state, goes to
+//     the first node where the profile's filters pass; failing that, the
+//     Evaluator's dry run picks a node and its victims, as for one pod,
+//     and the victims leave the snapshot. The member then stays on its
+//     node for the members after it.
+//  3. The victims taken are given back, the dearest first, while every
+//     member still passes its filters on its node.
+//
+// Nothing is taken unless every member is placed. The cost is bounded by
+// the members times one DefaultPreemption of a pod (a filter pass over the
+// nodes and a dry run over at most max(10% of them, 100)), plus the
+// victims taken times the members for step 3.
+
+// placement is a member of the gang on the node the search put it: info
+// is the member as bound there, for the snapshot.
+type placement struct {
+	member *corev1.Pod
+	info   fwk.PodInfo
+	state  fwk.CycleState
+	node   string
+}
+
+// gangSearch is one search for a gang's room, on the mutated snapshot.
+type gangSearch struct {
+	pl       *GangPreemption
+	ctx      context.Context
+	logger   klog.Logger
+	snapshot fwk.MutableSnapshotSharedLister
+	pdbs     []*policy.PodDisruptionBudget
+	placed   []placement
+	// taken are the victims so far, as units by name, in the order taken.
+	taken []*unit
+}
+
+// preemptForGang makes room for the members the gang lacks, or takes
+// nothing. It never ends the chain: Gang's PostFilter ends the attempt,
+// with no backoff when room was made (group.RoomMade in the state). An
+// error is logged and ends only the preemption, never the teardown.
+func (pl *GangPreemption) preemptForGang(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, m fwk.NodeToStatusReader, key types.NamespacedName, pg *v1alpha1.PodGroup) (*fwk.PostFilterResult, *fwk.Status) {
+	result, status := pl.makeRoomForGang(ctx, state, pod, m, key, pg)
+	if status.Code() == fwk.Error {
+		klog.FromContext(ctx).Error(status.AsError(), "Preempting for a gang", "podGroup", key)
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: "+status.Message())
+	}
+	return result, status
+}
+
+func (pl *GangPreemption) makeRoomForGang(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, m fwk.NodeToStatusReader, key types.NamespacedName, pg *v1alpha1.PodGroup) (*fwk.PostFilterResult, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	// As for one pod: preemption helps only where a filter failed for want
+	// of what victims hold.
+	potential, err := m.NodesForStatusCode(pl.handle.SnapshotSharedLister().NodeInfos(), fwk.Unschedulable)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	if len(potential) == 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not helpful for scheduling")
+	}
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not eligible due to preemptionPolicy=Never.")
+	}
+	members := lackingWith(pl.groups.LackingMembers(key, pg.Spec.MinMember), pod)
+	if len(members) == 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: the gang has too few members to reach its minMember")
+	}
+	if pl.going.waits(key, pl.clock.Now(), pl.inSnapshot) {
+		// Room is being made already: the attempt ends without backoff,
+		// and the members are woken as the victims go.
+		state.Write(group.RoomMadeKey, &group.RoomMade{})
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: waiting for the victims preempted for the gang to go")
+	}
+	pdbs, err := pl.evaluator.PdbLister.List(labels.Everything())
+	if err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("listing PodDisruptionBudgets: %w", err))
+	}
+	snapshot := pl.handle.MutableSnapshotSharedLister()
+	if err := snapshot.StartMutations(); err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
+	}
+	search := &gangSearch{pl: pl, ctx: ctx, logger: logger, snapshot: snapshot, pdbs: pdbs}
+	status := search.run(key, members)
+	if err := snapshot.EndMutations(); err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
+	}
+	if !status.IsSuccess() {
+		return nil, status
+	}
+	if len(search.taken) == 0 {
+		// Every member fits once the gang's reservations are gone: a retry
+		// places it, with nothing to take.
+		state.Write(group.RoomMadeKey, &group.RoomMade{})
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: the gang fits without victims once its attempt ends")
+	}
+	node := pl.actuate(logger, pg, pod, search)
+	state.Write(group.RoomMadeKey, &group.RoomMade{At: pl.clock.Now()})
+	return framework.NewPostFilterResultWithNominatedNode(node),
+		fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption: preempting %d victims for the gang's %d missing members", len(victimPods(search.taken)), len(members)))
+}
+
+// lackingWith returns the members, the failed pod among them: it is the
+// one the cycle nominates.
+func lackingWith(members []*corev1.Pod, pod *corev1.Pod) []*corev1.Pod {
+	if len(members) == 0 || slices.ContainsFunc(members, func(m *corev1.Pod) bool { return m.UID == pod.UID }) {
+		return members
+	}
+	members[len(members)-1] = pod
+	return members
+}
+
+// run places every member, taking victims where needed, then gives back
+// the victims not needed; Unschedulable when a member fits nowhere.
+func (s *gangSearch) run(key types.NamespacedName, members []*corev1.Pod) *fwk.Status {
+	if err := s.releaseReservations(key); err != nil {
+		return fwk.AsStatus(err)
+	}
+	for _, m := range members {
+		if status := s.place(m); !status.IsSuccess() {
+			return status
+		}
+	}
+	if err := s.giveBack(); err != nil {
+		return fwk.AsStatus(err)
+	}
+	return nil
+}
+
+// releaseReservations takes the gang's members waiting at Permit off the
+// snapshot: its attempt ends, so their room is the gang's to use.
+func (s *gangSearch) releaseReservations(key types.NamespacedName) error {
+	pods, err := s.pl.groups.Members(key)
+	if err != nil {
+		return err
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			continue
+		}
+		if wp := s.pl.handle.GetWaitingPod(p.UID); wp != nil {
+			if err := s.snapshot.RemovePod(s.logger, wp.GetPod(), wp.GetPod().Spec.NodeName); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// place puts one member on the first node where it fits, or where the
+// Evaluator's dry run finds the cheapest victims, and takes them.
+func (s *gangSearch) place(member *corev1.Pod) *fwk.Status {
+	state := framework.NewCycleState()
+	result, status, _ := s.pl.framework.RunPreFilterPlugins(s.ctx, state, member)
+	if !status.IsSuccess() && status.Code() != fwk.Unschedulable {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption: member %s: %s", member.Name, status.Message()))
+	}
+	nodes, err := s.snapshot.NodeInfos().List()
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if !result.AllNodes() {
+		nodes = slices.DeleteFunc(slices.Clone(nodes), func(n fwk.NodeInfo) bool { return !result.NodeNames.Has(n.Node().Name) })
+	}
+	node, potential := s.firstFit(state, member, nodes)
+	if node == "" {
+		if len(potential) == 0 {
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption: member %s fits on no node, whatever goes", member.Name))
+		}
+		offset, count := s.pl.GetOffsetAndNumCandidates(int32(len(potential)))
+		candidates, _, err := s.pl.evaluator.DryRunPreemption(s.ctx, state, member, potential, s.pdbs, offset, count)
+		if err != nil && len(candidates) == 0 {
+			return fwk.AsStatus(err)
+		}
+		best := s.pl.evaluator.SelectCandidate(s.ctx, candidates)
+		if best == nil {
+			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption: no lower-priority victims would make room for member %s", member.Name))
+		}
+		if err := s.take(best.Victims().Pods); err != nil {
+			return fwk.AsStatus(err)
+		}
+		node = best.Name()
+	}
+	info, err := framework.NewPodInfo(onNode(member, node))
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if err := s.snapshot.AddPod(info, node); err != nil {
+		return fwk.AsStatus(err)
+	}
+	s.placed = append(s.placed, placement{member: member, info: info, state: state, node: node})
+	return nil
+}
+
+// firstFit returns the first node, in the snapshot's order, where the
+// member passes every filter; else the nodes where it failed only for
+// want of room, which preemption may make.
+func (s *gangSearch) firstFit(state fwk.CycleState, member *corev1.Pod, nodes []fwk.NodeInfo) (string, []fwk.NodeInfo) {
+	statuses := make([]*fwk.Status, len(nodes))
+	s.pl.handle.Parallelizer().Until(s.ctx, len(nodes), func(i int) {
+		statuses[i] = s.pl.handle.RunFilterPluginsWithNominatedPods(s.ctx, state, member, nodes[i])
+	}, Name)
+	var potential []fwk.NodeInfo
+	for i, status := range statuses {
+		if status.IsSuccess() {
+			return nodes[i].Node().Name, nil
+		}
+		if status.Code() == fwk.Unschedulable {
+			potential = append(potential, nodes[i])
+		}
+	}
+	return "", potential
+}
+
+// take removes the victims' pods from the snapshot, as whole units, and
+// tells the PreFilter state of every member placed before.
+func (s *gangSearch) take(pods []*corev1.Pod) error {
+	for _, u := range unitsByName(pods) {
+		if err := s.remove(u); err != nil {
+			return err
+		}
+		s.taken = append(s.taken, u)
+	}
+	return nil
+}
+
+func (s *gangSearch) remove(u *unit) error {
+	for _, pi := range u.pods {
+		node, err := s.snapshot.NodeInfos().Get(pi.GetPod().Spec.NodeName)
+		if err != nil {
+			return err
+		}
+		if err := s.snapshot.RemovePod(s.logger, pi.GetPod(), node.Node().Name); err != nil {
+			return err
+		}
+		for _, p := range s.placed {
+			if status := s.pl.handle.RunPreFilterExtensionRemovePod(s.ctx, p.state, p.member, pi, node); !status.IsSuccess() {
+				return status.AsError()
+			}
+		}
+	}
+	return nil
+}
+
+func (s *gangSearch) give(u *unit) error {
+	for _, pi := range u.pods {
+		if err := s.snapshot.AddPod(pi, pi.GetPod().Spec.NodeName); err != nil {
+			return err
+		}
+		node, err := s.snapshot.NodeInfos().Get(pi.GetPod().Spec.NodeName)
+		if err != nil {
+			return err
+		}
+		for _, p := range s.placed {
+			if status := s.pl.handle.RunPreFilterExtensionAddPod(s.ctx, p.state, p.member, pi, node); !status.IsSuccess() {
+				return status.AsError()
+			}
+		}
+	}
+	return nil
+}
+
+// giveBack returns, the dearest first, each victim without which every
+// member still passes its filters on its node, checked in the order they
+// were placed, each beside the members before it.
+func (s *gangSearch) giveBack() error {
+	for _, p := range s.placed {
+		if err := s.snapshot.RemovePod(s.logger, p.info.GetPod(), p.node); err != nil {
+			return err
+		}
+	}
+	fits := func() bool {
+		var added []placement
+		defer func() {
+			for _, p := range added {
+				_ = s.snapshot.RemovePod(s.logger, p.info.GetPod(), p.node)
+			}
+		}()
+		for _, p := range s.placed {
+			node, err := s.snapshot.NodeInfos().Get(p.node)
+			if err != nil || !s.pl.handle.RunFilterPluginsWithNominatedPods(s.ctx, p.state, p.member, node).IsSuccess() {
+				return false
+			}
+			if err := s.snapshot.AddPod(p.info, p.node); err != nil {
+				return false
+			}
+			added = append(added, p)
+		}
+		return true
+	}
+	taken, _, err := reprieve(s.taken, s.pdbs, s.give, fits, s.remove)
+	s.taken = taken
+	return err
+}
+
+// unitsByName groups victim pods into the units they were taken as: a
+// gang by its group, any other pod alone.
+func unitsByName(pods []*corev1.Pod) []*unit {
+	var units []*unit
+	byName := map[string]*unit{}
+	for _, p := range pods {
+		name, keyType := p.Namespace+"/"+p.Name, fwk.PodKeyType
+		key, grouped := topology.GroupOf(p)
+		if grouped {
+			name, keyType = key.String(), fwk.PodGroupKeyType
+		}
+		u, ok := byName[name]
+		if !ok {
+			u = &unit{name: name, group: key, grouped: grouped, priority: podPriority(p), keyType: keyType}
+			byName[name] = u
+			units = append(units, u)
+		}
+		info, err := framework.NewPodInfo(p)
+		if err != nil {
+			continue
+		}
+		u.pods = append(u.pods, info)
+		u.priority = max(u.priority, podPriority(p))
+	}
+	return units
+}
+
+// onNode is the member as if bound to the node, for the snapshot.
+func onNode(pod *corev1.Pod, node string) *corev1.Pod {
+	placed := pod.DeepCopy()
+	placed.Spec.NodeName = node
+	return placed
+}
+
+// actuate preempts the victims, off the scheduling cycle, records what was
+// taken, and nominates the other members onto their room in the
+// scheduler's memory; it returns the failed pod's node.
+func (pl *GangPreemption) actuate(logger klog.Logger, pg *v1alpha1.PodGroup, pod *corev1.Pod, search *gangSearch) string {
+	victims := victimPods(search.taken)
+	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
+	pl.going.start(key, victims, pl.clock.Now())
+	preemptor := &gangPreemptor{pg: pg, pod: pod, priority: podPriority(pod)}
+	for _, p := range search.placed {
+		preemptor.members = append(preemptor.members, p.member)
+	}
+	go func() {
+		ctx := klog.NewContext(context.Background(), logger)
+		var wg sync.WaitGroup
+		for _, victim := range victims {
+			wg.Go(func() {
+				c := &gangCandidate{node: victim.Spec.NodeName, victims: &extenderv1.Victims{Pods: victims}}
+				inMemory, err := pl.executor.PreemptPod(ctx, c, preemptor, victim, Name)
+				if err != nil {
+					logger.Error(err, "Preempting a victim", "pod", klog.KObj(victim), "podGroup", klog.KObj(pg))
+				}
+				// No deletion will tell the gang this victim is gone.
+				if err != nil || inMemory {
+					pl.gone(victim.UID)
+				}
+			})
+		}
+		wg.Wait()
+	}()
+	unitNames := names(search.taken)
+	reportPreemption(len(search.taken), len(victims))
+	logger.V(2).Info("Preempting for a gang", "podGroup", klog.KObj(pg), "priority", preemptor.priority, "victims", unitNames)
+	pl.recordEvent(pg, corev1.EventTypeNormal, ReasonPreempting, "Preempt",
+		fmt.Sprintf("took %s (priority below %d) so that its %d missing members fit at once", victimList(unitNames), preemptor.priority, len(search.placed)))
+	var node string
+	for _, p := range search.placed {
+		if p.member.UID == pod.UID {
+			node = p.node
+			continue
+		}
+		pl.nominate(logger, p.member, p.node)
+	}
+	return node
+}
+
+// nominate records the node a sibling's room is made on, as the framework
+// records the failed pod's: in the scheduler's nominator at once, so that
+// no pod of its priority or lower takes the room while the victims go,
+// and in its status, which the nominator keeps to when the sibling's own
+// attempt fails. The status is written by the scheduler's asynchronous
+// API calls when they are on, else by a patch off the cycle.
+func (pl *GangPreemption) nominate(logger klog.Logger, member *corev1.Pod, node string) {
+	nomination := &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}
+	if info, err := framework.NewPodInfo(member); err == nil {
+		pl.handle.AddNominatedPod(logger, info, nomination)
+	}
+	if cacher := pl.handle.APICacher(); cacher != nil {
+		if _, err := cacher.PatchPodStatus(member, nil, nomination); err != nil {
+			logger.Error(err, "Nominating a member onto its room", "pod", klog.KObj(member), "node", node)
+		}
+		return
+	}
+	go func() {
+		patch := fmt.Appendf(nil, `{"status":{"nominatedNodeName":%q}}`, node)
+		_, err := pl.handle.ClientSet().CoreV1().Pods(member.Namespace).Patch(context.Background(), member.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		if err != nil {
+			logger.Error(err, "Nominating a member onto its room", "pod", klog.KObj(member), "node", node)
+		}
+	}()
+}
+
+// gangPreemptor is a gang as the framework's preemption executor names
+// the preemptor in its events and conditions.
+type gangPreemptor struct {
+	pg       *v1alpha1.PodGroup
+	pod      *corev1.Pod
+	members  []*corev1.Pod
+	priority int32
+}
+
+var _ preemption.ExecutorPreemptor = &gangPreemptor{}
+
+func (g *gangPreemptor) GetName() string       { return g.pg.Name }
+func (g *gangPreemptor) GetNamespace() string  { return g.pg.Namespace }
+func (g *gangPreemptor) UID() types.UID        { return g.pg.UID }
+func (g *gangPreemptor) SchedulerName() string { return g.pod.Spec.SchedulerName }
+func (g *gangPreemptor) Priority() int32       { return g.priority }
+func (g *gangPreemptor) Type() string          { return "gang" }
+
+// Obj is the failed member: the event recorder's scheme does not know the
+// PodGroup type.
+func (g *gangPreemptor) Obj() runtime.Object { return g.pod }
+
+func (g *gangPreemptor) Pods() map[string]*corev1.Pod {
+	pods := make(map[string]*corev1.Pod, len(g.members))
+	for _, m := range g.members {
+		pods[m.Namespace+"/"+m.Name] = m
+	}
+	return pods
+}
+
+// gangCandidate is a victim's node and every victim of the preemption.
+type gangCandidate struct {
+	node    string
+	victims *extenderv1.Victims
+}
+
+func (c *gangCandidate) Name() string                 { return c.node }
+func (c *gangCandidate) Victims() *extenderv1.Victims { return c.victims }
+func (c *gangCandidate) NumPodGroupDisruptions() int  { return 0 }

@@ -1,0 +1,233 @@
+// Package gangpreemption implements the GangPreemption scheduler plugin,
+// muster-scheduler's preemption, on the framework's preemption.Evaluator:
+// whether a pod fits once victims go is decided by the profile's own
+// Filter plugins, with nominated pods, as in kube-scheduler's
+// DefaultPreemption. What muster adds is the unit of a victim and of a
+// preemptor:
+//
+//   - a muster gang is taken whole, never one member alone; a member above
+//     an admitted elastic group's min may be taken on its own, before any
+//     whole gang;
+//   - a gang short of its quorum preempts for all its missing members at
+//     once, or takes nothing (gang.go).
+//
+// A pod of no group, and a member of a gang that has its quorum, preempt
+// exactly as DefaultPreemption would, but for that unit.
+package gangpreemption
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/klog/v2"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+	"k8s.io/kubernetes/pkg/scheduler/metrics"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// Name is the plugin's name in the registry and in scheduler configurations.
+const Name = "GangPreemption"
+
+// kube-scheduler's defaults for DefaultPreemption: how many nodes a dry
+// run tries before it picks the best of those that work.
+const (
+	minCandidateNodesPercentage = 10
+	minCandidateNodesAbsolute   = 100
+)
+
+var (
+	_ fwk.PostFilterPlugin  = &GangPreemption{}
+	_ fwk.PreEnqueuePlugin  = &GangPreemption{}
+	_ fwk.EnqueueExtensions = &GangPreemption{}
+	_ preemption.Interface  = &GangPreemption{}
+)
+
+// GangPreemption is muster-scheduler's PostFilter: preemption by whole
+// gangs, decided by the profile's filters.
+type GangPreemption struct {
+	handle    fwk.Handle
+	framework framework.Framework
+	groups    *group.Model
+	fts       feature.Features
+	executor  *preemption.Executor
+	evaluator *preemption.Evaluator
+	going     *going
+	owners    *owners
+	clock     clock.PassiveClock
+}
+
+// New builds the plugin from the framework's handle; it takes no args.
+func New(ctx context.Context, _ runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
+	groups, err := group.ModelFor(ctx, handle)
+	if err != nil {
+		return nil, err
+	}
+	register()
+	// Owners are read and scaled directly: an informer on every kind of
+	// owner would cost more than the rare preemption of an elastic member.
+	c, err := client.New(handle.KubeConfig(), client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("creating the client that scales elastic owners: %w", err)
+	}
+	return newGangPreemption(handle, groups, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate), c)
+}
+
+func newGangPreemption(handle fwk.Handle, groups *group.Model, fts feature.Features, c client.Client) (*GangPreemption, error) {
+	// A gang's other members are filtered with the profile's PreFilter
+	// state of their own, which only the framework itself can build.
+	fw, ok := handle.(framework.Framework)
+	if !ok {
+		return nil, fmt.Errorf("%s needs the scheduler's framework as its handle, got %T", Name, handle)
+	}
+	pl := &GangPreemption{handle: handle, framework: fw, groups: groups, fts: fts, going: newGoing(), owners: &owners{client: c}, clock: clock.RealClock{}}
+	pl.executor = preemption.NewExecutor(handle, fts)
+	pl.executor.PreemptPod = pl.preemptPod(pl.executor.PreemptPod)
+	pl.evaluator = preemption.NewEvaluator(Name, handle, pl, pl.executor)
+	if err := pl.watchVictims(); err != nil {
+		return nil, fmt.Errorf("watching for victims gone: %w", err)
+	}
+	return pl, nil
+}
+
+// Name returns the plugin's name.
+func (pl *GangPreemption) Name() string { return Name }
+
+// PostFilter makes room for a pod that fits nowhere. A member of a gang
+// short of its quorum makes room for all the members its gang lacks, and
+// leaves Gang, next in the chain, to end the attempt; any other pod
+// preempts for itself, as DefaultPreemption does, by whole units.
+func (pl *GangPreemption) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	if key, ok := topology.GroupOf(pod); ok {
+		pg := pl.groups.PodGroup(key)
+		if pg == nil {
+			return nil, fwk.NewStatus(fwk.Unschedulable, topology.WaitingForPodGroupMessage(key))
+		}
+		reached, known := group.HasQuorum(state)
+		if !known {
+			// Gang turned the member away before it got so far (its gang
+			// backs off, say): preemption would not help it now.
+			return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not helpful for scheduling")
+		}
+		if !reached {
+			return pl.preemptForGang(ctx, state, pod, m, key, pg)
+		}
+	}
+	defer metrics.PreemptionAttempts.Inc()
+	result, status := pl.evaluator.Preempt(ctx, state, pod, m)
+	if msg := status.Message(); msg != "" {
+		return result, fwk.NewStatus(status.Code(), "preemption: "+msg)
+	}
+	return result, status
+}
+
+// PreEnqueue keeps a pod out of the queue while the victims of its
+// preemption are still going: a pod's while the framework's executor
+// deletes them, as DefaultPreemption does with asynchronous preemption; a
+// gang member's until the last victim taken for its gang is gone.
+func (pl *GangPreemption) PreEnqueue(ctx context.Context, pod *corev1.Pod) *fwk.Status {
+	if status := pl.waitingForVictims(ctx, pod); status != nil {
+		return status
+	}
+	if pl.fts.EnableAsyncPreemption && pl.executor.IsPodRunningPreemption(pod.UID) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for the preemption for this pod to be finished")
+	}
+	return nil
+}
+
+// EventsToRegister: a victim's deletion lets in a member held at
+// PreEnqueue once no victim of its gang is left; a pod held for its own
+// preemption is let in by the framework when it ends, and the plugins that
+// rejected it decide when it is tried again, so for it the hint skips.
+func (pl *GangPreemption) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{{
+		Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete},
+		QueueingHintFn: func(_ klog.Logger, pod *corev1.Pod, _, _ any) (fwk.QueueingHint, error) {
+			key, ok := topology.GroupOf(pod)
+			if ok && !pl.going.deleting(key, pl.clock.Now()) {
+				return fwk.Queue, nil
+			}
+			return fwk.QueueSkip, nil
+		},
+	}}, nil
+}
+
+// GetOffsetAndNumCandidates tries, from a random node on, as many nodes as
+// DefaultPreemption's defaults say: 10%, at least 100.
+func (pl *GangPreemption) GetOffsetAndNumCandidates(nodes int32) (int32, int32) {
+	n := max(nodes*minCandidateNodesPercentage/100, minCandidateNodesAbsolute)
+	return rand.Int32N(nodes), min(n, nodes)
+}
+
+// CandidatesToVictimsMap maps each candidate node to its victims.
+func (pl *GangPreemption) CandidatesToVictimsMap(candidates []preemption.Candidate) map[string]*extenderv1.Victims {
+	m := make(map[string]*extenderv1.Victims, len(candidates))
+	for _, c := range candidates {
+		m[c.Name()] = c.Victims()
+	}
+	return m
+}
+
+// PodEligibleToPreemptOthers: not with preemptionPolicy Never; not while
+// the victims of its last preemption are still going on its nominated
+// node; and never a member above an elastic group's min, which takes only
+// free room.
+func (pl *GangPreemption) PodEligibleToPreemptOthers(_ context.Context, pod *corev1.Pod, nominatedNodeStatus *fwk.Status) (bool, string) {
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
+		return false, "not eligible due to preemptionPolicy=Never."
+	}
+	if pl.isElasticExtra(pod) {
+		return false, "a member above an elastic group's min takes only free room."
+	}
+	if node := pod.Status.NominatedNodeName; node != "" && nominatedNodeStatus.Code() != fwk.UnschedulableAndUnresolvable {
+		if pl.victimsGoingOn(node, pod) {
+			return false, "not eligible due to a terminating pod on the nominated node."
+		}
+	}
+	return true, ""
+}
+
+// OrderedScoreFuncs returns nil: candidate nodes are weighed as
+// DefaultPreemption weighs them.
+func (pl *GangPreemption) OrderedScoreFuncs(context.Context, map[string]*extenderv1.Victims) []func(string) int64 {
+	return nil
+}
+
+// victimsGoingOn reports whether a pod of lower priority than the
+// preemptor is being deleted by preemption on the node.
+func (pl *GangPreemption) victimsGoingOn(node string, preemptor *corev1.Pod) bool {
+	info, err := pl.handle.SnapshotSharedLister().NodeInfos().Get(node)
+	if err != nil {
+		return false
+	}
+	priority := podPriority(preemptor)
+	for _, p := range info.GetPods() {
+		if podPriority(p.GetPod()) < priority && preemption.PodTerminatingByPreemption(p.GetPod()) {
+			return true
+		}
+	}
+	return false
+}
+
+// isElasticExtra reports whether the pod would join an admitted elastic
+// group above its min.
+func (pl *GangPreemption) isElasticExtra(pod *corev1.Pod) bool {
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return false
+	}
+	pg := pl.groups.PodGroup(key)
+	topo, err := pl.groups.Topology(key)
+	return pg != nil && err == nil && topo != nil && topo.Elastic != nil && pl.groups.BoundCount(key) >= pg.Spec.MinMember
+}

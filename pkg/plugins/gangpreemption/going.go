@@ -1,0 +1,161 @@
+package gangpreemption
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// maxVictimWait bounds how long a gang waits for the victims preempted
+// for it: one that never goes (a node gone, a finalizer) must not hold the
+// gang back for good. Past it the gang may preempt again.
+const maxVictimWait = 2 * time.Minute
+
+// going is, for each gang preempted for, its victims until they are gone.
+// Until the last is deleted, the gang's members are kept out of the
+// queue, as kube-scheduler keeps a pod whose preemption is running: a
+// member tried meanwhile would find no room and back off. When it is,
+// they are activated at once, past any backoff. A member's cycle takes
+// nothing more while a victim is still in the cycle's snapshot, which may
+// lag the deletion.
+type going struct {
+	mu     sync.Mutex
+	byGang map[types.NamespacedName]*pendingVictims
+	// gangOf is the gang each victim not yet deleted was taken for.
+	gangOf map[types.UID]types.NamespacedName
+}
+
+// pendingVictims is what a gang waits for.
+type pendingVictims struct {
+	victims []*corev1.Pod
+	// undeleted are the victims whose deletion was not seen yet.
+	undeleted sets.Set[types.UID]
+	since     time.Time
+}
+
+func newGoing() *going {
+	return &going{byGang: map[types.NamespacedName]*pendingVictims{}, gangOf: map[types.UID]types.NamespacedName{}}
+}
+
+// start records the victims taken for the gang.
+func (g *going) start(key types.NamespacedName, victims []*corev1.Pod, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if old, ok := g.byGang[key]; ok {
+		g.forgetUnlocked(old)
+	}
+	p := &pendingVictims{victims: victims, undeleted: sets.New[types.UID](), since: now}
+	for _, v := range victims {
+		p.undeleted.Insert(v.UID)
+		g.gangOf[v.UID] = key
+	}
+	g.byGang[key] = p
+}
+
+// deleting reports whether a victim of the gang's is not deleted yet,
+// and forgets a wait that outlived maxVictimWait.
+func (g *going) deleting(key types.NamespacedName, now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := g.liveUnlocked(key, now)
+	return p != nil && p.undeleted.Len() > 0
+}
+
+// waits reports whether the gang waits for its victims: one is not
+// deleted yet, or still holds room in the cycle's snapshot (held says).
+// A gang that waits for none is forgotten.
+func (g *going) waits(key types.NamespacedName, now time.Time, held func(*corev1.Pod) bool) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := g.liveUnlocked(key, now)
+	if p == nil {
+		return false
+	}
+	if p.undeleted.Len() > 0 || slices.ContainsFunc(p.victims, held) {
+		return true
+	}
+	delete(g.byGang, key)
+	return false
+}
+
+// liveUnlocked is the gang's wait, unless it outlived maxVictimWait.
+func (g *going) liveUnlocked(key types.NamespacedName, now time.Time) *pendingVictims {
+	p, ok := g.byGang[key]
+	if !ok {
+		return nil
+	}
+	if now.Sub(p.since) > maxVictimWait {
+		g.forgetUnlocked(p)
+		delete(g.byGang, key)
+		return nil
+	}
+	return p
+}
+
+func (g *going) forgetUnlocked(p *pendingVictims) {
+	for uid := range p.undeleted {
+		delete(g.gangOf, uid)
+	}
+}
+
+// deleted records that a victim is deleted, and returns the gang whose
+// last victim it was.
+func (g *going) deleted(uid types.UID) (types.NamespacedName, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	key, ok := g.gangOf[uid]
+	if !ok {
+		return key, false
+	}
+	delete(g.gangOf, uid)
+	p := g.byGang[key]
+	if p == nil {
+		return key, false
+	}
+	p.undeleted.Delete(uid)
+	return key, p.undeleted.Len() == 0
+}
+
+// gone is told of a victim gone, by its deletion or because it will not
+// be deleted; when it was the last of a gang's, the gang's members waiting
+// are activated.
+func (pl *GangPreemption) gone(uid types.UID) {
+	if key, last := pl.going.deleted(uid); last {
+		pl.groups.ActivatePending(klog.Background(), pl.handle, key)
+	}
+}
+
+// watchVictims tells gone of every pod deleted.
+func (pl *GangPreemption) watchVictims() error {
+	_, err := pl.handle.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				pl.gone(pod.UID)
+			}
+		},
+	})
+	return err
+}
+
+// waitingForVictims is PreEnqueue's answer for a member of a gang whose
+// victims are still going, or nil.
+func (pl *GangPreemption) waitingForVictims(_ context.Context, pod *corev1.Pod) *fwk.Status {
+	key, ok := topology.GroupOf(pod)
+	if !ok || !pl.going.deleting(key, pl.clock.Now()) {
+		return nil
+	}
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for the victims preempted for its gang to go")
+}

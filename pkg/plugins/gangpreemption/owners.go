@@ -1,0 +1,111 @@
+package gangpreemption
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/muster-dev/muster/pkg/ownerscale"
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// owners shrinks the owner of a member above an elastic min before the
+// member is preempted, as muster-controller's elastic scaler does, so that
+// the owner does not create again what preemption took. Scalings are one
+// at a time: two victims of one owner each take one replica.
+type owners struct {
+	mu     sync.Mutex
+	client client.Client
+}
+
+// shrink has the victim's owner run no more workers than the victim's
+// index: preemption takes a group's highest indices first, so the owner
+// keeps those below. Setting it so, rather than one fewer, makes the
+// scaling of each victim the same whatever the order, and whatever
+// muster-controller's elastic scaler did meanwhile. An owner that cannot
+// be scaled, or a pod with none, is left as it is, and the member is only
+// evicted.
+func (o *owners) shrink(ctx context.Context, victim *corev1.Pod, index int32) error {
+	ref := metav1.GetControllerOf(victim)
+	if ref == nil {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	scale, err := ownerscale.Of(ctx, o.client, o.client, victim.Namespace, ref)
+	if err != nil || scale == nil || scale.Replicas <= index {
+		return err
+	}
+	return scale.Set(ctx, o.client, index)
+}
+
+// takenFrom says what the victims take of the victim's gang: how many of
+// its members, and whether some of its placed members stay, which makes
+// the victim a member above an elastic min rather than part of a gang
+// taken whole. Victims already deleted are not asked about, so the answer
+// holds while they go. A pod of no group, or of a gang gone, is neither.
+func (pl *GangPreemption) takenFrom(victim *corev1.Pod, victims []*corev1.Pod) (key types.NamespacedName, taken int, shrink bool, ok bool) {
+	key, grouped := topology.GroupOf(victim)
+	if !grouped || pl.groups.PodGroup(key) == nil {
+		return key, 0, false, false
+	}
+	taking := sets.New[types.UID]()
+	for _, v := range victims {
+		if k, in := topology.GroupOf(v); in && k == key {
+			taking.Insert(v.UID)
+		}
+	}
+	members, err := pl.groups.Members(key)
+	if err != nil {
+		return key, 0, false, false
+	}
+	for _, m := range members {
+		if topology.IsActiveMember(m) && !taking.Has(m.UID) && (m.Spec.NodeName != "" || pl.handle.GetWaitingPod(m.UID) != nil) {
+			shrink = true
+		}
+	}
+	return key, taking.Len(), shrink, true
+}
+
+// preemptPodFunc is the type of the framework executor's PreemptPod.
+type preemptPodFunc = func(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *corev1.Pod, pluginName string) (bool, error)
+
+// preemptPod is the framework executor's PreemptPod with muster's
+// additions: the owner of a member above an elastic min is shrunk first,
+// and the victim's gang is told what it lost.
+func (pl *GangPreemption) preemptPod(evict preemptPodFunc) preemptPodFunc {
+	return func(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *corev1.Pod, pluginName string) (bool, error) {
+		key, _, shrink, grouped := pl.takenFrom(victim, c.Victims().Pods)
+		if grouped && shrink {
+			if err := pl.shrinkOwner(ctx, key, victim); err != nil {
+				return false, fmt.Errorf("shrinking the owner of %s/%s, a member above its elastic min: %w", victim.Namespace, victim.Name, err)
+			}
+		}
+		inMemory, err := evict(ctx, c, preemptor, victim, pluginName)
+		if err == nil {
+			pl.tellVictimGang(victim, c.Victims().Pods, fmt.Sprintf("%s %s/%s", preemptor.Type(), preemptor.GetNamespace(), preemptor.GetName()), preemptor.Priority())
+		}
+		return inMemory, err
+	}
+}
+
+// shrinkOwner shrinks the owner of a member above an elastic min to the
+// member's index.
+func (pl *GangPreemption) shrinkOwner(ctx context.Context, key types.NamespacedName, victim *corev1.Pod) error {
+	topo, err := pl.groups.Topology(key)
+	if err != nil || topo == nil {
+		return err
+	}
+	member, errs := topo.Identify(victim)
+	if len(errs) > 0 || member.Role != topology.ElasticRole {
+		return nil
+	}
+	return pl.owners.shrink(ctx, victim, member.Index)
+}

@@ -1,0 +1,89 @@
+package group
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// LackingMembers are the unbound active members a gang needs to reach its
+// minMember, by name: what preemption makes room for. There are none when
+// the gang has too few members to reach it at all.
+func (m *Model) LackingMembers(key types.NamespacedName, minMember int32) []*corev1.Pod {
+	pods, err := m.Members(key)
+	if err != nil {
+		return nil
+	}
+	var bound int32
+	var unbound []*corev1.Pod
+	for _, p := range pods {
+		switch {
+		case !topology.IsActiveMember(p):
+		case p.Spec.NodeName != "":
+			bound++
+		default:
+			unbound = append(unbound, p)
+		}
+	}
+	lacking := minMember - bound
+	if lacking <= 0 || int32(len(unbound)) < lacking {
+		return nil
+	}
+	slices.SortFunc(unbound, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return unbound[:lacking]
+}
+
+// RoomMadeKey is where the preemption plugin tells Gang, in the cycle of a
+// gang's failed member, that victims are going for the gang: Gang's
+// PostFilter, next in the chain, then ends the attempt with no backoff.
+const RoomMadeKey fwk.StateKey = "muster.dev/room-made"
+
+// RoomMade records when victims were preempted for the cycle's gang.
+type RoomMade struct{ At time.Time }
+
+// Clone returns the same record: it is never changed.
+func (r *RoomMade) Clone() fwk.StateData { return r }
+
+// RoomMadeIn returns the record the preemption plugin left in the cycle.
+func RoomMadeIn(state fwk.CycleState) (*RoomMade, bool) {
+	if state == nil {
+		return nil, false
+	}
+	data, err := state.Read(RoomMadeKey)
+	if err != nil {
+		return nil, false
+	}
+	made, ok := data.(*RoomMade)
+	return made, ok
+}
+
+// QuorumKey is where Gang's PreFilter leaves, for the preemption plugin,
+// whether the cycle's member's gang has its quorum (bound and reserved
+// members reach minMember): Gang alone knows its reservations.
+const QuorumKey fwk.StateKey = "muster.dev/quorum"
+
+// Quorum says whether the cycle's gang has its quorum.
+type Quorum bool
+
+// Clone returns the same value: it is never changed.
+func (q Quorum) Clone() fwk.StateData { return q }
+
+// HasQuorum reports what Gang's PreFilter left in the cycle: whether the
+// member's gang has its quorum, and whether it said at all.
+func HasQuorum(state fwk.CycleState) (reached, known bool) {
+	if state == nil {
+		return false, false
+	}
+	data, err := state.Read(QuorumKey)
+	if err != nil {
+		return false, false
+	}
+	q, ok := data.(Quorum)
+	return bool(q), ok
+}
