@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -57,6 +58,9 @@ type gangSearch struct {
 	logger   klog.Logger
 	snapshot fwk.MutableSnapshotSharedLister
 	pdbs     []*policy.PodDisruptionBudget
+	// promised are the nodes where victims other gangs wait for still go:
+	// the room there is theirs.
+	promised sets.Set[string]
 	placed   []placement
 	// taken are the victims so far, as units by name, in the order taken.
 	taken []*unit
@@ -107,7 +111,7 @@ func (pl *GangPreemption) makeRoomForGang(ctx context.Context, state fwk.CycleSt
 	if err := snapshot.StartMutations(); err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
 	}
-	search := &gangSearch{pl: pl, ctx: ctx, logger: logger, snapshot: snapshot, pdbs: pdbs}
+	search := &gangSearch{pl: pl, ctx: ctx, logger: logger, snapshot: snapshot, pdbs: pdbs, promised: pl.going.promised(key, pl.clock.Now())}
 	status := search.run(key, members)
 	if err := snapshot.EndMutations(); err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
@@ -186,9 +190,9 @@ func (s *gangSearch) place(member *corev1.Pod) *fwk.Status {
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if !result.AllNodes() {
-		nodes = slices.DeleteFunc(slices.Clone(nodes), func(n fwk.NodeInfo) bool { return !result.NodeNames.Has(n.Node().Name) })
-	}
+	nodes = slices.DeleteFunc(slices.Clone(nodes), func(n fwk.NodeInfo) bool {
+		return s.promised.Has(n.Node().Name) || !result.AllNodes() && !result.NodeNames.Has(n.Node().Name)
+	})
 	node, potential := s.firstFit(state, member, nodes)
 	if node == "" {
 		if len(potential) == 0 {
@@ -360,7 +364,14 @@ func onNode(pod *corev1.Pod, node string) *corev1.Pod {
 func (pl *GangPreemption) actuate(logger klog.Logger, pg *v1alpha1.PodGroup, pod *corev1.Pod, search *gangSearch) string {
 	victims := victimPods(search.taken)
 	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
-	pl.going.start(key, victims, pl.clock.Now())
+	pl.going.start(key, victims, pl.clock.Now(), pl.exists)
+	// A victim that never goes must not keep the gang out of the queue
+	// until the scheduler's periodic flush.
+	pl.clock.AfterFunc(maxVictimWait, func() {
+		if !pl.going.deleting(key, pl.clock.Now()) {
+			pl.groups.ActivatePending(logger, pl.handle, key)
+		}
+	})
 	preemptor := &gangPreemptor{pg: pg, pod: pod, priority: podPriority(pod)}
 	for _, p := range search.placed {
 		preemptor.members = append(preemptor.members, p.member)

@@ -65,7 +65,7 @@ type GangPreemption struct {
 	evaluator *preemption.Evaluator
 	going     *going
 	owners    *owners
-	clock     clock.PassiveClock
+	clock     clock.WithDelayedExecution
 }
 
 // New builds the plugin from the framework's handle; it takes no args.

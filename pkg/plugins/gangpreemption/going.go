@@ -47,8 +47,10 @@ func newGoing() *going {
 	return &going{byGang: map[types.NamespacedName]*pendingVictims{}, gangOf: map[types.UID]types.NamespacedName{}}
 }
 
-// start records the victims taken for the gang.
-func (g *going) start(key types.NamespacedName, victims []*corev1.Pod, now time.Time) {
+// start records the victims taken for the gang; exists says whether a
+// victim's deletion is still to be seen (the informer's lister, whose
+// deletion events come after it changes).
+func (g *going) start(key types.NamespacedName, victims []*corev1.Pod, now time.Time, exists func(*corev1.Pod) bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if old, ok := g.byGang[key]; ok {
@@ -56,10 +58,29 @@ func (g *going) start(key types.NamespacedName, victims []*corev1.Pod, now time.
 	}
 	p := &pendingVictims{victims: victims, undeleted: sets.New[types.UID](), since: now}
 	for _, v := range victims {
-		p.undeleted.Insert(v.UID)
-		g.gangOf[v.UID] = key
+		if exists(v) {
+			p.undeleted.Insert(v.UID)
+			g.gangOf[v.UID] = key
+		}
 	}
 	g.byGang[key] = p
+}
+
+// promised returns the nodes of the victims other gangs wait for: the
+// room there is theirs, and another gang's search leaves it alone.
+func (g *going) promised(except types.NamespacedName, now time.Time) sets.Set[string] {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	nodes := sets.New[string]()
+	for key, p := range g.byGang {
+		if key == except || now.Sub(p.since) > maxVictimWait {
+			continue
+		}
+		for _, v := range p.victims {
+			nodes.Insert(v.Spec.NodeName)
+		}
+	}
+	return nodes
 }
 
 // deleting reports whether a victim of the gang's is not deleted yet,
@@ -158,4 +179,10 @@ func (pl *GangPreemption) waitingForVictims(_ context.Context, pod *corev1.Pod) 
 		return nil
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for the victims preempted for its gang to go")
+}
+
+// exists reports whether the pod is still in the scheduler's informer.
+func (pl *GangPreemption) exists(pod *corev1.Pod) bool {
+	p, err := pl.evaluator.PodLister.Pods(pod.Namespace).Get(pod.Name)
+	return err == nil && p.UID == pod.UID
 }

@@ -108,7 +108,7 @@ func TestAGangWaitsForItsVictimsUntilTheSnapshotHasNoneLeft(t *testing.T) {
 	g := newGoing()
 	key := types.NamespacedName{Namespace: "ns", Name: "high"}
 	victims := victimPods([]*unit{victim("low", 1, 0, 2)})
-	g.start(key, victims, epoch)
+	g.start(key, victims, epoch, func(*corev1.Pod) bool { return true })
 	inSnapshot := map[types.UID]bool{victims[0].UID: true, victims[1].UID: true}
 	held := func(p *corev1.Pod) bool { return inSnapshot[p.UID] }
 
@@ -126,7 +126,7 @@ func TestAGangWaitsForItsVictimsUntilTheSnapshotHasNoneLeft(t *testing.T) {
 func TestAGangStopsWaitingForVictimsThatNeverGo(t *testing.T) {
 	g := newGoing()
 	key := types.NamespacedName{Namespace: "ns", Name: "high"}
-	g.start(key, victimPods([]*unit{victim("stuck", 1, 0, 1)}), epoch)
+	g.start(key, victimPods([]*unit{victim("stuck", 1, 0, 1)}), epoch, func(*corev1.Pod) bool { return true })
 	always := func(*corev1.Pod) bool { return true }
 	assert.True(t, g.waits(key, epoch.Add(maxVictimWait), always))
 	assert.False(t, g.waits(key, epoch.Add(maxVictimWait+time.Second), always), "past maxVictimWait the gang may preempt again")
@@ -146,4 +146,24 @@ func TestVictimListKeepsThePreemptingEventWithinTheAPIsLimit(t *testing.T) {
 	note := fmt.Sprintf("took %s (priority below %d) so that its %d missing members fit at once", list, int32(-2147483648), 1<<30)
 	assert.LessOrEqual(t, len(note), 1024, "an event's note holds at most 1,024 characters")
 	assert.Equal(t, long+long, victimList([]string{long + long}), "one victim is named whatever its length")
+}
+
+func TestAVictimAlreadyGoneIsNotWaitedFor(t *testing.T) {
+	g := newGoing()
+	key := types.NamespacedName{Namespace: "ns", Name: "high"}
+	victims := victimPods([]*unit{victim("low", 1, 0, 2)})
+	g.start(key, victims, epoch, func(p *corev1.Pod) bool { return p.UID != victims[0].UID })
+	_, last := g.deleted(victims[1].UID)
+	assert.True(t, last, "the victim another preemption deleted first is not waited for")
+}
+
+func TestTheNodesOfVictimsAnotherGangWaitsForAreLeftAlone(t *testing.T) {
+	g := newGoing()
+	mine, theirs := types.NamespacedName{Namespace: "ns", Name: "mine"}, types.NamespacedName{Namespace: "ns", Name: "theirs"}
+	victims := victimPods([]*unit{victim("low", 1, 0, 1)})
+	victims[0].Spec.NodeName = "node-1"
+	g.start(theirs, victims, epoch, func(*corev1.Pod) bool { return true })
+	assert.True(t, g.promised(mine, epoch).Has("node-1"), "another gang's room")
+	assert.False(t, g.promised(theirs, epoch).Has("node-1"), "a gang's own room")
+	assert.False(t, g.promised(mine, epoch.Add(maxVictimWait+time.Second)).Has("node-1"), "a wait past maxVictimWait promises nothing")
 }
