@@ -6,12 +6,13 @@
 # the harness resets only some metrics between workloads, and a plain
 # histogram, such as the scheduler's attempts per pod, would carry over.
 # Writes the benchstat-compatible results to _output/bench/results.txt, a
-# CPU profile of muster in GangFit10 to _output/bench/cpu-muster.pprof, and
+# CPU profile of muster in one workload to _output/bench/cpu-muster.pprof, and
 # the ratio table to docs/benchmarks.md.
 #   BENCH_ROUNDS   rounds (default 3)
 #   BENCH_LABELS   the workloads' label filter: performance, quick or large
 #   BENCH_CASES    the workloads to run (default: all of them); the CPU
-#                  profile is taken only when GangFit10 is among them
+#                  profile is taken only when BENCH_PROFILE_CASE is among them
+#   BENCH_PROFILE_CASE the workload of muster's CPU profile (default GangFit10)
 #   BENCH_DOC      the page to write (default docs/benchmarks.md)
 #   BENCH_FINDINGS the hand-written findings it includes
 #                  (default hack/benchtable/findings.md)
@@ -20,7 +21,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${BENCH_ROUNDS:-3}
 labels=${BENCH_LABELS:-performance}
-cases=${BENCH_CASES:-SchedulingBasic GangFit3 GangFit10 GangFit64 GangContention10 Mixed10 LaunchOrder9 LaunchOrder9Ready2s LaunchOrder9Paced LateLauncher9}
+cases=${BENCH_CASES:-SchedulingBasic GangFit3 GangFit10 GangFit64 GangContention10 Mixed10 LaunchOrder9 LaunchOrder9Ready2s LaunchOrder9Paced LateLauncher9 PreemptionBasic GangPreemption50}
 out=$root/_output/bench
 mkdir -p "$out"
 : >"$out/results.txt"
@@ -48,7 +49,7 @@ done
 
 doc=${BENCH_DOC:-docs/benchmarks.md}
 findings=${BENCH_FINDINGS:-hack/benchtable/findings.md}
-profile_case=GangFit10
+profile_case=${BENCH_PROFILE_CASE:-GangFit10}
 profile=()
 if [[ " $cases " == *" $profile_case "* ]]; then
 	echo "CPU profile: $profile_case-muster" >&2

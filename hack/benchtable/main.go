@@ -40,6 +40,8 @@ var metrics = []metric{
 	{"gang_admission_ms/Perc99", "Gang admission latency from bind times, p99 (ms)", 1, false},
 	{"muster_gang_admission_duration_ms/Perc50", "muster's own gang admission histogram, p50 (ms; bucket resolution 2×)", 1, false},
 	{"muster_gang_admission_duration_ms/Perc99", "muster's own gang admission histogram, p99 (ms)", 1, false},
+	{"preempted_pods", "Pods preempted: deleted by a scheduler's preemption, marked DisruptionTarget (count; fewer is better)", 1, false},
+	{"gangs", "Gangs in the workload (count)", 1, false},
 	{"partial_gangs", "Partially bound gangs: a member finished before the gang's quorum was bound, or the quorum was never bound", 1, false},
 	{"completion_s", "Completion time (s): first gang pod created to last quorum bound", 1, false},
 	{"launch_early", "Launchers bound before all of their workers were Ready (count)", 1, false},
@@ -127,7 +129,7 @@ func run(in, out, title, command, cpuProfile, profileWorkload, findings string) 
 	return os.WriteFile(out, []byte(b.String()), 0o644)
 }
 
-const intro = "Each workload ran under three schedulers in the upstream harness `k8s.io/kubernetes/test/integration/scheduler_perf` of Kubernetes 1.37.2 (test/perf), against its API server: `default` (kube-scheduler 1.37.2's default plugins, no gang semantics: the ceiling) and `muster` (Gang and LaunchOrder, manifests/scheduler-config.yaml's profile) in the harness's process, and `coscheduling`, scheduler-plugins v0.34.7's kube-scheduler with Coscheduling, as a process of its own (`make bench-tools`). scheduler-plugins has no release for 1.37: v0.34.7 is built on Kubernetes 1.34 (1.34.4 here: the module proxy does not serve 1.34.7's staging modules) and cannot be linked into a 1.37 scheduler. Its histograms are read from its own /metrics when the workload ends; the harness's are of its process, and cover the whole workload too. Every profile runs with the two scoring args muster's profile sets for batching (no default topology spreading; existing pods' preferred affinity terms not weighed), so that the three schedule the same way but for their gang plugins. For each workload the three ran one after another, then the next workload, then the next round, each in its own process.\n\n" +
+const intro = "Each workload ran under three schedulers in the upstream harness `k8s.io/kubernetes/test/integration/scheduler_perf` of Kubernetes 1.37.2 (test/perf), against its API server: `default` (kube-scheduler 1.37.2's default plugins, no gang semantics: the ceiling) and `muster` (Gang, GangPreemption and LaunchOrder, manifests/scheduler-config.yaml's profile) in the harness's process, and `coscheduling`, scheduler-plugins v0.34.7's kube-scheduler with Coscheduling, as a process of its own (`make bench-tools`). scheduler-plugins has no release for 1.37: v0.34.7 is built on Kubernetes 1.34 (1.34.4 here: the module proxy does not serve 1.34.7's staging modules) and cannot be linked into a 1.37 scheduler. Its histograms are read from its own /metrics when the workload ends; the harness's are of its process, and cover the whole workload too. Every profile runs with the two scoring args muster's profile sets for batching (no default topology spreading; existing pods' preferred affinity terms not weighed), so that the three schedule the same way but for their gang plugins. For each workload the three ran one after another, then the next workload, then the next round, each in its own process.\n\n" +
 	"Workloads (test/perf/config/performance-config.yaml):\n\n" +
 	"- `SchedulingBasic`: calibration, plain pods on 500 nodes.\n" +
 	"- `GangFit<N>`: gangs of N pods that all fit, on 500 nodes.\n" +
@@ -136,6 +138,8 @@ const intro = "Each workload ran under three schedulers in the upstream harness 
 	"- `LaunchOrder9`: MPI gangs of 8 workers and a launcher; the workload marks each worker Ready as soon as it is bound.\n" +
 	"- `LaunchOrder9Ready2s`: the same, each worker Ready 2s after it is bound, as an sshd that takes a while to start.\n" +
 	"- `LaunchOrder9Paced`: LaunchOrder9's gangs arriving 5 a second for 10 s, a rate that leaves this machine headroom.\n" +
+	"- `PreemptionBasic`: upstream's default_preemption workload: 1,000 nodes of 4 CPUs, each filled by four low-priority pods of 900m, then 1,000 high-priority pods of 3970m, each needing a node emptied by preemption.\n" +
+	"- `GangPreemption50`: the same full nodes, then 20 high-priority gangs of 50 members of 3 CPUs; a member fits once three of its node's four pods are gone, so the fewest victims are 3,000.\n" +
 	"- `LateLauncher9`: MPI jobs of 8 GPU workers whose launcher is created only once every worker is Ready (mpi-operator's `WaitForWorkersReady`, played by the simulator with each profile's PodGroup: minMember = workers for Coscheduling, mpi-operator's workers + launcher with the launcher as a late member for muster), 4 jobs every 2 s into 16 nodes of 8 GPUs kept busy by churning CPU-only pods.\n\n" +
 	"Gang admission, partial gangs, completion time and the launcher's release delay come from test/perf/simulator_test.go, which watches the pods and computes them the same way for every profile.\n\n"
 
@@ -236,6 +240,35 @@ func writeTargets(b *strings.Builder, r results) {
 		attempts := metricByUnit("scheduler_pod_scheduling_attempts/Average")
 		musA, cosA := r.median(w, "muster", attempts), r.median(w, "coscheduling", attempts)
 		target(b, fmt.Sprintf("%s: muster's attempts per pod ≤ coscheduling's (%s)", w, number(cosA)), number(musA), musA >= 0 && cosA >= 0 && musA <= cosA)
+	}
+	for _, w := range r.workloads {
+		if !strings.HasPrefix(w, "PreemptionBasic") {
+			continue
+		}
+		def, mus := r.median(w, "default", throughput), r.median(w, "muster", throughput)
+		target(b, fmt.Sprintf("%s throughput: muster ≥ 0.9 × default", w), ratio(mus, def), def > 0 && mus >= 0.9*def)
+	}
+	for _, w := range r.workloads {
+		if !strings.HasPrefix(w, "GangPreemption") {
+			continue
+		}
+		partial, gangs := metricByUnit("partial_gangs"), metricByUnit("gangs")
+		p, g := r.median(w, "muster", partial), r.median(w, "muster", gangs)
+		target(b, fmt.Sprintf("%s: every gang admitted whole with muster (coscheduling: %s partial)", w, number(r.median(w, "coscheduling", partial))), number(p)+" partial of "+number(g), p == 0 && g > 0)
+		// A member fits once 3 of its node's 4 pods are gone.
+		fewest := 3 * 50 * g
+		v := r.median(w, "muster", metricByUnit("preempted_pods"))
+		target(b, fmt.Sprintf("%s: victims ≤ the fewest possible, %s (coscheduling: %s, default: %s)", w, number(fewest),
+			number(r.median(w, "coscheduling", metricByUnit("preempted_pods"))), number(r.median(w, "default", metricByUnit("preempted_pods")))), number(v), v >= 0 && g > 0 && v <= fewest)
+		admission := metricByUnit("gang_admission_ms/Perc99")
+		mus, cos := r.median(w, "muster", admission), r.median(w, "coscheduling", admission)
+		target(b, fmt.Sprintf("%s: gang admission p99 ≤ 0.5 × coscheduling's (%s ms)", w, number(cos)), number(mus)+" ms, "+ratio(mus, cos), mus >= 0 && cos > 0 && mus <= 0.5*cos)
+		attempts := metricByUnit("scheduler_pod_scheduling_attempts/Average")
+		a := r.median(w, "muster", attempts)
+		target(b, fmt.Sprintf("%s: attempts per pod ≤ 1.5 (coscheduling: %s)", w, number(r.median(w, "coscheduling", attempts))), number(a), a >= 0 && a <= 1.5)
+		duration := metricByUnit("scheduler_scheduling_attempt_duration_ms/Perc99")
+		d := r.median(w, "muster", duration)
+		target(b, fmt.Sprintf("%s: scheduling-attempt p99 reported (default: %s ms, coscheduling: %s ms)", w, number(r.median(w, "default", duration)), number(r.median(w, "coscheduling", duration))), number(d)+" ms", d >= 0)
 	}
 	for _, w := range r.workloads {
 		if !strings.HasPrefix(w, "LaunchOrder") {

@@ -71,6 +71,8 @@ type simulator struct {
 	// failed counts actions that failed: the workload was not what it
 	// says.
 	failed int
+	// preempted counts the pods deleted by a scheduler's preemption.
+	preempted int
 }
 
 // stallTimeout is how long a workload goes on, once its gate pod exists,
@@ -302,8 +304,23 @@ func (s *simulator) forget(obj any) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if preemptedByScheduler(pod) {
+		s.preempted++
+	}
 	s.pending.Delete(pod.UID)
 	s.openGateIfDone()
+}
+
+// preemptedByScheduler reports whether a scheduler's preemption deleted
+// the pod: kube-scheduler's preemption executor, which every profile here
+// uses, marks a victim with this condition before deleting it.
+func preemptedByScheduler(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonPreemptionByScheduler {
+			return true
+		}
+	}
+	return false
 }
 
 // trackWorker records a worker of a job whose launcher comes late, and
@@ -469,7 +486,11 @@ func (s *simulator) report(b *testing.B, shapes map[types.NamespacedName]groupSh
 	for _, p := range s.pods {
 		pods = append(pods, *p)
 	}
+	preempted := s.preempted
 	s.mu.Unlock()
+	if preempted > 0 {
+		b.ReportMetric(float64(preempted), "preempted_pods")
+	}
 	sum := summarize(pods, shapes, end)
 	if sum.gangs == 0 {
 		return
