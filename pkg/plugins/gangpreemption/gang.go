@@ -364,11 +364,12 @@ func onNode(pod *corev1.Pod, node string) *corev1.Pod {
 func (pl *GangPreemption) actuate(logger klog.Logger, pg *v1alpha1.PodGroup, pod *corev1.Pod, search *gangSearch) string {
 	victims := victimPods(search.taken)
 	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
-	pl.going.start(key, victims, pl.clock.Now(), pl.exists)
+	started := pl.clock.Now()
+	pl.going.start(key, victims, started, pl.exists)
 	// A victim that never goes must not keep the gang out of the queue
-	// until the scheduler's periodic flush.
+	// until the scheduler's periodic flush; and the wait is forgotten.
 	pl.clock.AfterFunc(maxVictimWait, func() {
-		if !pl.going.deleting(key, pl.clock.Now()) {
+		if pl.going.end(key, started) {
 			pl.groups.ActivatePending(logger, pl.handle, key)
 		}
 	})

@@ -123,6 +123,21 @@ func (g *going) liveUnlocked(key types.NamespacedName, now time.Time) *pendingVi
 	return p
 }
 
+// end forgets the gang's wait that started at since, if it is still the
+// gang's, and reports whether victims were still to be deleted: the
+// members held at PreEnqueue for them are then to be let in.
+func (g *going) end(key types.NamespacedName, since time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, ok := g.byGang[key]
+	if !ok || !p.since.Equal(since) {
+		return false
+	}
+	g.forgetUnlocked(p)
+	delete(g.byGang, key)
+	return p.undeleted.Len() > 0
+}
+
 func (g *going) forgetUnlocked(p *pendingVictims) {
 	for uid := range p.undeleted {
 		delete(g.gangOf, uid)

@@ -130,6 +130,11 @@ func TestAGangStopsWaitingForVictimsThatNeverGo(t *testing.T) {
 	always := func(*corev1.Pod) bool { return true }
 	assert.True(t, g.waits(key, epoch.Add(maxVictimWait), always))
 	assert.False(t, g.waits(key, epoch.Add(maxVictimWait+time.Second), always), "past maxVictimWait the gang may preempt again")
+
+	g.start(key, victimPods([]*unit{victim("stuck", 1, 0, 1)}), epoch, func(*corev1.Pod) bool { return true })
+	assert.False(t, g.end(key, epoch.Add(time.Second)), "a later wait is not ended by an earlier one's timer")
+	assert.True(t, g.end(key, epoch), "the wait ends with a victim undeleted: its members are to be let in")
+	assert.False(t, g.deleting(key, epoch), "and it is forgotten")
 }
 
 func TestVictimListNamesTheFirstVictimsAndCountsTheRest(t *testing.T) {
