@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+
+	"github.com/muster-dev/muster/pkg/resources"
 )
 
 // What JobSet (sigs.k8s.io/jobset) puts on the pods of its replicated
@@ -164,7 +166,7 @@ func FromJobSet(js *unstructured.Unstructured) (JobSetGroup, error) {
 	for _, rjob := range spec.ReplicatedJobs {
 		pods := ptr.Deref(rjob.Replicas, 1) * ptr.Deref(rjob.Template.Spec.Parallelism, 1)
 		if slices.Contains(group.Ungrouped, rjob.Name) {
-			group.UngroupedRequests = AddRequests(group.UngroupedRequests, LateMemberOf(&rjob.Template.Spec.Template.Spec).Requests, pods)
+			group.UngroupedRequests = resources.Add(group.UngroupedRequests, LateMemberOf(&rjob.Template.Spec.Template.Spec).Requests, pods)
 			continue
 		}
 		roles = append(roles, fmt.Sprintf("%s=%d", rjob.Name, pods))
@@ -209,20 +211,6 @@ func FromJobSet(js *unstructured.Unstructured) (JobSetGroup, error) {
 		group.Annotations[LateMembersAnnotation] = string(data)
 	}
 	return group, nil
-}
-
-// AddRequests adds pods × requests to total, which may be nil.
-func AddRequests(total, requests corev1.ResourceList, pods int32) corev1.ResourceList {
-	if total == nil {
-		total = corev1.ResourceList{}
-	}
-	for name, quantity := range requests {
-		quantity.Mul(int64(pods))
-		sum := total[name]
-		sum.Add(quantity)
-		total[name] = sum
-	}
-	return total
 }
 
 // Groups reports whether the group takes the pods of the replicated job.

@@ -12,9 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	resourcehelper "k8s.io/component-helpers/resource"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/muster-dev/muster/pkg/resources"
 )
 
 // Annotations of a PodGroup that describe its topology.
@@ -124,7 +125,7 @@ type LateMember struct {
 // LateMemberOf is what a pod of this template tells of a late member.
 func LateMemberOf(spec *corev1.PodSpec) LateMember {
 	late := LateMember{
-		Requests:     resourcehelper.PodRequests(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{}),
+		Requests:     resources.OfPod(&corev1.Pod{Spec: *spec}),
 		NodeSelector: spec.NodeSelector,
 		Tolerations:  spec.Tolerations,
 	}

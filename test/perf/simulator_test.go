@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
@@ -32,6 +31,7 @@ import (
 	schedulinginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 
 	"github.com/muster-dev/muster/pkg/localcluster"
+	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -247,7 +247,7 @@ func (s *simulator) observe(obj any) {
 		p = &podTimes{created: now}
 		p.group, _ = topology.GroupOf(pod)
 		p.role, _ = topology.RoleOf(pod)
-		gpus := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})[gpuResource]
+		gpus := resources.OfPod(pod)[gpuResource]
 		p.gpus = gpus.Value()
 		s.pods[pod.UID] = p
 		if p.group.Name != "" && pod.Spec.NodeName == "" {

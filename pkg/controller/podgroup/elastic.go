@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -29,6 +28,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/ownerscale"
+	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -223,7 +223,7 @@ func waitingForRoom(pg *v1alpha1.PodGroup, members []corev1.Pod) (need corev1.Re
 	slices.SortFunc(unbound, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	need = corev1.ResourceList{}
 	for _, pod := range unbound[:missing] {
-		need = topology.AddRequests(need, resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}), 1)
+		need = resources.Add(need, resources.OfPod(pod), 1)
 	}
 	return need, unbound[0], true
 }
@@ -248,11 +248,11 @@ func (r *ElasticScaler) makeRoom(ctx context.Context, gang *v1alpha1.PodGroup, n
 	free := corev1.ResourceList{}
 	for _, n := range nodes {
 		if topology.MayRunOn(pending, n.node) {
-			free = topology.AddRequests(free, n.free, 1)
+			free = resources.Add(free, n.free, 1)
 		}
 	}
-	deficit := deficitOf(need, free)
-	if covered(deficit) {
+	deficit := resources.Deficit(need, free)
+	if resources.Covered(deficit) {
 		return nil
 	}
 	groups, _, err := r.survey(ctx)
@@ -434,7 +434,7 @@ func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]nodeRoom, error) {
 		if !ok || !topology.IsActiveMember(pod) {
 			continue
 		}
-		for name, quantity := range resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}) {
+		for name, quantity := range resources.OfPod(pod) {
 			if have, ok := rooms[n].free[name]; ok {
 				have.Sub(quantity)
 				rooms[n].free[name] = have
@@ -477,10 +477,10 @@ func couldHold(nodes []nodeRoom, gang waitingGang) bool {
 	capacity := corev1.ResourceList{}
 	for _, n := range nodes {
 		if topology.MayRunOn(gang.pending, n.node) {
-			capacity = topology.AddRequests(capacity, n.node.Status.Allocatable, 1)
+			capacity = resources.Add(capacity, n.node.Status.Allocatable, 1)
 		}
 	}
-	return covered(deficitOf(gang.need, capacity))
+	return resources.Fits(gang.need, capacity)
 }
 
 // survey lists the admitted elastic groups, each with its bound workers,
@@ -540,7 +540,7 @@ func boundWorkers(topo *topology.Topology, members []corev1.Pod) []elasticWorker
 		workers = append(workers, elasticWorker{
 			pod:      types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
 			index:    member.Index,
-			requests: resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}),
+			requests: resources.OfPod(pod),
 		})
 	}
 	return workers

@@ -7,9 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/muster-dev/muster/pkg/envinject"
+	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -44,7 +44,7 @@ func (e *elasticGroup) perMember() corev1.ResourceList {
 	if e.template == nil {
 		return nil
 	}
-	return resourcehelper.PodRequests(e.template, resourcehelper.PodResourcesOptions{})
+	return resources.OfPod(e.template)
 }
 
 // compareNeed orders groups as Paddle EDL does, the one with the first
@@ -86,7 +86,7 @@ func planShrink(deficit corev1.ResourceList, waiting int32, groups []*elasticGro
 	}
 	left := deficit.DeepCopy()
 	var plan []shrink
-	for !covered(left) {
+	for !resources.Covered(left) {
 		var most *elasticGroup
 		for _, g := range groups {
 			// A group of lower priority than the gang is muster-scheduler's
@@ -142,7 +142,7 @@ func planGrowth(groups []*elasticGroup, nodes []nodeRoom) map[*elasticGroup]int 
 		request := first.perMember()
 		placed := false
 		for _, n := range nodes {
-			if topology.MayRunOn(first.template, n.node) && covered(deficitOf(request, n.free)) {
+			if topology.MayRunOn(first.template, n.node) && resources.Fits(request, n.free) {
 				for name, quantity := range request {
 					have := n.free[name]
 					have.Sub(quantity)
@@ -161,30 +161,4 @@ func planGrowth(groups []*elasticGroup, nodes []nodeRoom) map[*elasticGroup]int 
 		}
 	}
 	return gains
-}
-
-// covered reports whether nothing of the deficit is left.
-func covered(deficit corev1.ResourceList) bool {
-	for _, quantity := range deficit {
-		if quantity.Sign() > 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// deficitOf is what need asks beyond free, by resource; resources free
-// covers are left out.
-func deficitOf(need, free corev1.ResourceList) corev1.ResourceList {
-	deficit := corev1.ResourceList{}
-	for name, quantity := range need {
-		short := quantity.DeepCopy()
-		if have, ok := free[name]; ok {
-			short.Sub(have)
-		}
-		if short.Sign() > 0 {
-			deficit[name] = short
-		}
-	}
-	return deficit
 }

@@ -95,15 +95,6 @@ func TestPlanShrink(t *testing.T) {
 	}
 }
 
-func TestDeficitOf(t *testing.T) {
-	need := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("1Gi")}
-	free := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("8Gi")}
-	deficit := deficitOf(need, free)
-	assert.Len(t, deficit, 1, "memory is free enough")
-	assert.True(t, deficit.Cpu().Equal(resource.MustParse("3")))
-	assert.True(t, covered(deficitOf(cpu("1"), cpu("2"))))
-}
-
 func TestWaitingForRoom(t *testing.T) {
 	unschedulable := func(w *corev1.Pod) *corev1.Pod {
 		w.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}

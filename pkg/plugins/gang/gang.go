@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -266,23 +267,12 @@ func gangWaitingForRoom(state fwk.CycleState, node *corev1.Node) (types.Namespac
 	}
 	for key, members := range data.(elasticHold) {
 		for _, member := range members {
-			if topology.MayRunOn(member, node) && fitsEmpty(member, node) {
+			if topology.MayRunOn(member, node) && resources.Fits(resources.OfPod(member), node.Status.Allocatable) {
 				return key, true
 			}
 		}
 	}
 	return types.NamespacedName{}, false
-}
-
-// fitsEmpty reports whether the pod's requests fit in the node's
-// allocatable.
-func fitsEmpty(pod *corev1.Pod, node *corev1.Node) bool {
-	for name, quantity := range podRequest(pod) {
-		if allocatable, ok := node.Status.Allocatable[name]; !ok || quantity.Cmp(allocatable) > 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // queueOrder is the time and key a pod is sorted by: its group's, or its

@@ -10,12 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -188,11 +188,6 @@ func fits(node fwk.NodeInfo, held, request *framework.Resource) bool {
 	return true
 }
 
-// podRequest is what a pod requests, as the scheduler counts it.
-func podRequest(pod *corev1.Pod) corev1.ResourceList {
-	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-}
-
 // heldRoomKey is where PreFilter leaves, for Filter, the node of the room
 // held for a late member.
 const heldRoomKey fwk.StateKey = Name + "/held-room"
@@ -228,7 +223,7 @@ func (g *Gang) Filter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, 
 	key, _ := topology.GroupOf(pod)
 	role, _ := topology.RoleOf(pod)
 	held, groups := g.late.heldOn(nodeInfo.Node().Name, key, role)
-	if held == nil || fits(nodeInfo, held, framework.NewResource(podRequest(pod))) {
+	if held == nil || fits(nodeInfo, held, framework.NewResource(resources.OfPod(pod))) {
 		return nil
 	}
 	return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("room on the node is held for the members %v will create later", groups))
@@ -315,7 +310,7 @@ func (g *Gang) findRoom(nodes []fwk.NodeInfo, late topology.LateMember, self *co
 			held = &framework.Resource{}
 		}
 		if self != nil && node.Node().Name == selfNode {
-			held.Add(podRequest(self))
+			held.Add(resources.OfPod(self))
 		}
 		if fits(node, held, framework.NewResource(late.Requests)) {
 			return node.Node().Name

@@ -28,10 +28,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/localcluster"
+	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
@@ -223,7 +223,7 @@ func run(b *testing.B, s shape) result {
 				continue
 			}
 			bound[pod.Labels[topology.GroupLabel]]++
-			requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+			requests := resources.OfPod(pod)
 			requested += requests.Cpu().AsApproximateFloat64()
 		}
 		busy += requested * dt

@@ -1,0 +1,49 @@
+package resources
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+)
+
+func list(pairs ...string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	for i := 0; i < len(pairs); i += 2 {
+		l[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return l
+}
+
+func TestAPodRequestsItsContainersAndItsInitContainersPeak(t *testing.T) {
+	pod := st.MakePod().Req(map[corev1.ResourceName]string{"cpu": "1"}).Req(map[corev1.ResourceName]string{"cpu": "500m"}).
+		InitReq(map[corev1.ResourceName]string{"cpu": "2"}).Obj()
+	got := OfPod(pod)
+	assert.Equal(t, "2", got.Cpu().String(), "the init container's 2 CPUs exceed the containers' 1.5")
+}
+
+func TestAddSumsTimesTheRequests(t *testing.T) {
+	total := Add(nil, list("cpu", "1", "memory", "1Gi"), 3)
+	total = Add(total, list("cpu", "500m"), 1)
+	assert.Equal(t, "3500m", total.Cpu().String())
+	assert.Equal(t, "3Gi", total.Memory().String())
+}
+
+func TestDeficitIsWhatFreeLacks(t *testing.T) {
+	deficit := Deficit(list("cpu", "3", "memory", "1Gi", "nvidia.com/gpu", "1"), list("cpu", "2", "memory", "2Gi"))
+	assert.Len(t, deficit, 2, "memory is covered: %v", deficit)
+	assert.Equal(t, "1", deficit.Cpu().String())
+	gpu := deficit["nvidia.com/gpu"]
+	assert.Equal(t, "1", gpu.String(), "the GPU free lacks counts whole")
+	assert.False(t, Covered(deficit))
+	assert.True(t, Covered(list("cpu", "-1")), "a deficit paid down below zero is covered")
+}
+
+func TestFits(t *testing.T) {
+	assert.True(t, Fits(list("cpu", "2"), list("cpu", "2")), "exactly")
+	assert.False(t, Fits(list("cpu", "2"), list("cpu", "1500m")))
+	assert.False(t, Fits(list("nvidia.com/gpu", "1"), list("cpu", "8")), "a resource the node does not have")
+	assert.True(t, Fits(list("nvidia.com/gpu", "0"), list("cpu", "8")), "asking none of it")
+}
