@@ -312,7 +312,7 @@ func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.
 	}
 	g.holdRoomForWaitingGangs(state, pod)
 	g.attempts.begin(key)
-	state.Write(group.QuorumKey, group.Quorum(g.hasQuorum(key, pg)))
+	state.Write(group.QuorumKey, group.QuorumCheck(func() bool { return g.hasQuorum(key, pg) }))
 	// A late member goes to the room held for it.
 	if role, ok := topology.RoleOf(pod); ok {
 		if node, held := g.late.node(key, role); held {

@@ -64,18 +64,19 @@ func RoomMadeIn(state fwk.CycleState) (*RoomMade, bool) {
 }
 
 // QuorumKey is where Gang's PreFilter leaves, for the preemption plugin,
-// whether the cycle's member's gang has its quorum (bound and reserved
-// members reach minMember): Gang alone knows its reservations.
+// how to tell whether the cycle's member's gang has its quorum (bound and
+// reserved members reach minMember): Gang alone knows its reservations.
+// It is asked only when a pod fits nowhere, off PreFilter's hot path.
 const QuorumKey fwk.StateKey = "muster.dev/quorum"
 
-// Quorum says whether the cycle's gang has its quorum.
-type Quorum bool
+// QuorumCheck says, when called, whether the cycle's gang has its quorum.
+type QuorumCheck func() bool
 
-// Clone returns the same value: it is never changed.
-func (q Quorum) Clone() fwk.StateData { return q }
+// Clone returns the same check: it holds no state of the cycle.
+func (q QuorumCheck) Clone() fwk.StateData { return q }
 
-// HasQuorum reports what Gang's PreFilter left in the cycle: whether the
-// member's gang has its quorum, and whether it said at all.
+// HasQuorum asks the check Gang's PreFilter left in the cycle whether the
+// member's gang has its quorum; known is false when it left none.
 func HasQuorum(state fwk.CycleState) (reached, known bool) {
 	if state == nil {
 		return false, false
@@ -84,6 +85,9 @@ func HasQuorum(state fwk.CycleState) (reached, known bool) {
 	if err != nil {
 		return false, false
 	}
-	q, ok := data.(Quorum)
-	return bool(q), ok
+	check, ok := data.(QuorumCheck)
+	if !ok {
+		return false, false
+	}
+	return check(), true
 }
