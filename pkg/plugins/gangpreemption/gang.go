@@ -337,7 +337,7 @@ func unitsByName(pods []*corev1.Pod) []*unit {
 		}
 		u, ok := byName[name]
 		if !ok {
-			u = &unit{name: name, group: key, grouped: grouped, priority: podPriority(p), keyType: keyType}
+			u = &unit{name: name, priority: podPriority(p), keyType: keyType}
 			byName[name] = u
 			units = append(units, u)
 		}

@@ -24,8 +24,6 @@ import (
 type unit struct {
 	// name is the gang's or the pod's namespace/name.
 	name     string
-	group    types.NamespacedName
-	grouped  bool
 	priority int32
 	pods     []fwk.PodInfo
 	start    *metav1.Time
@@ -173,11 +171,10 @@ func (pl *GangPreemption) gangUnits(key types.NamespacedName) []*unit {
 		return slices.ContainsFunc(extras, func(e extra) bool { return e.pod.UID == p.UID })
 	})
 	whole := newUnit(key.String(), core, priority, fwk.PodGroupKeyType)
-	whole.group, whole.grouped = key, true
 	units := []*unit{whole}
 	for _, e := range extras {
 		u := newUnit(key.String(), []*corev1.Pod{e.pod}, priority, fwk.PodGroupKeyType)
-		u.group, u.grouped, u.shrink, u.whole, u.index = key, true, true, whole, e.index
+		u.shrink, u.whole, u.index = true, whole, e.index
 		units = append(units, u)
 	}
 	return units
