@@ -97,7 +97,7 @@ func (pl *GangPreemption) makeRoomForGang(ctx context.Context, state fwk.CycleSt
 	if len(members) == 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: the gang has too few members to reach its minMember")
 	}
-	if pl.going.waits(key, pl.clock.Now(), pl.inSnapshot) {
+	if pl.going.waits(key, pl.inSnapshot) {
 		// Room is being made already: the attempt ends without backoff,
 		// and the members are woken as the victims go.
 		state.Write(group.RoomMadeKey, &group.RoomMade{})
@@ -111,7 +111,7 @@ func (pl *GangPreemption) makeRoomForGang(ctx context.Context, state fwk.CycleSt
 	if err := snapshot.StartMutations(); err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
 	}
-	search := &gangSearch{pl: pl, ctx: ctx, logger: logger, snapshot: snapshot, pdbs: pdbs, promised: pl.going.promised(key, pl.clock.Now())}
+	search := &gangSearch{pl: pl, ctx: ctx, logger: logger, snapshot: snapshot, pdbs: pdbs, promised: pl.going.promised(key, pl.inSnapshot)}
 	status := search.run(key, members)
 	if err := snapshot.EndMutations(); err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))

@@ -155,7 +155,7 @@ func (pl *GangPreemption) EventsToRegister(_ context.Context) ([]fwk.ClusterEven
 		Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete},
 		QueueingHintFn: func(_ klog.Logger, pod *corev1.Pod, _, _ any) (fwk.QueueingHint, error) {
 			key, ok := topology.GroupOf(pod)
-			if ok && !pl.going.deleting(key, pl.clock.Now()) {
+			if ok && !pl.going.deleting(key) {
 				return fwk.Queue, nil
 			}
 			return fwk.QueueSkip, nil

@@ -18,7 +18,8 @@ import (
 
 // maxVictimWait bounds how long a gang waits for the victims preempted
 // for it: one that never goes (a node gone, a finalizer) must not hold the
-// gang back for good. Past it the gang may preempt again.
+// gang back for good. A timer then ends the wait (end), and the gang may
+// preempt again.
 const maxVictimWait = 2 * time.Minute
 
 // going is, for each gang preempted for, its victims until they are gone.
@@ -66,40 +67,42 @@ func (g *going) start(key types.NamespacedName, victims []*corev1.Pod, now time.
 	g.byGang[key] = p
 }
 
-// promised returns the nodes of the victims other gangs wait for: the
-// room there is theirs, and another gang's search leaves it alone.
-func (g *going) promised(except types.NamespacedName, now time.Time) sets.Set[string] {
+// promised returns the nodes where victims other gangs wait for still
+// hold room (held says, of the cycle's snapshot) or are not deleted yet:
+// the room there is theirs, and another gang's search leaves it alone.
+func (g *going) promised(except types.NamespacedName, held func(*corev1.Pod) bool) sets.Set[string] {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	nodes := sets.New[string]()
 	for key, p := range g.byGang {
-		if key == except || now.Sub(p.since) > maxVictimWait {
+		if key == except {
 			continue
 		}
 		for _, v := range p.victims {
-			nodes.Insert(v.Spec.NodeName)
+			if p.undeleted.Has(v.UID) || held(v) {
+				nodes.Insert(v.Spec.NodeName)
+			}
 		}
 	}
 	return nodes
 }
 
-// deleting reports whether a victim of the gang's is not deleted yet,
-// and forgets a wait that outlived maxVictimWait.
-func (g *going) deleting(key types.NamespacedName, now time.Time) bool {
+// deleting reports whether a victim of the gang's is not deleted yet.
+func (g *going) deleting(key types.NamespacedName) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	p := g.liveUnlocked(key, now)
-	return p != nil && p.undeleted.Len() > 0
+	p, ok := g.byGang[key]
+	return ok && p.undeleted.Len() > 0
 }
 
 // waits reports whether the gang waits for its victims: one is not
 // deleted yet, or still holds room in the cycle's snapshot (held says).
 // A gang that waits for none is forgotten.
-func (g *going) waits(key types.NamespacedName, now time.Time, held func(*corev1.Pod) bool) bool {
+func (g *going) waits(key types.NamespacedName, held func(*corev1.Pod) bool) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	p := g.liveUnlocked(key, now)
-	if p == nil {
+	p, ok := g.byGang[key]
+	if !ok {
 		return false
 	}
 	if p.undeleted.Len() > 0 || slices.ContainsFunc(p.victims, held) {
@@ -107,20 +110,6 @@ func (g *going) waits(key types.NamespacedName, now time.Time, held func(*corev1
 	}
 	delete(g.byGang, key)
 	return false
-}
-
-// liveUnlocked is the gang's wait, unless it outlived maxVictimWait.
-func (g *going) liveUnlocked(key types.NamespacedName, now time.Time) *pendingVictims {
-	p, ok := g.byGang[key]
-	if !ok {
-		return nil
-	}
-	if now.Sub(p.since) > maxVictimWait {
-		g.forgetUnlocked(p)
-		delete(g.byGang, key)
-		return nil
-	}
-	return p
 }
 
 // end forgets the gang's wait that started at since, if it is still the
@@ -190,7 +179,7 @@ func (pl *GangPreemption) watchVictims() error {
 // victims are still going, or nil.
 func (pl *GangPreemption) waitingForVictims(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	key, ok := topology.GroupOf(pod)
-	if !ok || !pl.going.deleting(key, pl.clock.Now()) {
+	if !ok || !pl.going.deleting(key) {
 		return nil
 	}
 	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for the victims preempted for its gang to go")

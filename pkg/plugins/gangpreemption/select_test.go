@@ -112,29 +112,27 @@ func TestAGangWaitsForItsVictimsUntilTheSnapshotHasNoneLeft(t *testing.T) {
 	inSnapshot := map[types.UID]bool{victims[0].UID: true, victims[1].UID: true}
 	held := func(p *corev1.Pod) bool { return inSnapshot[p.UID] }
 
-	assert.True(t, g.deleting(key, epoch), "no victim deleted yet")
+	assert.True(t, g.deleting(key), "no victim deleted yet")
 	_, last := g.deleted(victims[0].UID)
 	assert.False(t, last, "one victim is left")
 	_, last = g.deleted(victims[1].UID)
 	assert.True(t, last, "the last victim is deleted: the members are let in")
-	assert.False(t, g.deleting(key, epoch))
-	assert.True(t, g.waits(key, epoch, held), "the snapshot still has the victims: nothing more is taken")
+	assert.False(t, g.deleting(key))
+	assert.True(t, g.waits(key, held), "the snapshot still has the victims: nothing more is taken")
 	inSnapshot = nil
-	assert.False(t, g.waits(key, epoch, held), "the victims are gone from the snapshot")
+	assert.False(t, g.waits(key, held), "the victims are gone from the snapshot")
 }
 
-func TestAGangStopsWaitingForVictimsThatNeverGo(t *testing.T) {
+func TestAGangStopsWaitingForVictimsThatNeverGoWhenItsTimerEnds(t *testing.T) {
 	g := newGoing()
 	key := types.NamespacedName{Namespace: "ns", Name: "high"}
-	g.start(key, victimPods([]*unit{victim("stuck", 1, 0, 1)}), epoch, func(*corev1.Pod) bool { return true })
 	always := func(*corev1.Pod) bool { return true }
-	assert.True(t, g.waits(key, epoch.Add(maxVictimWait), always))
-	assert.False(t, g.waits(key, epoch.Add(maxVictimWait+time.Second), always), "past maxVictimWait the gang may preempt again")
-
-	g.start(key, victimPods([]*unit{victim("stuck", 1, 0, 1)}), epoch, func(*corev1.Pod) bool { return true })
+	g.start(key, victimPods([]*unit{victim("stuck", 1, 0, 1)}), epoch, always)
+	assert.True(t, g.waits(key, always))
 	assert.False(t, g.end(key, epoch.Add(time.Second)), "a later wait is not ended by an earlier one's timer")
 	assert.True(t, g.end(key, epoch), "the wait ends with a victim undeleted: its members are to be let in")
-	assert.False(t, g.deleting(key, epoch), "and it is forgotten")
+	assert.False(t, g.deleting(key), "and it is forgotten")
+	assert.False(t, g.waits(key, always), "the gang may preempt again")
 }
 
 func TestVictimListNamesTheFirstVictimsAndCountsTheRest(t *testing.T) {
@@ -167,8 +165,13 @@ func TestTheNodesOfVictimsAnotherGangWaitsForAreLeftAlone(t *testing.T) {
 	mine, theirs := types.NamespacedName{Namespace: "ns", Name: "mine"}, types.NamespacedName{Namespace: "ns", Name: "theirs"}
 	victims := victimPods([]*unit{victim("low", 1, 0, 1)})
 	victims[0].Spec.NodeName = "node-1"
+	inSnapshot := true
+	held := func(*corev1.Pod) bool { return inSnapshot }
 	g.start(theirs, victims, epoch, func(*corev1.Pod) bool { return true })
-	assert.True(t, g.promised(mine, epoch).Has("node-1"), "another gang's room")
-	assert.False(t, g.promised(theirs, epoch).Has("node-1"), "a gang's own room")
-	assert.False(t, g.promised(mine, epoch.Add(maxVictimWait+time.Second)).Has("node-1"), "a wait past maxVictimWait promises nothing")
+	assert.True(t, g.promised(mine, held).Has("node-1"), "another gang's room")
+	assert.False(t, g.promised(theirs, held).Has("node-1"), "a gang's own room")
+	g.deleted(victims[0].UID)
+	assert.True(t, g.promised(mine, held).Has("node-1"), "deleted, but still in the snapshot")
+	inSnapshot = false
+	assert.False(t, g.promised(mine, held).Has("node-1"), "gone: the room is no longer promised")
 }
