@@ -7,6 +7,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/plugins/gang"
 	"github.com/muster-dev/muster/pkg/plugins/gangpreemption"
+	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
 	"github.com/muster-dev/muster/pkg/plugins/launchorder"
 )
 
@@ -16,6 +17,7 @@ func Registry() frameworkruntime.Registry {
 	return frameworkruntime.Registry{
 		gang.Name:           gang.New,
 		gangpreemption.Name: gangpreemption.New,
+		heldrooms.Name:      heldrooms.New,
 		launchorder.Name:    launchorder.New,
 	}
 }

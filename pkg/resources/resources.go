@@ -1,12 +1,15 @@
 // Package resources is muster's arithmetic of resource lists, for the
 // scheduler's plugins and the controller alike: what a pod requests, sums
-// of requests, what a request lacks of what is free, and whether it fits.
+// of requests, what a node has free, what a request lacks of it, and
+// whether it fits.
 // It is pure: no clients, no globals, no time.
 package resources
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
+	fwk "k8s.io/kube-scheduler/framework"
 )
 
 // OfPod is what a pod requests, as the scheduler counts it: its
@@ -59,4 +62,25 @@ func Covered(deficit corev1.ResourceList) bool {
 // Fits reports whether free holds everything request asks for.
 func Fits(request, free corev1.ResourceList) bool {
 	return Covered(Deficit(request, free))
+}
+
+// Free is what a node has left to give: its allocatable less what the
+// pods on it, and those assumed there, request.
+func Free(node fwk.NodeInfo) corev1.ResourceList {
+	alloc, used := node.GetAllocatable(), node.GetRequested()
+	free := corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewMilliQuantity(alloc.GetMilliCPU()-used.GetMilliCPU(), resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity(alloc.GetMemory()-used.GetMemory(), resource.BinarySI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(alloc.GetEphemeralStorage()-used.GetEphemeralStorage(), resource.BinarySI),
+	}
+	for name, quantity := range alloc.GetScalarResources() {
+		free[name] = *resource.NewQuantity(quantity-used.GetScalarResources()[name], resource.DecimalSI)
+	}
+	return free
+}
+
+// FitsBeside reports whether request fits in what is free on the node once
+// held, room kept for others, is set aside.
+func FitsBeside(request, held corev1.ResourceList, node fwk.NodeInfo) bool {
+	return Fits(Add(Add(nil, request, 1), held, 1), Free(node))
 }

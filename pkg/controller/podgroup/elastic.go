@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -192,40 +191,23 @@ func (r *ElasticScaler) noteGrowth(pg *v1alpha1.PodGroup, topo *topology.Topolog
 		topo.Elastic.Fulfillment(int32(before)), topo.Elastic.Fulfillment(int32(cur)))
 }
 
-// waitingForRoom reports whether every member a gang needs for its min
-// exists, fewer than its min are bound, and the scheduler found no room
-// for a member; need is what its unbound members up to its min request,
-// and pending the first of them.
+// waitingForRoom reports whether the gang waits for room
+// (topology.WaitingForRoom); need is what the members it lacks request, and
+// pending the first of them.
 func waitingForRoom(pg *v1alpha1.PodGroup, members []corev1.Pod) (need corev1.ResourceList, pending *corev1.Pod, waits bool) {
-	var bound int32
-	var unbound []*corev1.Pod
-	unschedulable := false
+	pods := make([]*corev1.Pod, len(members))
 	for i := range members {
-		pod := &members[i]
-		if !topology.IsActiveMember(pod) {
-			continue
-		}
-		if pod.Spec.NodeName != "" {
-			bound++
-			continue
-		}
-		unbound = append(unbound, pod)
-		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-				unschedulable = true
-			}
-		}
+		pods[i] = &members[i]
 	}
-	missing := pg.Spec.MinMember - bound
-	if missing <= 0 || int32(len(unbound)) < missing || !unschedulable {
+	lacking, waits := topology.WaitingForRoom(pg.Spec.MinMember, pods)
+	if !waits {
 		return nil, nil, false
 	}
-	slices.SortFunc(unbound, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	need = corev1.ResourceList{}
-	for _, pod := range unbound[:missing] {
+	for _, pod := range lacking {
 		need = resources.Add(need, resources.OfPod(pod), 1)
 	}
-	return need, unbound[0], true
+	return need, lacking[0], true
 }
 
 // makeRoom takes room back from elastic groups for a gang that needs it,

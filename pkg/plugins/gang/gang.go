@@ -5,7 +5,8 @@
 //     and the group has minMember active pods.
 //   - QueueSort keeps a gang's members back to back.
 //   - Reserve and Permit hold members, reservations kept, until bound and
-//     reserved members reach minMember; then all are allowed at once.
+//     reserved members, with room held for the members their owner
+//     creates later, reach minMember; then all are allowed at once.
 //   - PostFilter and Unreserve tear down a group that fails before quorum:
 //     every waiting sibling is rejected and the group backs off.
 //   - QueueingHints wake a group's pods on the events that can help it.
@@ -19,7 +20,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -41,20 +41,20 @@ var (
 	_ fwk.PreEnqueuePlugin  = &Gang{}
 	_ fwk.QueueSortPlugin   = &Gang{}
 	_ fwk.PreFilterPlugin   = &Gang{}
-	_ fwk.FilterPlugin      = &Gang{}
 	_ fwk.PostFilterPlugin  = &Gang{}
 	_ fwk.ReservePlugin     = &Gang{}
 	_ fwk.PermitPlugin      = &Gang{}
 	_ fwk.EnqueueExtensions = &Gang{}
 )
 
-// Gang places a PodGroup's pods all-or-nothing.
+// Gang places a PodGroup's pods all-or-nothing. The state it changes,
+// attempts and held rooms, is the group model's.
 type Gang struct {
 	handle   fwk.Handle
 	args     Args
 	groups   *group.Model
-	attempts *attempts
-	late     *lateRooms
+	attempts *group.Attempts
+	rooms    *group.Rooms
 	clock    clock.WithDelayedExecution
 }
 
@@ -85,8 +85,8 @@ func newGang(handle fwk.Handle, args Args, groups *group.Model, clk clock.WithDe
 		handle:   handle,
 		args:     args,
 		groups:   groups,
-		attempts: newAttempts(reportWaitingGangs),
-		late:     newLateRooms(),
+		attempts: groups.Attempts(),
+		rooms:    groups.Rooms(),
 		clock:    clk,
 	}
 }
@@ -109,7 +109,7 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	if active := g.members(key).active + total(g.missingLate(key)); active < pg.Spec.MinMember {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForMembersMessage(key, active, pg.Spec.MinMember))
 	}
-	g.attempts.seen(key, g.clock.Now())
+	g.attempts.Seen(key, g.clock.Now())
 	return nil
 }
 
@@ -144,8 +144,8 @@ func (g *Gang) Less(a, b fwk.QueuedEntityInfo) bool {
 	// An elastic group's members above its min take only room no gang
 	// needs for its own min, and idle room goes to the least fulfilled
 	// group first (Paddle EDL).
-	scoreA, extraA := g.elasticFulfillment(podA)
-	scoreB, extraB := g.elasticFulfillment(podB)
+	scoreA, extraA := g.groups.ElasticFulfillment(podA)
+	scoreB, extraB := g.groups.ElasticFulfillment(podB)
 	if extraA != extraB {
 		return extraB
 	}
@@ -196,92 +196,13 @@ func (g *Gang) isPartlyBound(pod *corev1.Pod) bool {
 	return pg != nil && bound < pg.Spec.MinMember
 }
 
-// elasticFulfillment returns the fulfillment score of the pod's group when
-// the pod is a member above the min of an admitted elastic group; extra is
-// false for any other pod.
-func (g *Gang) elasticFulfillment(pod *corev1.Pod) (score float64, extra bool) {
-	key, ok := topology.GroupOf(pod)
-	if !ok {
-		return 0, false
-	}
-	pg := g.podGroup(key)
-	topo, err := g.groups.Topology(key)
-	if pg == nil || err != nil || topo == nil || topo.Elastic == nil {
-		return 0, false
-	}
-	bound := g.groups.BoundCount(key)
-	if bound < pg.Spec.MinMember {
-		return 0, false
-	}
-	return topo.Elastic.Fulfillment(bound - (pg.Spec.MinMember - topo.Elastic.Min)), true
-}
-
-// elasticHoldKey is where PreFilter leaves, for Filter, the gangs an
-// elastic group's member above its min leaves room to.
-const elasticHoldKey fwk.StateKey = Name + "/elastic-hold"
-
-// elasticHold is the unbound members, by gang, of the gangs of the pod's
-// priority or higher that failed to be placed in the last two backoffs
-// and have not reached their min since.
-type elasticHold map[types.NamespacedName][]*corev1.Pod
-
-func (h elasticHold) Clone() fwk.StateData { return h }
-
-// holdRoomForWaitingGangs records, for a member above an admitted elastic
-// group's min, the gangs that wait for their min, once per cycle: Filter
-// keeps the member off the nodes they could use.
-func (g *Gang) holdRoomForWaitingGangs(state fwk.CycleState, pod *corev1.Pod) {
-	if _, extra := g.elasticFulfillment(pod); !extra {
-		return
-	}
-	priority := corev1helpers.PodPriority(pod)
-	hold := elasticHold{}
-	for _, key := range g.attempts.failedSince(g.clock.Now().Add(-2 * g.args.backoff())) {
-		pg := g.podGroup(key)
-		if pg == nil || g.groups.BoundCount(key) >= pg.Spec.MinMember {
-			continue
-		}
-		members, err := g.groups.Members(key)
-		if err != nil {
-			continue
-		}
-		for _, member := range members {
-			if member.Spec.NodeName == "" && topology.IsActiveMember(member) && corev1helpers.PodPriority(member) >= priority {
-				hold[key] = append(hold[key], member)
-			}
-		}
-	}
-	if len(hold) > 0 {
-		state.Write(elasticHoldKey, hold)
-	}
-}
-
-// gangWaitingForRoom finds a gang of the cycle's hold with an unbound
-// member that could run on the node: the elastic group's member leaves it
-// the room there. A gang whose members fit on no such node, however
-// empty, keeps no room.
-func gangWaitingForRoom(state fwk.CycleState, node *corev1.Node) (types.NamespacedName, bool) {
-	data, err := state.Read(elasticHoldKey)
-	if err != nil {
-		return types.NamespacedName{}, false
-	}
-	for key, members := range data.(elasticHold) {
-		for _, member := range members {
-			if topology.MayRunOn(member, node) && resources.Fits(resources.OfPod(member), node.Status.Allocatable) {
-				return key, true
-			}
-		}
-	}
-	return types.NamespacedName{}, false
-}
-
 // queueOrder is the time and key a pod is sorted by: its group's, or its
 // own when it has no group.
 func (g *Gang) queueOrder(info fwk.QueuedEntityInfo, pod *corev1.Pod) (time.Time, string) {
 	if key, ok := topology.GroupOf(pod); ok {
 		if pg := g.podGroup(key); pg != nil {
 			at := pg.CreationTimestamp.Time
-			if failed := g.attempts.failedAt(key); failed.After(at) {
+			if failed := g.attempts.FailedAt(key); failed.After(at) {
 				at = failed
 			}
 			return at, key.String()
@@ -294,9 +215,10 @@ func (g *Gang) queueOrder(info fwk.QueuedEntityInfo, pod *corev1.Pod) (time.Time
 	return at, pod.Namespace + "/" + pod.Name
 }
 
-// PreFilter turns a member away while its group backs off, and rejects a
-// group whose minResources exceed what the cluster has free before any
-// member is placed.
+// PreFilter holds again the late rooms a restarted scheduler lost, turns a
+// member away while its group backs off, and rejects a group whose
+// minResources exceed what the cluster has free before any member is
+// placed.
 func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	g.restoreLateRooms(klog.FromContext(ctx))
 	key, ok := topology.GroupOf(pod)
@@ -310,17 +232,9 @@ func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.
 	if status := g.backoffStatus(key); status != nil {
 		return nil, status
 	}
-	g.holdRoomForWaitingGangs(state, pod)
-	g.attempts.begin(key)
+	g.attempts.Begin(key)
 	state.Write(group.QuorumKey, group.QuorumCheck(func() bool { return g.hasQuorum(key, pg) }))
-	// A late member goes to the room held for it.
-	if role, ok := topology.RoleOf(pod); ok {
-		if node, held := g.late.node(key, role); held {
-			state.Write(heldRoomKey, heldRoom(node))
-			return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
-		}
-	}
-	if len(pg.Spec.MinResources) > 0 && g.attempts.placed(key, g.members(key).bound) == 0 {
+	if len(pg.Spec.MinResources) > 0 && g.attempts.Placed(key, g.members(key).bound) == 0 {
 		if short := shortfall(pg.Spec.MinResources, nodes); short != "" {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 				fmt.Sprintf("group %s needs minResources the cluster does not have free: %s", key, short))
@@ -356,7 +270,7 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 	}
 	if made, ok := group.RoomMadeIn(state); ok {
 		if !made.At.IsZero() {
-			g.attempts.preempted(key, made.At)
+			g.attempts.Preempted(key, made.At)
 		}
 		g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s fits once the victims preempted for the gang are gone", pod.Name), 0)
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("group %s waits for the room made for it", key))
@@ -368,14 +282,9 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 }
 
 // Reserve records the member's reservation.
-func (g *Gang) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
 	if key, ok := topology.GroupOf(pod); ok {
-		g.attempts.reserve(key, pod.UID)
-		if role, ok := topology.RoleOf(pod); ok {
-			if room := g.late.take(key, role); room != nil && state != nil {
-				state.Write(takenRoomKey, takenRoom{room: room})
-			}
-		}
+		g.attempts.Reserve(key, pod.UID)
 	}
 	return nil
 }
@@ -383,22 +292,16 @@ func (g *Gang) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod,
 // Unreserve runs when a reserved member is rejected, times out at Permit or
 // fails to bind. A group that loses its quorum that way before it was
 // admitted is rolled back like one that failed at PostFilter.
-func (g *Gang) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) {
+func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
 	key, ok := topology.GroupOf(pod)
 	if !ok {
 		return
 	}
-	g.attempts.unreserve(key, pod.UID)
+	g.attempts.Unreserve(key, pod.UID)
 	pg := g.podGroup(key)
 	// An admitted gang is not torn down by one member's failure, such as a
-	// bind error or a launch-order hold that timed out: the member retries,
-	// and a late member's room, taken at Reserve, is held for it again.
-	if pg == nil || g.hasQuorum(key, pg) || g.attempts.isAdmitted(key) {
-		if state != nil {
-			if taken, err := state.Read(takenRoomKey); err == nil {
-				g.late.add(taken.(takenRoom).room)
-			}
-		}
+	// bind error or a launch-order hold that timed out: the member retries.
+	if pg == nil || g.hasQuorum(key, pg) || g.attempts.IsAdmitted(key) {
 		return
 	}
 	g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s lost its reservation before the group was complete", pod.Name), g.args.backoff())
@@ -416,7 +319,7 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, no
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key)), 0
 	}
 	if !g.admitIfComplete(klog.FromContext(ctx), key, pg, pod, nodeName) {
-		placed := g.attempts.placed(key, g.members(key).bound) + g.late.count(key, "")
+		placed := g.attempts.Placed(key, g.members(key).bound) + g.rooms.Count(key, "")
 		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("waiting at Permit for %d more members of group %s (%d/%d placed)",
 			pg.Spec.MinMember-placed, key, placed, pg.Spec.MinMember)), g.permitTimeout(pg)
 	}
@@ -430,10 +333,10 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, no
 // whether the group is admitted.
 func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg *v1alpha1.PodGroup, self *corev1.Pod, selfNode string) bool {
 	bound := g.members(key).bound
-	placed := g.attempts.placed(key, bound) + g.late.count(key, "")
-	if missing := g.missingLate(key); placed < pg.Spec.MinMember && placed+total(missing)-g.late.count(key, "") >= pg.Spec.MinMember {
+	placed := g.attempts.Placed(key, bound) + g.rooms.Count(key, "")
+	if missing := g.missingLate(key); placed < pg.Spec.MinMember && placed+total(missing)-g.rooms.Count(key, "") >= pg.Spec.MinMember {
 		if g.holdLateRooms(logger, key, missing, self, selfNode) {
-			placed = g.attempts.placed(key, bound) + g.late.count(key, "")
+			placed = g.attempts.Placed(key, bound) + g.rooms.Count(key, "")
 			g.expireLateRooms(logger, pg)
 		}
 	}
@@ -444,7 +347,7 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 	if self != nil {
 		selfUID = self.UID
 	}
-	waiting, latency, first := g.attempts.admit(key, g.clock.Now())
+	waiting, latency, first := g.attempts.Admit(key, g.clock.Now())
 	for _, uid := range waiting {
 		if wp := g.handle.GetWaitingPod(uid); wp != nil && uid != selfUID {
 			wp.Allow(Name)
@@ -454,7 +357,7 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 	// before, perhaps by a scheduler that has since restarted.
 	if first && int32(bound.Len()) < pg.Spec.MinMember {
 		reportAdmitted(latency)
-		if at := g.attempts.takePreempted(key); !at.IsZero() {
+		if at := g.attempts.TakePreempted(key); !at.IsZero() {
 			reportAdmittedAfterPreemption(g.clock.Since(at))
 		}
 		logger.V(2).Info("Gang admitted", "podGroup", klog.KObj(pg), "placed", placed, "minMember", pg.Spec.MinMember)
@@ -467,8 +370,8 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 // rejectGroup ends a failed attempt: every sibling waiting at Permit is
 // rejected, which releases its reservation, and the group backs off.
 func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1alpha1.PodGroup, reason string, backoff time.Duration) {
-	reserved, first := g.attempts.fail(key, g.clock.Now(), backoff)
-	g.late.release(key)
+	reserved, first := g.attempts.Fail(key, g.clock.Now(), backoff)
+	g.rooms.Release(key)
 	message := fmt.Sprintf("group %s rejected: %s", key, reason)
 	for _, uid := range reserved {
 		if wp := g.handle.GetWaitingPod(uid); wp != nil {
@@ -496,7 +399,7 @@ func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1
 // backoffStatus rejects a member while its group backs off, or returns nil.
 func (g *Gang) backoffStatus(key types.NamespacedName) *fwk.Status {
 	now := g.clock.Now()
-	if until := g.attempts.backoffUntil(key); now.Before(until) {
+	if until := g.attempts.BackoffUntil(key); now.Before(until) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 			fmt.Sprintf("group %s backs off after a failed attempt, for %s more", key, until.Sub(now).Round(time.Second)))
 	}
@@ -509,7 +412,7 @@ func (g *Gang) activate(logger klog.Logger, key types.NamespacedName) {
 }
 
 func (g *Gang) hasQuorum(key types.NamespacedName, pg *v1alpha1.PodGroup) bool {
-	return g.attempts.placed(key, g.members(key).bound) >= pg.Spec.MinMember
+	return g.attempts.Placed(key, g.members(key).bound) >= pg.Spec.MinMember
 }
 
 func (g *Gang) permitTimeout(pg *v1alpha1.PodGroup) time.Duration {
@@ -559,29 +462,14 @@ func (g *Gang) recordEvent(pg *v1alpha1.PodGroup, eventType, reason, action, not
 // shortfall describes the resources of want that the nodes lack free, or
 // returns "" when they have enough.
 func shortfall(want corev1.ResourceList, nodes []fwk.NodeInfo) string {
-	free := map[corev1.ResourceName]int64{}
+	var free corev1.ResourceList
 	for _, node := range nodes {
-		alloc, used := node.GetAllocatable(), node.GetRequested()
-		free[corev1.ResourceCPU] += alloc.GetMilliCPU() - used.GetMilliCPU()
-		free[corev1.ResourceMemory] += alloc.GetMemory() - used.GetMemory()
-		free[corev1.ResourceEphemeralStorage] += alloc.GetEphemeralStorage() - used.GetEphemeralStorage()
-		for name, quantity := range alloc.GetScalarResources() {
-			free[name] += quantity - used.GetScalarResources()[name]
-		}
+		free = resources.Add(free, resources.Free(node), 1)
 	}
 	var short []string
-	for name, quantity := range want {
-		need := quantity.Value()
-		if name == corev1.ResourceCPU {
-			need = quantity.MilliValue()
-		}
-		if need > free[name] {
-			available := resource.NewQuantity(free[name], resource.BinarySI)
-			if name == corev1.ResourceCPU {
-				available = resource.NewMilliQuantity(free[name], resource.DecimalSI)
-			}
-			short = append(short, fmt.Sprintf("%s (needs %s, %s free)", name, quantity.String(), available.String()))
-		}
+	for name := range resources.Deficit(want, free) {
+		needs, available := want[name], free[name]
+		short = append(short, fmt.Sprintf("%s (needs %s, %s free)", name, needs.String(), available.String()))
 	}
 	slices.Sort(short)
 	return strings.Join(short, ", ")

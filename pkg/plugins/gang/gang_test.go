@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -46,6 +47,7 @@ type fixture struct {
 	ctx       context.Context
 	fw        framework.Framework
 	gang      *Gang
+	held      *heldrooms.HeldRooms
 	pods      cache.Indexer
 	podGroups cache.Indexer
 	clock     *testingclock.FakeClock
@@ -100,17 +102,21 @@ func newFixtureOn(t *testing.T, nodes []*corev1.Node, args Args, podGroups []*v1
 	if args.PermitTimeoutSeconds == 0 {
 		args.PermitTimeoutSeconds = defaultPermitTimeoutSeconds
 	}
+	model := group.NewModel(schedulinglisters.NewPodGroupLister(f.podGroups), f.pods)
 	factory := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		f.gang = newGang(h, args, group.NewModel(schedulinglisters.NewPodGroupLister(f.podGroups), f.pods), f.clock)
+		f.gang = newGang(h, args, model, f.clock)
 		return f.gang, nil
 	}
+	f.held = heldrooms.NewWithModel(model)
+	heldFactory := func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return f.held, nil }
 	f.client = fake.NewClientset()
 	for _, pod := range pods {
 		_, err := f.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
 	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
-		tf.RegisterPluginAsExtensions(Name, factory, "QueueSort", "PreFilter", "Filter", "Reserve", "Permit"),
+		tf.RegisterPluginAsExtensions(Name, factory, "QueueSort", "PreFilter", "Reserve", "Permit"),
+		tf.RegisterPluginAsExtensions(heldrooms.Name, heldFactory, "PreFilter", "Filter", "Reserve"),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
 	}, "muster-scheduler",
 		frameworkruntime.WithEventRecorder(f.events),
@@ -311,8 +317,8 @@ func TestLess(t *testing.T) {
 			f := newFixture(t, Args{}, []*v1alpha1.PodGroup{older, newer}, nil)
 			if tt.failed != "" {
 				key := types.NamespacedName{Namespace: ns, Name: tt.failed}
-				f.gang.attempts.begin(key)
-				f.gang.attempts.fail(key, epoch.Add(2*time.Minute), time.Second)
+				f.gang.attempts.Begin(key)
+				f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second)
 			}
 			assert.Equal(t, tt.want, f.gang.Less(tt.a, tt.b))
 			assert.Equal(t, !tt.want, f.gang.Less(tt.b, tt.a), "the order must be strict")
@@ -420,7 +426,7 @@ func TestUnreserveBeforeQuorumRollsTheGroupBack(t *testing.T) {
 	assert.Equal(t, fwk.Unschedulable, f.outcome(members[1]).Code())
 	// The rejected sibling's binding cycle unreserves it in turn.
 	f.fw.RunReservePluginsUnreserve(f.ctx, framework.NewCycleState(), members[1], "node-1")
-	assert.Equal(t, int32(0), f.gang.attempts.placed(types.NamespacedName{Namespace: ns, Name: "job"}, nil), "every reservation is released")
+	assert.Equal(t, int32(0), f.gang.attempts.Placed(types.NamespacedName{Namespace: ns, Name: "job"}, nil), "every reservation is released")
 	events := f.drainEvents()
 	require.Len(t, events, 1, "one teardown, one event: %v", events)
 	assert.Contains(t, events[0], "Warning GangRejected member p0 lost its reservation before the group was complete")
@@ -466,23 +472,6 @@ func TestPreFilterChecksMinResources(t *testing.T) {
 			assert.Contains(t, status.Message(), tt.wantErr)
 		})
 	}
-}
-
-func TestWaitingGaugeFollowsTheGroups(t *testing.T) {
-	var waiting float64
-	s := newAttempts(func(d float64) { waiting += d })
-	a := types.NamespacedName{Namespace: ns, Name: "a"}
-	b := types.NamespacedName{Namespace: ns, Name: "b"}
-	s.reserve(a, "a0")
-	s.reserve(a, "a1")
-	s.reserve(b, "b0")
-	assert.Equal(t, 2.0, waiting, "two gangs wait")
-	s.admit(a, epoch)
-	assert.Equal(t, 1.0, waiting, "an admitted gang no longer waits")
-	s.begin(b)
-	s.fail(b, epoch, 0)
-	s.unreserve(b, "b0")
-	assert.Equal(t, 0.0, waiting)
 }
 
 func TestUnreserveAfterAdmissionKeepsTheGroup(t *testing.T) {
@@ -632,7 +621,7 @@ func TestALateMemberGetsItsRoomHeld(t *testing.T) {
 	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, workers[0]).Code())
 	require.True(t, f.reserveAndPermit(t, workers[1]).IsSuccess(), "admitted with the launcher's room held")
 	assert.True(t, f.outcome(workers[0]).IsSuccess())
-	node, held := f.gang.late.node(key, "launcher")
+	node, held := f.gang.rooms.Node(key, "launcher")
 	require.True(t, held)
 	// Both workers reserved on node-1 leave 2 CPUs there: the launcher's 3
 	// are held on node-2.
@@ -647,25 +636,25 @@ func TestALateMemberGetsItsRoomHeld(t *testing.T) {
 		}
 	}
 	other := st.MakePod().Namespace(ns).Name("other").UID("other").Req(map[corev1.ResourceName]string{"cpu": "2"}).Obj()
-	status := f.gang.Filter(f.ctx, framework.NewCycleState(), other, node2)
+	status := f.held.Filter(f.ctx, framework.NewCycleState(), other, node2)
 	assert.Equal(t, fwk.Unschedulable, status.Code(), "another pod does not get the held room")
 	assert.Contains(t, status.Message(), "room on the node is held for the members [team-a/job] will create later")
 
 	launcher := member("job", "l0").Label(topology.RoleLabel, "launcher").Req(map[corev1.ResourceName]string{"cpu": "3"}).Obj()
-	result, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), launcher, nodeInfos)
-	require.True(t, status.IsSuccess())
-	assert.Equal(t, []string{"node-2"}, sets.List(result.NodeNames), "the launcher goes to its room")
-	assert.Nil(t, f.gang.Filter(f.ctx, framework.NewCycleState(), launcher, node2), "its own room fits it")
 	state := framework.NewCycleState()
-	f.gang.Reserve(f.ctx, state, launcher, "node-2")
-	_, held = f.gang.late.node(key, "launcher")
+	result, status, _ := f.fw.RunPreFilterPlugins(f.ctx, state, launcher)
+	require.True(t, status.IsSuccess(), status.Message())
+	assert.Equal(t, []string{"node-2"}, sets.List(result.NodeNames), "the launcher goes to its room")
+	assert.Nil(t, f.fw.RunFilterPlugins(f.ctx, state, launcher, node2), "its own room fits it")
+	require.True(t, f.fw.RunReservePluginsReserve(f.ctx, state, launcher, "node-2").IsSuccess())
+	_, held = f.gang.rooms.Node(key, "launcher")
 	assert.False(t, held, "the room is the launcher's now")
-	assert.Nil(t, f.gang.Filter(f.ctx, framework.NewCycleState(), other, node2))
+	assert.Nil(t, f.held.Filter(f.ctx, framework.NewCycleState(), other, node2))
 
-	f.gang.Unreserve(f.ctx, state, launcher, "node-2")
-	node, held = f.gang.late.node(key, "launcher")
+	f.fw.RunReservePluginsUnreserve(f.ctx, state, launcher, "node-2")
+	node, held = f.gang.rooms.Node(key, "launcher")
 	assert.True(t, held && node == "node-2", "a launcher that fails to bind gives its room back: held on %q (%v)", node, held)
-	assert.Equal(t, fwk.Unschedulable, f.gang.Filter(f.ctx, framework.NewCycleState(), other, node2).Code(), "the room is held from others again")
+	assert.Equal(t, fwk.Unschedulable, f.held.Filter(f.ctx, framework.NewCycleState(), other, node2).Code(), "the room is held from others again")
 }
 
 func TestALateMemberIsHeldRoomWhereItsTemplateLetsItRun(t *testing.T) {
@@ -691,7 +680,7 @@ func TestALateMemberIsHeldRoomWhereItsTemplateLetsItRun(t *testing.T) {
 			w0 := member("job", "w0").Label(topology.RoleLabel, "worker").Req(map[corev1.ResourceName]string{"cpu": "1"}).Obj()
 			f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, []*corev1.Pod{w0})
 			status := f.reserveAndPermit(t, w0)
-			node, held := f.gang.late.node(types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
+			node, held := f.gang.rooms.Node(types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
 			if tt.node == "" {
 				assert.Equal(t, fwk.Wait, status.Code(), "no room for the launcher: the gang is not admitted")
 				assert.False(t, held)
@@ -751,7 +740,7 @@ func TestARestartedSchedulerHoldsTheLateRoomOfAnAdmittedGangAgain(t *testing.T) 
 			require.NoError(t, err)
 			_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), other, nodeInfos)
 			require.True(t, status.IsSuccess())
-			node, held := f.gang.late.node(types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
+			node, held := f.gang.rooms.Node(types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
 			assert.Equal(t, tt.held, held)
 			if tt.held {
 				assert.Equal(t, "node-2", node, "where the launcher's template lets it run")
@@ -772,7 +761,7 @@ func TestTheRoomOfALateMemberThatNeverComesIsReleased(t *testing.T) {
 	f.drainEvents()
 
 	f.clock.Step(30 * time.Second)
-	assert.Zero(t, f.gang.late.count(types.NamespacedName{Namespace: ns, Name: "job"}, ""))
+	assert.Zero(t, f.gang.rooms.Count(types.NamespacedName{Namespace: ns, Name: "job"}, ""))
 	assert.Equal(t, []string{"Warning LateMemberMissing 1 late members were not created within 30s of the gang's admission; released the room held for them"}, f.drainEvents())
 }
 
@@ -832,17 +821,20 @@ func TestAnElasticGroupsExtraLeavesRoomToAGangWaitingForItsMin(t *testing.T) {
 	nodeInfos, err := f.fw.SnapshotSharedLister().NodeInfos().List()
 	require.NoError(t, err)
 	node := nodeInfos[0]
+	// fail ends an attempt of the group whose members fit nowhere, as the
+	// scheduler marks them.
 	fail := func(group string) {
 		key := types.NamespacedName{Namespace: ns, Name: group}
-		f.gang.attempts.begin(key)
-		f.gang.attempts.fail(key, f.clock.Now(), time.Second)
+		f.gang.attempts.Begin(key)
+		f.gang.attempts.Fail(key, f.clock.Now(), time.Second)
+		markUnschedulable(t, f, group)
 	}
 	// filter runs a cycle of the pod: PreFilter, then Filter on the node.
 	filter := func(pod *corev1.Pod) *fwk.Status {
 		state := framework.NewCycleState()
-		_, status := f.gang.PreFilter(f.ctx, state, pod, nil)
+		_, status := f.held.PreFilter(f.ctx, state, pod, nil)
 		require.True(t, status.IsSuccess(), "PreFilter: %v", status)
-		return f.gang.Filter(f.ctx, state, pod, node)
+		return f.held.Filter(f.ctx, state, pod, node)
 	}
 	extra := member("elastic", "e1").Obj()
 	assert.Nil(t, filter(extra), "no gang waits")
@@ -857,8 +849,23 @@ func TestAnElasticGroupsExtraLeavesRoomToAGangWaitingForItsMin(t *testing.T) {
 	assert.Contains(t, status.Message(), "room on the node is kept for gang team-a/rigid, which waits for its min")
 	assert.Nil(t, filter(member("starting", "s0").Obj()), "a member its group needs for its min is not held back")
 
-	f.clock.Step(3 * time.Duration(*f.gang.args.BackoffSeconds) * time.Second)
-	assert.Nil(t, filter(extra), "a failure older than two backoffs keeps no room")
+	f.gang.attempts.Admit(types.NamespacedName{Namespace: ns, Name: "rigid"}, f.clock.Now())
+	assert.Nil(t, filter(extra), "an admitted gang waits no more")
+}
+
+// markUnschedulable marks the group's members as the scheduler does when
+// it finds no room for them.
+func markUnschedulable(t *testing.T, f *fixture, name string) {
+	t.Helper()
+	members, err := group.Members(f.pods, types.NamespacedName{Namespace: ns, Name: name})
+	require.NoError(t, err)
+	for _, pod := range members {
+		marked := pod.DeepCopy()
+		marked.Status.Conditions = append(marked.Status.Conditions, corev1.PodCondition{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		})
+		require.NoError(t, f.pods.Update(marked))
+	}
 }
 
 func TestAGangWaitingForRoomIsRetriedAtOnceWhenABoundMemberGoes(t *testing.T) {
@@ -874,8 +881,9 @@ func TestAGangWaitingForRoomIsRetriedAtOnceWhenABoundMemberGoes(t *testing.T) {
 		member("rigid", "r0").Obj(), member("rigid", "r1").Obj(),
 	})
 	rigid := types.NamespacedName{Namespace: ns, Name: "rigid"}
-	f.gang.attempts.begin(rigid)
-	f.gang.attempts.fail(rigid, f.clock.Now(), f.gang.args.backoff())
+	f.gang.attempts.Begin(rigid)
+	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff())
+	markUnschedulable(t, f, "rigid")
 	handler := f.gang.podHandler(klog.Background()).(cache.FilteringResourceEventHandler)
 
 	handler.OnDelete(pending)
@@ -889,8 +897,8 @@ func TestAGangWaitingForRoomIsRetriedAtOnceWhenABoundMemberGoes(t *testing.T) {
 	// Room another gang leaves may be enough: the gang is retried a
 	// second after its failure rather than after its whole backoff.
 	f.activator.Activated = nil
-	f.gang.attempts.begin(rigid)
-	f.gang.attempts.fail(rigid, f.clock.Now(), f.gang.args.backoff())
+	f.gang.attempts.Begin(rigid)
+	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff())
 	handler.OnDelete(plain)
 	assert.NotNil(t, f.gang.backoffStatus(rigid), "within a second of its failure the gang still backs off")
 	assert.Empty(t, f.activator.Activated)

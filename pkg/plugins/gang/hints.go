@@ -27,12 +27,12 @@ func (g *Gang) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, er
 		// A bound pod is deleted or finishes (the scheduler's informer sees
 		// a finished pod as deleted), or a reservation is released: room
 		// was freed.
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: isRoomFreed},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: group.IsRoomFreed},
 		// The PodGroup is created or changed, for example its minMember.
 		{Event: fwk.ClusterEvent{Resource: group.PodGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: group.IsOwnPodGroup},
 		// A node arrives or grows.
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}, QueueingHintFn: queueAlways},
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.UpdateNodeAllocatable}, QueueingHintFn: isAllocatableGrown},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}, QueueingHintFn: group.QueueAlways},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.UpdateNodeAllocatable}, QueueingHintFn: group.IsAllocatableGrown},
 	}, nil
 }
 
@@ -42,35 +42,6 @@ func isSiblingAdded(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.Queueing
 		return fwk.Queue, err
 	}
 	return queueIfSameGroup(pod, added), nil
-}
-
-func isRoomFreed(_ klog.Logger, _ *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
-	deleted, _, err := util.As[*corev1.Pod](oldObj, nil)
-	if err != nil {
-		return fwk.Queue, err
-	}
-	if deleted.Spec.NodeName == "" {
-		return fwk.QueueSkip, nil
-	}
-	return fwk.Queue, nil
-}
-
-func queueAlways(klog.Logger, *corev1.Pod, any, any) (fwk.QueueingHint, error) {
-	return fwk.Queue, nil
-}
-
-func isAllocatableGrown(_ klog.Logger, _ *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	oldNode, newNode, err := util.As[*corev1.Node](oldObj, newObj)
-	if err != nil {
-		return fwk.Queue, err
-	}
-	for name, quantity := range newNode.Status.Allocatable {
-		before, ok := oldNode.Status.Allocatable[name]
-		if !ok || quantity.Cmp(before) > 0 {
-			return fwk.Queue, nil
-		}
-	}
-	return fwk.QueueSkip, nil
 }
 
 func queueIfSameGroup(pod, other *corev1.Pod) fwk.QueueingHint {
@@ -102,16 +73,10 @@ func (g *Gang) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
 				return
 			}
 			key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
-			if g.attempts.isWaiting(key) {
+			if g.attempts.IsWaiting(key) {
 				g.admitIfComplete(logger, key, pg, nil, "")
 			}
 			g.activate(logger, key)
-		},
-		DeleteFunc: func(obj any) {
-			if key, ok := group.KeyOf(obj); ok {
-				g.attempts.forget(key)
-				g.late.release(key)
-			}
 		},
 	}
 }
@@ -143,7 +108,7 @@ func (g *Gang) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 				// A member found bound was bound before this scheduler
 				// started: its gang's late rooms may need holding again.
 				if pod.Spec.NodeName != "" {
-					g.late.check(key)
+					g.rooms.Check(key)
 					return
 				}
 				// The queue does not tell other pods about a new unscheduled
@@ -158,7 +123,7 @@ func (g *Gang) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 				pod := obj.(*corev1.Pod)
 				if pod.Spec.NodeName != "" {
 					key, _ := topology.GroupOf(pod)
-					g.attempts.forgetReservation(key, pod.UID)
+					g.attempts.ForgetReservation(key, pod.UID)
 				}
 			},
 			DeleteFunc: func(obj any) {
@@ -167,9 +132,9 @@ func (g *Gang) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 				}
 				pod := obj.(*corev1.Pod)
 				key, _ := topology.GroupOf(pod)
-				g.attempts.forgetReservation(key, pod.UID)
+				g.attempts.ForgetReservation(key, pod.UID)
 				if g.members(key).active == 0 {
-					g.attempts.forget(key)
+					g.attempts.Forget(key)
 				}
 				if pod.Spec.NodeName != "" {
 					g.retryGangsWaitingForRoom(logger, key)
@@ -186,23 +151,20 @@ func (g *Gang) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 // cannot fit is not retried on every deletion.
 const roomFreedBackoff = time.Second
 
-// retryGangsWaitingForRoom shortens the backoff of the gangs that wait for
-// their min when a bound member of a group is gone: deleted, or finished,
-// which the scheduler's informer, blind to finished pods, tells as gone. Room that an elastic
-// group gives back was made for them by muster-controller: they take it
-// at once. Room that any other group leaves ends their backoff within
-// roomFreedBackoff of their failure.
+// retryGangsWaitingForRoom shortens the backoff of the gangs waiting for
+// room (topology.WaitingForRoom) when a bound member of a group is gone:
+// deleted, or finished, which the scheduler's informer, blind to finished
+// pods, tells as gone. Room that an elastic group gives back was made for
+// them by muster-controller: they take it at once. Room that any other
+// group leaves ends their backoff within roomFreedBackoff of their failure.
 func (g *Gang) retryGangsWaitingForRoom(logger klog.Logger, gone types.NamespacedName) {
 	after := roomFreedBackoff
 	if topo, err := g.groups.Topology(gone); err == nil && topo != nil && topo.Elastic != nil {
 		after = 0
 	}
 	now := g.clock.Now()
-	for _, key := range g.attempts.failedSince(now.Add(-2 * g.args.backoff())) {
-		if pg := g.podGroup(key); pg == nil || g.groups.BoundCount(key) >= pg.Spec.MinMember {
-			continue
-		}
-		until, shortened := g.attempts.shortenBackoff(key, after)
+	for key := range g.groups.WaitingForRoom() {
+		until, shortened := g.attempts.ShortenBackoff(key, after)
 		if !shortened {
 			continue
 		}

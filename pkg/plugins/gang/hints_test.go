@@ -49,7 +49,7 @@ func TestIsRoomFreed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			logger, _ := ktesting.NewTestContext(t)
-			got, err := isRoomFreed(logger, member("job", "p0").Obj(), tt.deleted, nil)
+			got, err := group.IsRoomFreed(logger, member("job", "p0").Obj(), tt.deleted, nil)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
@@ -105,7 +105,7 @@ func TestIsAllocatableGrown(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			logger, _ := ktesting.NewTestContext(t)
-			got, err := isAllocatableGrown(logger, member("job", "p0").Obj(), tt.old, tt.new)
+			got, err := group.IsAllocatableGrown(logger, member("job", "p0").Obj(), tt.old, tt.new)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})

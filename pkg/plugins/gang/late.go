@@ -1,233 +1,24 @@
 package gang
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
-// lateRoom is room held on a node for a member of a gang that its owner
-// creates only after others are Ready, such as mpi-operator's launcher
-// under WaitForWorkersReady: the gang is admitted with it, and the member
-// is bound into it when it comes.
-type lateRoom struct {
-	group   types.NamespacedName
-	role    string
-	node    string
-	request corev1.ResourceList
-}
-
-// lateRooms holds the rooms of every gang. The Filter of every pod reads
-// it, so an empty one costs a map lookup.
-type lateRooms struct {
-	mu      sync.RWMutex
-	byNode  map[string][]*lateRoom
-	byGroup map[types.NamespacedName][]*lateRoom
-	// unchecked holds groups whose bound members the scheduler found
-	// without having bound them, as after a restart: their rooms, held in
-	// memory, may have to be held again.
-	unchecked sets.Set[types.NamespacedName]
-}
-
-func newLateRooms() *lateRooms {
-	return &lateRooms{byNode: map[string][]*lateRoom{}, byGroup: map[types.NamespacedName][]*lateRoom{}, unchecked: sets.New[types.NamespacedName]()}
-}
-
-// check marks a group whose rooms may have to be held again.
-func (l *lateRooms) check(key types.NamespacedName) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.unchecked.Insert(key)
-}
-
-// toCheck returns, and forgets, the groups marked by check. Every
-// PreFilter asks, so the common answer, none, takes only a read lock.
-func (l *lateRooms) toCheck() []types.NamespacedName {
-	l.mu.RLock()
-	none := l.unchecked.Len() == 0
-	l.mu.RUnlock()
-	if none {
-		return nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	keys := l.unchecked.UnsortedList()
-	l.unchecked.Clear()
-	return keys
-}
-
-func (l *lateRooms) add(r *lateRoom) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.byNode[r.node] = append(l.byNode[r.node], r)
-	l.byGroup[r.group] = append(l.byGroup[r.group], r)
-}
-
-// count returns how many rooms the group holds for role, or for every role
-// when role is "".
-func (l *lateRooms) count(key types.NamespacedName, role string) int32 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	var n int32
-	for _, r := range l.byGroup[key] {
-		if role == "" || r.role == role {
-			n++
-		}
-	}
-	return n
-}
-
-// node returns the node of a room the group holds for role.
-func (l *lateRooms) node(key types.NamespacedName, role string) (string, bool) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	for _, r := range l.byGroup[key] {
-		if r.role == role {
-			return r.node, true
-		}
-	}
-	return "", false
-}
-
-// take removes one room the group holds for role, as its member is
-// placed, and returns it; nil when the group holds none for role.
-func (l *lateRooms) take(key types.NamespacedName, role string) *lateRoom {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	i := slices.IndexFunc(l.byGroup[key], func(r *lateRoom) bool { return r.role == role })
-	if i < 0 {
-		return nil
-	}
-	r := l.byGroup[key][i]
-	l.removeUnlocked(r)
-	return r
-}
-
-// takenRoomKey is where Reserve leaves, for Unreserve, the room its late
-// member took: a member that fails to bind gives it back.
-const takenRoomKey fwk.StateKey = Name + "/taken-room"
-
-// takenRoom is the room a late member took at Reserve.
-type takenRoom struct{ room *lateRoom }
-
-func (t takenRoom) Clone() fwk.StateData { return t }
-
-// release removes every room of the group and returns how many there were.
-func (l *lateRooms) release(key types.NamespacedName) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	rooms := slices.Clone(l.byGroup[key])
-	for _, r := range rooms {
-		l.removeUnlocked(r)
-	}
-	return len(rooms)
-}
-
-func (l *lateRooms) removeUnlocked(r *lateRoom) {
-	remove := func(rooms []*lateRoom) []*lateRoom {
-		return slices.DeleteFunc(rooms, func(other *lateRoom) bool { return other == r })
-	}
-	if l.byNode[r.node] = remove(l.byNode[r.node]); len(l.byNode[r.node]) == 0 {
-		delete(l.byNode, r.node)
-	}
-	if l.byGroup[r.group] = remove(l.byGroup[r.group]); len(l.byGroup[r.group]) == 0 {
-		delete(l.byGroup, r.group)
-	}
-}
-
-// heldOn sums the rooms held on a node, but those of the given group and
-// role, which its own member may use.
-func (l *lateRooms) heldOn(node string, except types.NamespacedName, exceptRole string) (*framework.Resource, []types.NamespacedName) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	rooms := l.byNode[node]
-	if len(rooms) == 0 {
-		return nil, nil
-	}
-	held := &framework.Resource{}
-	var groups []types.NamespacedName
-	for _, r := range rooms {
-		if r.group == except && r.role == exceptRole {
-			continue
-		}
-		held.Add(r.request)
-		if !slices.Contains(groups, r.group) {
-			groups = append(groups, r.group)
-		}
-	}
-	return held, groups
-}
-
-// fits reports whether request fits in what is free on the node once held
-// is set aside.
-func fits(node fwk.NodeInfo, held, request *framework.Resource) bool {
-	alloc, used := node.GetAllocatable(), node.GetRequested()
-	if request.MilliCPU > alloc.GetMilliCPU()-used.GetMilliCPU()-held.MilliCPU ||
-		request.Memory > alloc.GetMemory()-used.GetMemory()-held.Memory ||
-		request.EphemeralStorage > alloc.GetEphemeralStorage()-used.GetEphemeralStorage()-held.EphemeralStorage {
-		return false
-	}
-	for name, quantity := range request.ScalarResources {
-		if quantity > alloc.GetScalarResources()[name]-used.GetScalarResources()[name]-held.ScalarResources[name] {
-			return false
-		}
-	}
-	return true
-}
-
-// heldRoomKey is where PreFilter leaves, for Filter, the node of the room
-// held for a late member.
-const heldRoomKey fwk.StateKey = Name + "/held-room"
-
-// heldRoom is the node of the room held for the cycle's late member.
-type heldRoom string
-
-func (h heldRoom) Clone() fwk.StateData { return h }
-
-// heldRoomOf returns the node PreFilter pinned the cycle's pod to, if any.
-func heldRoomOf(state fwk.CycleState) (string, bool) {
-	data, err := state.Read(heldRoomKey)
-	if err != nil {
-		return "", false
-	}
-	return string(data.(heldRoom)), true
-}
-
-// Filter keeps a late member to the room held for it, every other pod out
-// of the room held on a node for another gang's late members, and an
-// elastic group's members above its min off a node a gang waiting for its
-// min could use.
-func (g *Gang) Filter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	// PreFilter's result already says so, but a nominated node or a batch's
-	// node hint is tried before, and without, that result.
-	if node, pinned := heldRoomOf(state); pinned && node != nodeInfo.Node().Name {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("the member's room is held on node %s", node))
-	}
-	if waiting, ok := gangWaitingForRoom(state, nodeInfo.Node()); ok {
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
-			"room on the node is kept for gang %s, which waits for its min: members above an elastic group's min take only room no gang needs", waiting))
-	}
-	key, _ := topology.GroupOf(pod)
-	role, _ := topology.RoleOf(pod)
-	held, groups := g.late.heldOn(nodeInfo.Node().Name, key, role)
-	if held == nil || fits(nodeInfo, held, framework.NewResource(resources.OfPod(pod))) {
-		return nil
-	}
-	return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("room on the node is held for the members %v will create later", groups))
-}
+// A gang whose owner creates some members only after others are Ready,
+// such as mpi-operator's launcher under WaitForWorkersReady, is admitted
+// with room held for them (group.Rooms); HeldRooms keeps that room theirs.
 
 // missingLate returns, for each role whose members its owner creates late,
 // how many of them do not exist yet.
@@ -275,19 +66,19 @@ func (g *Gang) holdLateRooms(logger klog.Logger, key types.NamespacedName, missi
 	slices.SortStableFunc(nodes, func(a, b fwk.NodeInfo) int {
 		return boolOrder(a.Node().Name != selfNode) - boolOrder(b.Node().Name != selfNode)
 	})
-	var held []*lateRoom
+	var held []*group.Room
 	for _, role := range slices.Sorted(maps.Keys(missing)) {
 		late := topo.Late[role]
-		for range missing[role] - g.late.count(key, role) {
+		for range missing[role] - g.rooms.Count(key, role) {
 			room := g.findRoom(nodes, late, self, selfNode)
 			if room == "" {
 				for _, r := range held {
-					g.late.take(key, r.role)
+					g.rooms.Take(key, r.Role)
 				}
 				return false
 			}
-			r := &lateRoom{group: key, role: role, node: room, request: late.Requests}
-			g.late.add(r)
+			r := &group.Room{Group: key, Role: role, Node: room, Request: late.Requests}
+			g.rooms.Add(r)
 			held = append(held, r)
 			logger.V(2).Info("Holding room for a late member", "podGroup", key, "role", role, "node", room)
 		}
@@ -305,14 +96,11 @@ func (g *Gang) findRoom(nodes []fwk.NodeInfo, late topology.LateMember, self *co
 		if !topology.MayRunOn(pod, node.Node()) {
 			continue
 		}
-		held, _ := g.late.heldOn(node.Node().Name, types.NamespacedName{}, "")
-		if held == nil {
-			held = &framework.Resource{}
-		}
+		held, _ := g.rooms.HeldOn(node.Node().Name, types.NamespacedName{}, "")
 		if self != nil && node.Node().Name == selfNode {
-			held.Add(resources.OfPod(self))
+			held = resources.Add(held, resources.OfPod(self), 1)
 		}
-		if fits(node, held, framework.NewResource(late.Requests)) {
+		if resources.FitsBeside(late.Requests, held, node) {
 			return node.Node().Name
 		}
 	}
@@ -327,16 +115,16 @@ func boolOrder(b bool) int {
 }
 
 // restoreLateRooms holds again the rooms of admitted gangs whose late
-// members are still to come, for the groups marked by lateRooms.check: a
+// members are still to come, for the groups marked by Rooms.Check: a
 // restarted scheduler lost them with its memory. A gang counts as admitted
 // when its bound members and its late members to come make its minMember.
 // It runs at PreFilter, inside a scheduling cycle, so that the snapshot is
 // current and the rooms are back before any other pod is filtered.
 func (g *Gang) restoreLateRooms(logger klog.Logger) {
-	for _, key := range g.late.toCheck() {
+	for _, key := range g.rooms.ToCheck() {
 		pg := g.podGroup(key)
 		missing := g.missingLate(key)
-		if pg == nil || total(missing) == 0 || g.late.count(key, "") > 0 || g.lateMemberCame(key) {
+		if pg == nil || total(missing) == 0 || g.rooms.Count(key, "") > 0 || g.lateMemberCame(key) {
 			continue
 		}
 		if bound := g.groups.BoundCount(key); bound == 0 || bound+total(missing) < pg.Spec.MinMember {
@@ -376,7 +164,7 @@ func (g *Gang) expireLateRooms(logger klog.Logger, pg *v1alpha1.PodGroup) {
 	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
 	timeout := g.permitTimeout(pg)
 	g.clock.AfterFunc(timeout, func() {
-		if released := g.late.release(key); released > 0 {
+		if released := g.rooms.Release(key); released > 0 {
 			logger.V(2).Info("Released the room of late members that did not come", "podGroup", key, "rooms", released)
 			g.recordEvent(pg, corev1.EventTypeWarning, "LateMemberMissing", "Release",
 				fmt.Sprintf("%d late members were not created within %s of the gang's admission; released the room held for them", released, timeout))

@@ -24,12 +24,6 @@ var (
 		Help:           "Gang scheduling attempts by result: admitted, rejected, or evicted (a partly bound gang that could not complete).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
-	waitingGangs = metrics.NewGauge(&metrics.GaugeOpts{
-		Subsystem:      subsystem,
-		Name:           "gangs_waiting",
-		Help:           "Gangs with members reserved and waiting at Permit for the rest of their quorum.",
-		StabilityLevel: metrics.ALPHA,
-	})
 	preemptionToAdmission = metrics.NewHistogram(&metrics.HistogramOpts{
 		Subsystem:      subsystem,
 		Name:           "gang_preemption_to_admission_seconds",
@@ -61,12 +55,9 @@ func reportEvicted() { attemptsTotal.WithLabelValues(resultEvicted).Inc() }
 // admitted once victims were preempted for it.
 func reportAdmittedAfterPreemption(d time.Duration) { preemptionToAdmission.Observe(d.Seconds()) }
 
-// reportWaitingGangs moves the gauge of gangs waiting at Permit.
-func reportWaitingGangs(delta float64) { waitingGangs.Add(delta) }
-
 // The scheduler serves legacyregistry on its /metrics endpoint.
 func register() {
 	registerMetrics.Do(func() {
-		legacyregistry.MustRegister(admissionDuration, attemptsTotal, waitingGangs, preemptionToAdmission)
+		legacyregistry.MustRegister(admissionDuration, attemptsTotal, preemptionToAdmission)
 	})
 }

@@ -39,9 +39,9 @@ func (g *Gang) expirePartlyBound(logger klog.Logger, key types.NamespacedName, n
 	// Off the scheduling cycle, even when the deadline has passed: the
 	// eviction is API calls, and this runs in PostFilter and Unreserve.
 	deadline := lastBind.Add(g.permitTimeout(pg))
-	if g.attempts.scheduleExpiry(key) {
+	if g.attempts.ScheduleExpiry(key) {
 		g.clock.AfterFunc(max(deadline.Sub(now), 0), func() {
-			g.attempts.expiryDone(key)
+			g.attempts.ExpiryDone(key)
 			// The deadline is now; a fake clock, which runs this with
 			// its lock held, could not say.
 			g.evictIfStranded(logger, key, deadline)
@@ -91,7 +91,7 @@ func (g *Gang) strandedMembers(key types.NamespacedName, pg *v1alpha1.PodGroup) 
 			pending++
 		}
 	}
-	placed := g.attempts.placed(key, boundUIDs) + succeeded
+	placed := g.attempts.Placed(key, boundUIDs) + succeeded
 	if pending == 0 || placed >= pg.Spec.MinMember || len(bound) == 0 {
 		return nil, ""
 	}

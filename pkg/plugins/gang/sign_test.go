@@ -30,7 +30,7 @@ func oneCPU(w *st.PodWrapper) *corev1.Pod {
 	return w.Req(map[corev1.ResourceName]string{"cpu": "1"}).Obj()
 }
 
-func TestSignPodSharesASignatureOnlyWhereGangCannotTellPodsApart(t *testing.T) {
+func TestSignPodSharesASignatureOnlyWhereHeldRoomsCannotTellPodsApart(t *testing.T) {
 	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{
 		podGroup("a", 2).Obj(), podGroup("b", 2).Obj(), lateLauncherGroup("mpi"),
 		podGroup("elastic-a", 1).Elastic("worker=4", "1:4").Obj(), podGroup("elastic-b", 1).Elastic("worker=4", "1:4").Obj(),
@@ -66,7 +66,7 @@ func TestABatchCannotTakeALateMemberOutOfItsHeldRoom(t *testing.T) {
 	w0 := oneCPU(member("mpi", "w0").Label(topology.RoleLabel, "worker"))
 	f := newFixtureOn(t, three, Args{}, []*v1alpha1.PodGroup{lateLauncherGroup("mpi")}, []*corev1.Pod{w0})
 	require.True(t, f.reserveAndPermit(t, w0).IsSuccess(), "admitted with the launcher's room held")
-	room, held := f.gang.late.node(types.NamespacedName{Namespace: ns, Name: "mpi"}, "launcher")
+	room, held := f.gang.rooms.Node(types.NamespacedName{Namespace: ns, Name: "mpi"}, "launcher")
 	require.True(t, held)
 	require.Equal(t, "node-2", room, "the only node of the launcher's pool")
 
@@ -94,6 +94,6 @@ func TestABatchCannotTakeALateMemberOutOfItsHeldRoom(t *testing.T) {
 	nodeInfo, err := f.fw.SnapshotSharedLister().NodeInfos().Get(hint)
 	require.NoError(t, err)
 	status = f.fw.RunFilterPlugins(f.ctx, state, launcher, nodeInfo)
-	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code(), "Gang's Filter keeps it to its room all the same")
+	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code(), "HeldRooms' Filter keeps it to its room all the same")
 	assert.Contains(t, status.Message(), "the member's room is held on node node-2")
 }

@@ -1,6 +1,8 @@
 // Package group is what muster's scheduler plugins share about PodGroups:
-// the model of a profile's groups (one PodGroup informer, the member index,
-// each topology parsed once), and the queueing hint for PodGroup events.
+// the model of the scheduler's groups (one PodGroup informer, the member
+// index, each topology parsed once, bind times), the state the plugins
+// change (attempts, rooms held for late members), the marks they leave
+// each other in a cycle, and the queueing hints they share.
 package group
 
 import (

@@ -46,6 +46,10 @@ type Model struct {
 	// bound holds, by group, its active members bound to a node and when
 	// each was bound.
 	bound map[types.NamespacedName]map[types.UID]time.Time
+
+	// The scheduler's own state of its groups, which no API object holds.
+	attempts *Attempts
+	rooms    *Rooms
 }
 
 type parsedTopology struct {
@@ -61,8 +65,10 @@ type parsedTopology struct {
 func NewModel(podGroups schedulinglisters.PodGroupLister, pods cache.Indexer) *Model {
 	m := &Model{
 		podGroups: podGroups, pods: pods,
-		parsed: map[types.NamespacedName]parsedTopology{},
-		bound:  map[types.NamespacedName]map[types.UID]time.Time{},
+		parsed:   map[types.NamespacedName]parsedTopology{},
+		bound:    map[types.NamespacedName]map[types.UID]time.Time{},
+		attempts: NewAttempts(reportWaitingGangs),
+		rooms:    NewRooms(),
 	}
 	for _, obj := range pods.List() {
 		m.observePod(obj)
@@ -87,6 +93,7 @@ func ModelFor(ctx context.Context, handle fwk.Handle) (*Model, error) {
 	if m, ok := models[handle.SharedInformerFactory()]; ok {
 		return m, nil
 	}
+	registerMetrics()
 	podInformer, err := podIndexer(handle)
 	if err != nil {
 		return nil, err
@@ -99,7 +106,7 @@ func ModelFor(ctx context.Context, handle fwk.Handle) (*Model, error) {
 	podGroups := factory.Scheduling().V1alpha1().PodGroups()
 	m := NewModel(podGroups.Lister(), podInformer.GetIndexer())
 	m.podGroupInformer, m.podInformer = podGroups.Informer(), podInformer
-	if _, err := m.podGroupInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: m.forgetTopology}); err != nil {
+	if _, err := m.podGroupInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: m.forgetGroup}); err != nil {
 		return nil, fmt.Errorf("watching PodGroups: %w", err)
 	}
 	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -127,6 +134,13 @@ func podIndexer(handle fwk.Handle) (cache.SharedIndexInformer, error) {
 	}
 	return informer, nil
 }
+
+// Attempts is the state of each group's scheduling attempt: reservations,
+// admission, failure and backoff.
+func (m *Model) Attempts() *Attempts { return m.attempts }
+
+// Rooms is the room held for gangs' late members.
+func (m *Model) Rooms() *Rooms { return m.rooms }
 
 // OnPodGroupChange tells handler of every PodGroup event.
 func (m *Model) OnPodGroupChange(handler cache.ResourceEventHandler) error {
@@ -197,11 +211,15 @@ func parse(pg *v1alpha1.PodGroup) (*topology.Topology, error) {
 	return topo, nil
 }
 
-func (m *Model) forgetTopology(obj any) {
+// forgetGroup drops what the model keeps of a deleted PodGroup: its
+// parsed topology, its attempt and the rooms held for it.
+func (m *Model) forgetGroup(obj any) {
 	if key, ok := KeyOf(obj); ok {
 		m.mu.Lock()
 		delete(m.parsed, key)
 		m.mu.Unlock()
+		m.attempts.Forget(key)
+		m.rooms.Release(key)
 	}
 }
 
@@ -332,4 +350,24 @@ func (m *Model) ActivatePending(logger klog.Logger, activator fwk.PodActivator, 
 	if len(pending) > 0 {
 		activator.Activate(logger, pending)
 	}
+}
+
+// ElasticFulfillment returns the fulfillment score of the pod's group when
+// the pod is a member above the min of an admitted elastic group; extra is
+// false for any other pod.
+func (m *Model) ElasticFulfillment(pod *corev1.Pod) (score float64, extra bool) {
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return 0, false
+	}
+	pg := m.PodGroup(key)
+	topo, err := m.Topology(key)
+	if pg == nil || err != nil || topo == nil || topo.Elastic == nil {
+		return 0, false
+	}
+	bound := m.BoundCount(key)
+	if bound < pg.Spec.MinMember {
+		return 0, false
+	}
+	return topo.Elastic.Fulfillment(bound - (pg.Spec.MinMember - topo.Elastic.Min)), true
 }

@@ -1,8 +1,6 @@
 package group
 
 import (
-	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,30 +11,34 @@ import (
 )
 
 // LackingMembers are the unbound active members a gang needs to reach its
-// minMember, by name: what preemption makes room for. There are none when
-// the gang has too few members to reach it at all.
+// minMember: what preemption makes room for (topology.LackingMembers).
 func (m *Model) LackingMembers(key types.NamespacedName, minMember int32) []*corev1.Pod {
 	pods, err := m.Members(key)
 	if err != nil {
 		return nil
 	}
-	var bound int32
-	var unbound []*corev1.Pod
-	for _, p := range pods {
-		switch {
-		case !topology.IsActiveMember(p):
-		case p.Spec.NodeName != "":
-			bound++
-		default:
-			unbound = append(unbound, p)
+	return topology.LackingMembers(minMember, pods)
+}
+
+// WaitingForRoom lists the gangs waiting for room (topology.WaitingForRoom)
+// with their unbound members: those whose last attempt failed and that
+// the scheduler has marked so.
+func (m *Model) WaitingForRoom() map[types.NamespacedName][]*corev1.Pod {
+	waiting := map[types.NamespacedName][]*corev1.Pod{}
+	for _, key := range m.attempts.Failed() {
+		pg := m.PodGroup(key)
+		if pg == nil {
+			continue
+		}
+		members, err := m.Members(key)
+		if err != nil {
+			continue
+		}
+		if _, waits := topology.WaitingForRoom(pg.Spec.MinMember, members); waits {
+			waiting[key] = members
 		}
 	}
-	lacking := minMember - bound
-	if lacking <= 0 || int32(len(unbound)) < lacking {
-		return nil
-	}
-	slices.SortFunc(unbound, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-	return unbound[:lacking]
+	return waiting
 }
 
 // RoomMadeKey is where the preemption plugin tells Gang, in the cycle of a

@@ -1,4 +1,4 @@
-package gang
+package group
 
 import (
 	"sync"
@@ -39,10 +39,10 @@ type attempt struct {
 
 func (a *attempt) waiting() bool { return len(a.reserved) > 0 && !a.admitted }
 
-// attempts holds the attempt of every group the scheduler is working on.
+// Attempts holds the attempt of every group the scheduler is working on.
 // Its lock is never held while calling into the framework, whose queue lock
 // is held while it calls Less.
-type attempts struct {
+type Attempts struct {
 	mu      sync.Mutex
 	byGroup map[types.NamespacedName]*attempt
 	// onWaitingChange is told when a group starts or stops waiting at
@@ -50,13 +50,13 @@ type attempts struct {
 	onWaitingChange func(delta float64)
 }
 
-func newAttempts(onWaitingChange func(float64)) *attempts {
-	return &attempts{byGroup: map[types.NamespacedName]*attempt{}, onWaitingChange: onWaitingChange}
+func NewAttempts(onWaitingChange func(float64)) *Attempts {
+	return &Attempts{byGroup: map[types.NamespacedName]*attempt{}, onWaitingChange: onWaitingChange}
 }
 
 // update runs change on the group's attempt, creating it when needed, and
 // keeps the waiting gauge in step.
-func (s *attempts) update(key types.NamespacedName, change func(*attempt)) {
+func (s *Attempts) update(key types.NamespacedName, change func(*attempt)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.byGroup[key]
@@ -76,7 +76,7 @@ func (s *attempts) update(key types.NamespacedName, change func(*attempt)) {
 
 // read runs view on the group's attempt; a group without one reads as a
 // fresh attempt.
-func (s *attempts) read(key types.NamespacedName, view func(*attempt)) {
+func (s *Attempts) read(key types.NamespacedName, view func(*attempt)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a := s.byGroup[key]; a != nil {
@@ -86,8 +86,8 @@ func (s *attempts) read(key types.NamespacedName, view func(*attempt)) {
 	view(&attempt{})
 }
 
-// seen records that a member passed PreEnqueue.
-func (s *attempts) seen(key types.NamespacedName, now time.Time) {
+// Seen records that a member passed PreEnqueue.
+func (s *Attempts) Seen(key types.NamespacedName, now time.Time) {
 	s.update(key, func(a *attempt) {
 		if a.firstSeen.IsZero() {
 			a.firstSeen = now
@@ -95,24 +95,26 @@ func (s *attempts) seen(key types.NamespacedName, now time.Time) {
 	})
 }
 
-func (s *attempts) reserve(key types.NamespacedName, uid types.UID) {
+// Reserve records that a member holds a reservation.
+func (s *Attempts) Reserve(key types.NamespacedName, uid types.UID) {
 	s.update(key, func(a *attempt) { a.reserved.Insert(uid) })
 }
 
-func (s *attempts) unreserve(key types.NamespacedName, uid types.UID) {
+// Unreserve records that a member gave its reservation up.
+func (s *Attempts) Unreserve(key types.NamespacedName, uid types.UID) {
 	s.update(key, func(a *attempt) { a.reserved.Delete(uid) })
 }
 
-// placed counts the members that are bound or hold a reservation.
-func (s *attempts) placed(key types.NamespacedName, bound sets.Set[types.UID]) int32 {
+// Placed counts the members that are bound or hold a reservation.
+func (s *Attempts) Placed(key types.NamespacedName, bound sets.Set[types.UID]) int32 {
 	var n int
 	s.read(key, func(a *attempt) { n = bound.Union(a.reserved).Len() })
 	return int32(n)
 }
 
-// scheduleExpiry records that a check of the group's deadline is pending;
+// ScheduleExpiry records that a check of the group's deadline is pending;
 // false when one already is.
-func (s *attempts) scheduleExpiry(key types.NamespacedName) (scheduled bool) {
+func (s *Attempts) ScheduleExpiry(key types.NamespacedName) (scheduled bool) {
 	s.update(key, func(a *attempt) {
 		scheduled = !a.expiryScheduled
 		a.expiryScheduled = true
@@ -120,15 +122,15 @@ func (s *attempts) scheduleExpiry(key types.NamespacedName) (scheduled bool) {
 	return scheduled
 }
 
-// expiryDone records that the pending check ran.
-func (s *attempts) expiryDone(key types.NamespacedName) {
+// ExpiryDone records that the pending check ran.
+func (s *Attempts) ExpiryDone(key types.NamespacedName) {
 	s.update(key, func(a *attempt) { a.expiryScheduled = false })
 }
 
-// admit marks the group admitted. It returns the members waiting at Permit
+// Admit marks the group admitted. It returns the members waiting at Permit
 // and, the first time only, how long admission took since firstSeen (0 when
 // no member was seen passing PreEnqueue, as after a scheduler restart).
-func (s *attempts) admit(key types.NamespacedName, now time.Time) (waiting []types.UID, latency time.Duration, first bool) {
+func (s *Attempts) Admit(key types.NamespacedName, now time.Time) (waiting []types.UID, latency time.Duration, first bool) {
 	s.update(key, func(a *attempt) {
 		waiting = a.reserved.UnsortedList()
 		if a.admitted {
@@ -143,15 +145,15 @@ func (s *attempts) admit(key types.NamespacedName, now time.Time) (waiting []typ
 	return waiting, latency, first
 }
 
-// begin records that a member entered a scheduling cycle.
-func (s *attempts) begin(key types.NamespacedName) {
+// Begin records that a member entered a scheduling cycle.
+func (s *Attempts) Begin(key types.NamespacedName) {
 	s.update(key, func(a *attempt) { a.inProgress = true })
 }
 
-// fail ends the group's attempt: it returns the members still holding a
+// Fail ends the group's attempt: it returns the members still holding a
 // reservation, to be rejected, and whether this call ended the attempt
 // (false when a sibling's failure already did).
-func (s *attempts) fail(key types.NamespacedName, now time.Time, backoff time.Duration) (reserved []types.UID, first bool) {
+func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Duration) (reserved []types.UID, first bool) {
 	s.update(key, func(a *attempt) {
 		reserved = a.reserved.UnsortedList()
 		if !a.inProgress {
@@ -164,38 +166,38 @@ func (s *attempts) fail(key types.NamespacedName, now time.Time, backoff time.Du
 	return reserved, first
 }
 
-// isAdmitted reports whether the group reached quorum in this attempt.
-func (s *attempts) isAdmitted(key types.NamespacedName) bool {
+// IsAdmitted reports whether the group reached quorum in this attempt.
+func (s *Attempts) IsAdmitted(key types.NamespacedName) bool {
 	var admitted bool
 	s.read(key, func(a *attempt) { admitted = a.admitted })
 	return admitted
 }
 
-// isWaiting reports whether members of the group wait at Permit for the
+// IsWaiting reports whether members of the group wait at Permit for the
 // rest of their quorum.
-func (s *attempts) isWaiting(key types.NamespacedName) bool {
+func (s *Attempts) IsWaiting(key types.NamespacedName) bool {
 	var waiting bool
 	s.read(key, func(a *attempt) { waiting = a.waiting() })
 	return waiting
 }
 
-// preempted records that victims were preempted for the group.
-func (s *attempts) preempted(key types.NamespacedName, now time.Time) {
+// Preempted records that victims were preempted for the group.
+func (s *Attempts) Preempted(key types.NamespacedName, now time.Time) {
 	s.update(key, func(a *attempt) { a.preemptedAt = now })
 }
 
-// takePreempted returns when victims were last preempted for the group,
+// TakePreempted returns when victims were last preempted for the group,
 // or zero, and forgets it: the group is admitted.
-func (s *attempts) takePreempted(key types.NamespacedName) time.Time {
+func (s *Attempts) TakePreempted(key types.NamespacedName) time.Time {
 	var at time.Time
 	s.update(key, func(a *attempt) { at, a.preemptedAt = a.preemptedAt, time.Time{} })
 	return at
 }
 
-// shortenBackoff lets the group be tried again at most after past its
+// ShortenBackoff lets the group be tried again at most after past its
 // failure, which still orders it in the queue; it returns the new end of
 // its backoff, and whether this call moved it.
-func (s *attempts) shortenBackoff(key types.NamespacedName, after time.Duration) (until time.Time, shortened bool) {
+func (s *Attempts) ShortenBackoff(key types.NamespacedName, after time.Duration) (until time.Time, shortened bool) {
 	s.update(key, func(a *attempt) {
 		if end := a.failedAt.Add(after); end.Before(a.backoffUntil) {
 			a.backoffUntil, shortened = end, true
@@ -205,36 +207,37 @@ func (s *attempts) shortenBackoff(key types.NamespacedName, after time.Duration)
 	return until, shortened
 }
 
-// backoffUntil is when the group may be tried again.
-func (s *attempts) backoffUntil(key types.NamespacedName) time.Time {
+// BackoffUntil is when the group may be tried again.
+func (s *Attempts) BackoffUntil(key types.NamespacedName) time.Time {
 	var until time.Time
 	s.read(key, func(a *attempt) { until = a.backoffUntil })
 	return until
 }
 
-// failedAt is when the group's last attempt failed.
-func (s *attempts) failedAt(key types.NamespacedName) time.Time {
+// FailedAt is when the group's last attempt failed.
+func (s *Attempts) FailedAt(key types.NamespacedName) time.Time {
 	var at time.Time
 	s.read(key, func(a *attempt) { at = a.failedAt })
 	return at
 }
 
-// failedSince lists the groups whose last attempt failed after since.
-func (s *attempts) failedSince(since time.Time) []types.NamespacedName {
+// Failed lists the groups whose last attempt failed: the scheduler found
+// no room for a member and the group has not been admitted since.
+func (s *Attempts) Failed() []types.NamespacedName {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var keys []types.NamespacedName
 	for key, a := range s.byGroup {
-		if !a.admitted && a.failedAt.After(since) {
+		if !a.admitted && !a.failedAt.IsZero() {
 			keys = append(keys, key)
 		}
 	}
 	return keys
 }
 
-// forgetReservation drops a member's reservation once the informer shows
+// ForgetReservation drops a member's reservation once the informer shows
 // it bound, or gone.
-func (s *attempts) forgetReservation(key types.NamespacedName, uid types.UID) {
+func (s *Attempts) ForgetReservation(key types.NamespacedName, uid types.UID) {
 	s.mu.Lock()
 	a := s.byGroup[key]
 	reserved := a != nil && a.reserved.Has(uid)
@@ -244,8 +247,8 @@ func (s *attempts) forgetReservation(key types.NamespacedName, uid types.UID) {
 	}
 }
 
-// forget drops the group's attempt, when the group has no members left.
-func (s *attempts) forget(key types.NamespacedName) {
+// Forget drops the group's attempt, when the group has no members left.
+func (s *Attempts) Forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a := s.byGroup[key]; a != nil {

@@ -1,0 +1,197 @@
+// Package heldrooms implements the HeldRooms scheduler plugin, which keeps
+// room that gangs need from pods that would take it:
+//
+//   - the room held for a gang's late member (group.Rooms, held by Gang at
+//     admission) is that member's: PreFilter pins the member to it, Filter
+//     keeps every other pod out, Reserve hands it to the member and
+//     Unreserve gives it back when the member fails to bind;
+//   - an elastic group's members above its min take only room no gang
+//     waiting for its min (topology.WaitingForRoom) could use.
+package heldrooms
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/resources"
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// Name is the plugin's name in the registry and in scheduler configurations.
+const Name = "HeldRooms"
+
+var (
+	_ fwk.PreFilterPlugin   = &HeldRooms{}
+	_ fwk.FilterPlugin      = &HeldRooms{}
+	_ fwk.ReservePlugin     = &HeldRooms{}
+	_ fwk.EnqueueExtensions = &HeldRooms{}
+)
+
+// HeldRooms keeps held room for the gangs it is held for.
+type HeldRooms struct {
+	groups *group.Model
+}
+
+// New builds the plugin from the framework's handle; it takes no args.
+func New(ctx context.Context, _ runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
+	groups, err := group.ModelFor(ctx, handle)
+	if err != nil {
+		return nil, err
+	}
+	return NewWithModel(groups), nil
+}
+
+// NewWithModel builds the plugin over a group model; Gang's unit tests run
+// it beside Gang this way.
+func NewWithModel(groups *group.Model) *HeldRooms {
+	return &HeldRooms{groups: groups}
+}
+
+// Name returns the plugin's name.
+func (h *HeldRooms) Name() string { return Name }
+
+// pinnedKey is where PreFilter leaves, for Filter, the node of the room
+// held for the cycle's late member.
+const pinnedKey fwk.StateKey = Name + "/pinned"
+
+type pinned string
+
+func (p pinned) Clone() fwk.StateData { return p }
+
+// elasticHoldKey is where PreFilter leaves, for Filter, the gangs an
+// elastic group's member above its min leaves room to.
+const elasticHoldKey fwk.StateKey = Name + "/elastic-hold"
+
+// elasticHold is the unbound members, by gang, of the gangs of the pod's
+// priority or higher that wait for room.
+type elasticHold map[types.NamespacedName][]*corev1.Pod
+
+func (e elasticHold) Clone() fwk.StateData { return e }
+
+// PreFilter sends a late member to the room held for it and, for a member
+// above an admitted elastic group's min, notes the gangs waiting for room,
+// once per cycle.
+func (h *HeldRooms) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		// Filter still keeps it out of held rooms.
+		return nil, nil
+	}
+	if role, ok := topology.RoleOf(pod); ok {
+		if node, held := h.groups.Rooms().Node(key, role); held {
+			state.Write(pinnedKey, pinned(node))
+			return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
+		}
+	}
+	if _, extra := h.groups.ElasticFulfillment(pod); extra {
+		if hold := h.waitingGangs(corev1helpers.PodPriority(pod)); len(hold) > 0 {
+			state.Write(elasticHoldKey, hold)
+		}
+	}
+	return nil, nil
+}
+
+// waitingGangs returns the unbound members of the gangs waiting for room
+// whose members are of the given priority or higher.
+func (h *HeldRooms) waitingGangs(priority int32) elasticHold {
+	hold := elasticHold{}
+	for key, members := range h.groups.WaitingForRoom() {
+		for _, member := range members {
+			if member.Spec.NodeName == "" && topology.IsActiveMember(member) && corev1helpers.PodPriority(member) >= priority {
+				hold[key] = append(hold[key], member)
+			}
+		}
+	}
+	return hold
+}
+
+// PreFilterExtensions returns nil: the cycle's state does not depend on
+// other pods being added or removed.
+func (h *HeldRooms) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter keeps a late member to the room held for it, every other pod out
+// of the room held on a node for another gang's late members, and an
+// elastic group's members above its min off a node a gang waiting for its
+// min could use.
+func (h *HeldRooms) Filter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	node := nodeInfo.Node()
+	// PreFilter's result already says so, but a nominated node or a batch's
+	// node hint is tried before, and without, that result.
+	if data, err := state.Read(pinnedKey); err == nil && string(data.(pinned)) != node.Name {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("the member's room is held on node %s", data.(pinned)))
+	}
+	if waiting, ok := gangWaitingOn(state, node); ok {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
+			"room on the node is kept for gang %s, which waits for its min: members above an elastic group's min take only room no gang needs", waiting))
+	}
+	key, _ := topology.GroupOf(pod)
+	role, _ := topology.RoleOf(pod)
+	held, groups := h.groups.Rooms().HeldOn(node.Name, key, role)
+	if held == nil || resources.FitsBeside(resources.OfPod(pod), held, nodeInfo) {
+		return nil
+	}
+	return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("room on the node is held for the members %v will create later", groups))
+}
+
+// gangWaitingOn finds a gang of the cycle's hold with an unbound member
+// that could run on the node: the elastic group's member leaves it the
+// room there. A gang whose members fit on no such node, however empty,
+// keeps no room.
+func gangWaitingOn(state fwk.CycleState, node *corev1.Node) (types.NamespacedName, bool) {
+	data, err := state.Read(elasticHoldKey)
+	if err != nil {
+		return types.NamespacedName{}, false
+	}
+	for key, members := range data.(elasticHold) {
+		for _, member := range members {
+			if topology.MayRunOn(member, node) && resources.Fits(resources.OfPod(member), node.Status.Allocatable) {
+				return key, true
+			}
+		}
+	}
+	return types.NamespacedName{}, false
+}
+
+// takenKey is where Reserve leaves, for Unreserve, the room its late
+// member took.
+const takenKey fwk.StateKey = Name + "/taken"
+
+type taken struct{ room *group.Room }
+
+func (t taken) Clone() fwk.StateData { return t }
+
+// Reserve hands a late member the room held for it.
+func (h *HeldRooms) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return nil
+	}
+	if role, ok := topology.RoleOf(pod); ok {
+		if room := h.groups.Rooms().Take(key, role); room != nil {
+			state.Write(takenKey, taken{room: room})
+		}
+	}
+	return nil
+}
+
+// Unreserve gives a late member's room back when the member fails to bind
+// and its gang is still admitted: the member retries into it. A gang torn
+// down has released its rooms.
+func (h *HeldRooms) Unreserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) {
+	data, err := state.Read(takenKey)
+	if err != nil {
+		return
+	}
+	room := data.(taken).room
+	if h.groups.Attempts().IsAdmitted(room.Group) {
+		h.groups.Rooms().Add(room)
+	}
+}

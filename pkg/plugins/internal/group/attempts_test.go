@@ -1,0 +1,27 @@
+package group
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestWaitingGaugeFollowsTheGroups(t *testing.T) {
+	var waiting float64
+	s := NewAttempts(func(d float64) { waiting += d })
+	a := types.NamespacedName{Namespace: "team-a", Name: "a"}
+	b := types.NamespacedName{Namespace: "team-a", Name: "b"}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.Reserve(a, "a0")
+	s.Reserve(a, "a1")
+	s.Reserve(b, "b0")
+	assert.Equal(t, 2.0, waiting, "two gangs wait")
+	s.Admit(a, now)
+	assert.Equal(t, 1.0, waiting, "an admitted gang no longer waits")
+	s.Begin(b)
+	s.Fail(b, now, 0)
+	s.Unreserve(b, "b0")
+	assert.Equal(t, 0.0, waiting)
+}

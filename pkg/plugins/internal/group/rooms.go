@@ -1,0 +1,158 @@
+package group
+
+import (
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/muster-dev/muster/pkg/resources"
+)
+
+// Room is room held on a node for a member of a gang that its owner
+// creates only after others are Ready, such as mpi-operator's launcher
+// under WaitForWorkersReady: Gang admits the gang with it, and HeldRooms
+// binds the member into it when it comes and keeps every other pod out.
+type Room struct {
+	Group   types.NamespacedName
+	Role    string
+	Node    string
+	Request corev1.ResourceList
+}
+
+// Rooms holds the rooms of every gang. The Filter of every pod reads it,
+// so an empty one costs a map lookup.
+type Rooms struct {
+	mu      sync.RWMutex
+	byNode  map[string][]*Room
+	byGroup map[types.NamespacedName][]*Room
+	// unchecked holds groups whose bound members the scheduler found
+	// without having bound them, as after a restart: their rooms, held in
+	// memory, may have to be held again.
+	unchecked sets.Set[types.NamespacedName]
+}
+
+// NewRooms returns an empty set of rooms.
+func NewRooms() *Rooms {
+	return &Rooms{byNode: map[string][]*Room{}, byGroup: map[types.NamespacedName][]*Room{}, unchecked: sets.New[types.NamespacedName]()}
+}
+
+// Check marks a group whose rooms may have to be held again.
+func (l *Rooms) Check(key types.NamespacedName) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.unchecked.Insert(key)
+}
+
+// ToCheck returns, and forgets, the groups marked by Check. Every
+// PreFilter asks, so the common answer, none, takes only a read lock.
+func (l *Rooms) ToCheck() []types.NamespacedName {
+	l.mu.RLock()
+	none := l.unchecked.Len() == 0
+	l.mu.RUnlock()
+	if none {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keys := l.unchecked.UnsortedList()
+	l.unchecked.Clear()
+	return keys
+}
+
+// Add holds a room.
+func (l *Rooms) Add(r *Room) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.byNode[r.Node] = append(l.byNode[r.Node], r)
+	l.byGroup[r.Group] = append(l.byGroup[r.Group], r)
+}
+
+// Count returns how many rooms the group holds for role, or for every role
+// when role is "".
+func (l *Rooms) Count(key types.NamespacedName, role string) int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int32
+	for _, r := range l.byGroup[key] {
+		if role == "" || r.Role == role {
+			n++
+		}
+	}
+	return n
+}
+
+// Node returns the node of a room the group holds for role.
+func (l *Rooms) Node(key types.NamespacedName, role string) (string, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, r := range l.byGroup[key] {
+		if r.Role == role {
+			return r.Node, true
+		}
+	}
+	return "", false
+}
+
+// Take removes one room the group holds for role, as its member is
+// placed, and returns it; nil when the group holds none for role.
+func (l *Rooms) Take(key types.NamespacedName, role string) *Room {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := slices.IndexFunc(l.byGroup[key], func(r *Room) bool { return r.Role == role })
+	if i < 0 {
+		return nil
+	}
+	r := l.byGroup[key][i]
+	l.removeUnlocked(r)
+	return r
+}
+
+// Release removes every room of the group and returns how many there were.
+func (l *Rooms) Release(key types.NamespacedName) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rooms := slices.Clone(l.byGroup[key])
+	for _, r := range rooms {
+		l.removeUnlocked(r)
+	}
+	return len(rooms)
+}
+
+func (l *Rooms) removeUnlocked(r *Room) {
+	remove := func(rooms []*Room) []*Room {
+		return slices.DeleteFunc(rooms, func(other *Room) bool { return other == r })
+	}
+	if l.byNode[r.Node] = remove(l.byNode[r.Node]); len(l.byNode[r.Node]) == 0 {
+		delete(l.byNode, r.Node)
+	}
+	if l.byGroup[r.Group] = remove(l.byGroup[r.Group]); len(l.byGroup[r.Group]) == 0 {
+		delete(l.byGroup, r.Group)
+	}
+}
+
+// HeldOn sums the rooms held on a node, but those of the given group and
+// role, which its own member may use, and names the groups holding them;
+// nil when the node holds none.
+func (l *Rooms) HeldOn(node string, except types.NamespacedName, exceptRole string) (corev1.ResourceList, []types.NamespacedName) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	rooms := l.byNode[node]
+	if len(rooms) == 0 {
+		return nil, nil
+	}
+	held := corev1.ResourceList{}
+	var groups []types.NamespacedName
+	for _, r := range rooms {
+		if r.Group == except && r.Role == exceptRole {
+			continue
+		}
+		held = resources.Add(held, r.Request, 1)
+		if !slices.Contains(groups, r.Group) {
+			groups = append(groups, r.Group)
+		}
+	}
+	return held, groups
+}
