@@ -17,6 +17,7 @@ var profileParts = []struct{ name, prefix string }{
 	{"muster, all (`github.com/muster-dev/muster/pkg/...`)", musterPrefix},
 	{"muster Gang plugin", "github.com/muster-dev/muster/pkg/plugins/gang."},
 	{"muster GangPreemption plugin", "github.com/muster-dev/muster/pkg/plugins/gangpreemption."},
+	{"muster HeldRooms plugin", "github.com/muster-dev/muster/pkg/plugins/heldrooms."},
 	{"muster LaunchOrder plugin", "github.com/muster-dev/muster/pkg/plugins/launchorder."},
 	{"muster's PodGroup and member index (`plugins/internal/group`)", "github.com/muster-dev/muster/pkg/plugins/internal/group."},
 	{"kube-scheduler, all (`k8s.io/kubernetes/pkg/scheduler`)", schedulerPrefix},

@@ -137,6 +137,9 @@ func (r *StatusReconciler) updateStatus(ctx context.Context, pg *v1alpha1.PodGro
 	previous := pg.Status.Phase
 	pg.Status = status
 	if err := r.Client.Status().Update(ctx, pg); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
 		return fmt.Errorf("updating the status of PodGroup %s/%s: %w", pg.Namespace, pg.Name, err)
 	}
 	// A new group starts Pending; only a change from a phase is news.
@@ -175,6 +178,11 @@ func (r *StatusReconciler) markMember(ctx context.Context, pod *corev1.Pod, mess
 		return false, nil
 	}
 	if err := r.Client.Status().Update(ctx, pod); err != nil {
+		// A member deleted since it was listed needs no condition; its
+		// deletion reconciles the group again.
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
 		return false, fmt.Errorf("updating the PodScheduled condition of %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	if message != "" {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -14,6 +15,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -82,4 +84,24 @@ func TestReconcileWithoutPodGroup(t *testing.T) {
 	cond := condition(t, c, "a")
 	require.NotNil(t, cond)
 	assert.Equal(t, topology.WaitingForPodGroupMessage(types.NamespacedName{Namespace: ns, Name: "job"}), cond.Message)
+}
+
+func TestReconcileOfAMemberDeletedWhileItWaitsIsNoError(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	// The member is listed from the cache, then deleted before its
+	// condition is written.
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(podGroup(3, v1alpha1.PodGroupStatus{}), member("a").Obj()).
+		WithStatusSubresource(&v1alpha1.PodGroup{}, &corev1.Pod{}).
+		WithIndex(&corev1.Pod{}, groupField, podGroupIndex).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if _, ok := obj.(*corev1.Pod); ok {
+				return apierrors.NewNotFound(corev1.Resource("pods"), obj.GetName())
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		}}).Build()
+	r := &StatusReconciler{Client: c, Recorder: record.NewFakeRecorder(100), Clock: testingclock.NewFakeClock(epoch.Time)}
+	_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "job"}})
+	assert.NoError(t, err, "a member that is gone needs no condition")
 }

@@ -47,9 +47,12 @@ func countMembers(pods []corev1.Pod) census {
 // desiredStatus is the PodGroup's status as its members show it. The
 // phases are scheduler-plugins' own:
 //
-//	Pending     fewer than minMember members are bound
-//	Scheduling  minMember members are bound, fewer than minMember run
-//	Running     minMember members run
+//	Pending     fewer than minMember members are bound or have succeeded
+//	Scheduling  minMember members are bound or have succeeded, fewer
+//	            run or have succeeded
+//	Running     minMember members run or have succeeded, as
+//	            scheduler-plugins' controller counts them: a gang whose
+//	            members finish at different times is still running
 //	Finished    minMember members succeeded
 //	Failed      a member failed before minMember succeeded
 //
@@ -64,9 +67,9 @@ func desiredStatus(pg *v1alpha1.PodGroup, c census, now metav1.Time) v1alpha1.Po
 		status.Phase = v1alpha1.PodGroupFinished
 	case c.failed > 0:
 		status.Phase = v1alpha1.PodGroupFailed
-	case c.running >= min:
+	case c.running+c.succeeded >= min:
 		status.Phase = v1alpha1.PodGroupRunning
-	case c.scheduled >= min:
+	case c.scheduled+c.succeeded >= min:
 		status.Phase = v1alpha1.PodGroupScheduling
 	default:
 		status.Phase = v1alpha1.PodGroupPending

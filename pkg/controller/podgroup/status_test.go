@@ -73,6 +73,20 @@ func TestDesiredStatus(t *testing.T) {
 			want:    v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupRunning, Running: 2, ScheduleStartTime: earlier},
 		},
 		{
+			// The report: 2 scheduled, 2 running, 1 succeeded of minMember 3.
+			name: "members finishing at different times: still running",
+			pg:   podGroup(3, v1alpha1.PodGroupStatus{ScheduleStartTime: earlier}),
+			members: pods(member("a").Node("n").Phase(corev1.PodRunning), member("b").Node("n").Phase(corev1.PodRunning),
+				member("c").Node("n").Phase(corev1.PodSucceeded)),
+			want: v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupRunning, Running: 2, Succeeded: 1, ScheduleStartTime: earlier},
+		},
+		{
+			name:    "one bound, one succeeded, none running: scheduling",
+			pg:      podGroup(2, v1alpha1.PodGroupStatus{ScheduleStartTime: earlier}),
+			members: pods(member("a").Node("n"), member("b").Node("n").Phase(corev1.PodSucceeded)),
+			want:    v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupScheduling, Succeeded: 1, ScheduleStartTime: earlier},
+		},
+		{
 			name:    "finished",
 			pg:      podGroup(2, v1alpha1.PodGroupStatus{ScheduleStartTime: earlier}),
 			members: pods(member("a").Node("n").Phase(corev1.PodSucceeded), member("b").Node("n").Phase(corev1.PodSucceeded)),
