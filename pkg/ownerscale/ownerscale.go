@@ -61,10 +61,11 @@ func Of(ctx context.Context, c client.Client, reader client.Reader, namespace st
 		return &Scale{object: object, scale: scale, Replicas: int32(replicas)}, nil
 	case meta.IsNoMatchError(err):
 		return nil, nil
-	case !apierrors.IsNotFound(err) && !apierrors.IsMethodNotSupported(err):
+	case !apierrors.IsNotFound(err) && !apierrors.IsMethodNotSupported(err) && !apierrors.IsForbidden(err):
 		return nil, fmt.Errorf("reading the scale of %s %s/%s: %w", ref.Kind, namespace, ref.Name, err)
 	}
-	// No scale subresource, or no such owner.
+	// No scale subresource, no such owner, or a kind muster is not granted
+	// the scale of (its RBAC lists the kinds it scales).
 	path, known := topology.RoleReplicasPath(ref.APIVersion, ref.Kind, topology.ElasticRole)
 	if !known {
 		return nil, nil

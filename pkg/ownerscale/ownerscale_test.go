@@ -34,9 +34,10 @@ func TestAnOwnerWithoutAScaleIsScaledInItsWorkerReplicas(t *testing.T) {
 	job.SetGroupVersionKind(mpiJobGVK)
 	job.SetNamespace(ns)
 	job.SetName("hvd")
-	// The API server answers 404 for a kind without a scale subresource.
+	// muster's RBAC does not grant mpijobs/scale: the API server answers
+	// 403 (it would answer 404 for a kind without a scale subresource).
 	noScale := interceptor.Funcs{SubResourceGet: func(_ context.Context, _ client.Client, sub string, obj client.Object, _ client.Object, _ ...client.SubResourceGetOption) error {
-		return apierrors.NewNotFound(schema.GroupResource{Group: obj.GetObjectKind().GroupVersionKind().Group, Resource: "mpijobs/" + sub}, obj.GetName())
+		return apierrors.NewForbidden(schema.GroupResource{Group: obj.GetObjectKind().GroupVersionKind().Group, Resource: "mpijobs/" + sub}, obj.GetName(), nil)
 	}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(job).WithInterceptorFuncs(noScale).Build()
 	ref := &metav1.OwnerReference{APIVersion: "kubeflow.org/v2beta1", Kind: "MPIJob", Name: "hvd", Controller: new(bool)}
