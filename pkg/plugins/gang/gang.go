@@ -105,6 +105,9 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	if pg == nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key))
 	}
+	if status := g.heldElsewhere(pod); status != nil {
+		return status
+	}
 	// Members their owner creates only later count: room is held for them.
 	if active := g.members(key).active + total(g.missingLate(key)); active < pg.Spec.MinMember {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForMembersMessage(key, active, pg.Spec.MinMember))
@@ -229,6 +232,11 @@ func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.
 	if pg == nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key))
 	}
+	// Checked again here: a pod that passed PreEnqueue before its twin was
+	// seen must not be placed beside it.
+	if status := g.heldElsewhere(pod); status != nil {
+		return nil, status
+	}
 	if status := g.backoffStatus(key); status != nil {
 		return nil, status
 	}
@@ -263,6 +271,10 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 	}
 	if g.hasQuorum(key, pg) {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	// A member whose place another holds fails alone; its gang goes on.
+	if status := g.heldElsewhere(pod); status != nil {
+		return nil, status
 	}
 	// Turned away at PreFilter: the attempt already failed.
 	if status := g.backoffStatus(key); status != nil {
@@ -394,6 +406,17 @@ func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1
 		g.clock.AfterFunc(backoff, func() { g.activate(klog.FromContext(ctx), key) })
 	}
 	g.recordEvent(pg, corev1.EventTypeWarning, "GangRejected", "Rejected", note)
+}
+
+// heldElsewhere turns a member away while another member holds its role
+// and index (group.HolderOf), telling it once with an event.
+func (g *Gang) heldElsewhere(pod *corev1.Pod) *fwk.Status {
+	holder, held := g.groups.HolderOf(pod)
+	if !held {
+		return nil
+	}
+	g.groups.TellHeld(g.handle, pod, holder)
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, group.HeldByMessage(pod, holder))
 }
 
 // backoffStatus rejects a member while its group backs off, or returns nil.

@@ -931,3 +931,37 @@ func TestLessOrdersAnEntityThatIsNotOnePodByPriorityThenQueueTime(t *testing.T) 
 		assert.Equal(t, !tt.first, f.gang.Less(tt.b, tt.a), tt.name+": the order must be strict")
 	}
 }
+
+func TestAMemberWhosePlaceAnotherHoldsWaits(t *testing.T) {
+	pg := podGroup("job", 2).Obj()
+	pg.Annotations = map[string]string{topology.RolesAnnotation: "worker=2"}
+	worker := func(name string, index int, created time.Time) *st.PodWrapper {
+		return member("job", name).Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, fmt.Sprint(index)).CreationTimestamp(metav1.NewTime(created))
+	}
+	// Two pods of worker 0 created in the same instant, as a burst of
+	// creates lets through muster-controller's webhook.
+	first, twin := worker("a-worker-0", 0, epoch).Obj(), worker("b-worker-0", 0, epoch).Obj()
+	w1 := worker("worker-1", 1, epoch).Obj()
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, []*corev1.Pod{first, twin, w1})
+
+	assert.Nil(t, f.gang.PreEnqueue(f.ctx, first), "the first by name holds worker 0")
+	assert.Nil(t, f.gang.PreEnqueue(f.ctx, w1))
+	status := f.gang.PreEnqueue(f.ctx, twin)
+	require.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
+	assert.Contains(t, status.Message(), "pod a-worker-0 has the same role (worker) and index in group job and holds them")
+	_, status = f.gang.PreFilter(f.ctx, framework.NewCycleState(), twin, nil)
+	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code(), "a twin that got into the queue first is turned away in its cycle")
+	assert.Equal(t, []string{"Warning DuplicateMember " + group.HeldByMessage(twin, first)}, f.drainEvents(), "told once")
+
+	// The twin got reserved before the first was seen: it holds the place.
+	f.gang.attempts.Reserve(types.NamespacedName{Namespace: ns, Name: "job"}, twin.UID)
+	assert.Nil(t, f.gang.PreEnqueue(f.ctx, twin))
+	assert.Equal(t, fwk.UnschedulableAndUnresolvable, f.gang.PreEnqueue(f.ctx, first).Code(), "a reserved twin holds worker 0")
+
+	// The holder finishes: its place is free.
+	f.gang.attempts.Unreserve(types.NamespacedName{Namespace: ns, Name: "job"}, twin.UID)
+	finished := first.DeepCopy()
+	finished.Status.Phase = corev1.PodSucceeded
+	require.NoError(t, f.pods.Update(finished))
+	assert.Nil(t, f.gang.PreEnqueue(f.ctx, twin), "a finished member holds nothing")
+}

@@ -105,6 +105,13 @@ func (s *Attempts) Unreserve(key types.NamespacedName, uid types.UID) {
 	s.update(key, func(a *attempt) { a.reserved.Delete(uid) })
 }
 
+// IsReserved reports whether a member holds a reservation.
+func (s *Attempts) IsReserved(key types.NamespacedName, uid types.UID) bool {
+	var reserved bool
+	s.read(key, func(a *attempt) { reserved = a.reserved.Has(uid) })
+	return reserved
+}
+
 // Placed counts the members that are bound or hold a reservation.
 func (s *Attempts) Placed(key types.NamespacedName, bound sets.Set[types.UID]) int32 {
 	var n int

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -50,6 +51,7 @@ type Model struct {
 	// The scheduler's own state of its groups, which no API object holds.
 	attempts *Attempts
 	rooms    *Rooms
+	heldTold told
 }
 
 type parsedTopology struct {
@@ -69,6 +71,7 @@ func NewModel(podGroups schedulinglisters.PodGroupLister, pods cache.Indexer) *M
 		bound:    map[types.NamespacedName]map[types.UID]time.Time{},
 		attempts: NewAttempts(reportWaitingGangs),
 		rooms:    NewRooms(),
+		heldTold: told{pods: sets.New[types.UID]()},
 	}
 	for _, obj := range pods.List() {
 		m.observePod(obj)
@@ -311,6 +314,7 @@ func (m *Model) forgetPod(obj any) {
 		m.mu.Lock()
 		m.dropBound(key, pod.UID)
 		m.mu.Unlock()
+		m.heldTold.forget(pod.UID)
 	}
 }
 
