@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/pkg/webhooks"
 )
 
@@ -137,6 +139,79 @@ func TestExamplesDecode(t *testing.T) {
 					t.Errorf("%s: PodGroup %s would be refused: %v", path, pg.Name, errs.ToAggregate())
 				}
 			}
+		}
+	}
+}
+
+// webhookConfigurations decodes the webhook configurations.
+func webhookConfigurations(t *testing.T) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	t.Helper()
+	objs, err := Objects(WebhookConfigurations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mutating *admissionregistrationv1.MutatingWebhookConfiguration
+	var validating *admissionregistrationv1.ValidatingWebhookConfiguration
+	for _, obj := range objs {
+		switch obj := obj.(type) {
+		case *admissionregistrationv1.MutatingWebhookConfiguration:
+			mutating = obj
+		case *admissionregistrationv1.ValidatingWebhookConfiguration:
+			validating = obj
+		}
+	}
+	if mutating == nil || validating == nil {
+		t.Fatalf("webhook-configurations.yaml holds %d objects, want a mutating and a validating configuration", len(objs))
+	}
+	return mutating, validating
+}
+
+// TestEveryPodWebhookIsForMustersPodsOnly: no pod of another scheduler is
+// ever sent to muster-controller, whatever its labels, so its outage
+// reaches no other pod.
+func TestEveryPodWebhookIsForMustersPodsOnly(t *testing.T) {
+	mutating, validating := webhookConfigurations(t)
+	conditions := map[string][]admissionregistrationv1.MatchCondition{}
+	for _, w := range mutating.Webhooks {
+		conditions[w.Name] = w.MatchConditions
+	}
+	for _, w := range validating.Webhooks {
+		if w.Rules[0].Resources[0] == "pods" {
+			conditions[w.Name] = w.MatchConditions
+		}
+	}
+	if len(conditions) != 3 {
+		t.Fatalf("pod webhooks: %v, want pods, jobset-pods and pod-updates", conditions)
+	}
+	want := "object.spec.schedulerName in ['muster-scheduler']"
+	for name, conds := range conditions {
+		if len(conds) == 0 || conds[0].Name != "scheduled-by-muster" || conds[0].Expression != want {
+			t.Errorf("webhook %s: first matchCondition = %v, want scheduled-by-muster: %s", name, conds, want)
+		}
+	}
+}
+
+// TestPodUpdatesSeeEveryPlaceChange: pod-updates is called only when a
+// label or annotation a member's place is read from changes; it must name
+// every one topology reads.
+func TestPodUpdatesSeeEveryPlaceChange(t *testing.T) {
+	_, validating := webhookConfigurations(t)
+	var expression string
+	for _, w := range validating.Webhooks {
+		for _, c := range w.MatchConditions {
+			if c.Name == "place-changes" {
+				expression = c.Expression
+			}
+		}
+	}
+	if expression == "" {
+		t.Fatal("no webhook has the place-changes matchCondition")
+	}
+	labels := "['" + strings.Join(topology.IdentityLabels(), "', '") + "'].exists(k"
+	annotations := "['" + strings.Join(topology.IdentityAnnotations(), "', '") + "'].exists(k"
+	for _, want := range []string{labels, annotations} {
+		if !strings.Contains(expression, want) {
+			t.Errorf("place-changes does not compare %s…; it is:\n%s", want, expression)
 		}
 	}
 }

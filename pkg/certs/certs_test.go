@@ -28,11 +28,11 @@ func newManager(t *testing.T, hosts ...string) (*Manager, client.Client, *testin
 	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(
 		&admissionregistrationv1.MutatingWebhookConfiguration{
 			ObjectMeta: metav1.ObjectMeta{Name: "muster-controller"},
-			Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "pods.muster.dev"}},
+			Webhooks:   []admissionregistrationv1.MutatingWebhook{{Name: "pods.muster-controller.muster.dev"}},
 		},
 		&admissionregistrationv1.ValidatingWebhookConfiguration{
 			ObjectMeta: metav1.ObjectMeta{Name: "muster-controller"},
-			Webhooks:   []admissionregistrationv1.ValidatingWebhook{{Name: "podgroups.muster.dev"}, {Name: "other.muster.dev"}},
+			Webhooks:   []admissionregistrationv1.ValidatingWebhook{{Name: "podgroups.muster-controller.muster.dev"}, {Name: "other.muster.dev"}},
 		},
 	).Build()
 	clock := testingclock.NewFakeClock(time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC))

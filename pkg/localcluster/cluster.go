@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -232,6 +233,27 @@ func (c *Cluster) Restart(ctx context.Context, program string) error {
 		return waitFor(ctx, restarted, restarted.Health, func(ctx context.Context) bool { return healthy(ctx, restarted.Health) })
 	}
 	return fmt.Errorf("the cluster runs no %s", program)
+}
+
+// Pause stops one program of the cluster where it is (SIGSTOP), as a hung
+// process or a partitioned node would look to its clients: connections
+// are accepted and never answered. The returned resume continues it.
+func (c *Cluster) Pause(program string) (resume func() error, err error) {
+	for _, p := range c.Processes {
+		if p.Name != program || !p.Running() {
+			continue
+		}
+		if err := syscall.Kill(p.PID, syscall.SIGSTOP); err != nil {
+			return nil, fmt.Errorf("pausing %s (pid %d): %w", p.Name, p.PID, err)
+		}
+		return func() error {
+			if err := syscall.Kill(p.PID, syscall.SIGCONT); err != nil {
+				return fmt.Errorf("resuming %s (pid %d): %w", p.Name, p.PID, err)
+			}
+			return nil
+		}, nil
+	}
+	return nil, fmt.Errorf("the cluster runs no %s", program)
 }
 
 // RESTConfig returns an admin client configuration.

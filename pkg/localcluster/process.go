@@ -117,8 +117,11 @@ func (p *Process) stop(grace time.Duration) error {
 	if !p.Running() {
 		return nil
 	}
-	if err := syscall.Kill(p.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("stopping %s (pid %d): %w", p.Name, p.PID, err)
+	// A paused program (Cluster.Pause) handles SIGTERM only once it runs.
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGCONT} {
+		if err := syscall.Kill(p.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("stopping %s (pid %d): %w", p.Name, p.PID, err)
+		}
 	}
 	if p.waitGone(grace) {
 		return nil

@@ -68,6 +68,17 @@ const (
 	KubeflowIndexLabel    = "training.kubeflow.org/replica-index"
 )
 
+// IdentityLabels are the labels a member's place (its group, role and
+// index) is read from, and IdentityAnnotations the annotations: an update
+// that changes none of them cannot move a pod within or into a group.
+func IdentityLabels() []string {
+	return []string{GroupLabel, RoleLabel, KubeflowRoleLabel, KubeflowJobRoleLabel, JobSetReplicatedJobLabel,
+		IndexLabel, StatefulSetIndexLabel, KubeflowIndexLabel}
+}
+
+// IdentityAnnotations: see IdentityLabels.
+func IdentityAnnotations() []string { return []string{JobCompletionIndex} }
+
 // IndexOf returns the pod's index within its role from the first source
 // that has one; ok is false when none has, and err names the source whose
 // value is not a number.

@@ -28,6 +28,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
@@ -93,7 +94,7 @@ func group(t *testing.T, subnet int, annotations map[string]string, roles map[st
 	n := 10
 	for _, role := range slices.Sorted(maps.Keys(roles)) {
 		for i := range roles[role] {
-			pod := st.MakePod().Namespace(ns).Name(fmt.Sprintf("job-%s-%d", role, i)).
+			pod := st.MakePod().Namespace(ns).Name(fmt.Sprintf("job-%s-%d", role, i)).SchedulerName(localcluster.SchedulerName).
 				Label(topology.GroupLabel, "job").Label(topology.RoleLabel, role).Label(topology.IndexLabel, fmt.Sprint(i)).
 				Container("trainer:1").Obj()
 			stored, err := framework.Client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
+	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
@@ -20,9 +21,11 @@ func TestMain(m *testing.M) {
 	framework.RunMain(m, nil)
 }
 
-// member is a pod of role and index in group, as a user would write it.
+// member is a pod of role and index in group for muster-scheduler, as a
+// user would write it.
 func member(namespace, group, role string, index int) *st.PodWrapper {
 	return st.MakePod().Namespace(namespace).Name(group+"-"+role+"-"+strconv.Itoa(index)).
+		SchedulerName(localcluster.SchedulerName).
 		Label(topology.GroupLabel, group).Label(topology.RoleLabel, role).Label(topology.IndexLabel, strconv.Itoa(index)).
 		Container("registry.k8s.io/pause:3.10")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/controller/podgroup"
 	"github.com/muster-dev/muster/pkg/envinject"
+	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
@@ -74,7 +75,7 @@ func TestBadMembersAreRefused(t *testing.T) {
 
 	// A pod that joins by a later label would bypass the pod webhook: no
 	// hostname, no environment.
-	unlabelled := create(t, st.MakePod().Namespace(ns).Name("plain").Container("registry.k8s.io/pause:3.10").
+	unlabelled := create(t, st.MakePod().Namespace(ns).Name("plain").SchedulerName(localcluster.SchedulerName).Container("registry.k8s.io/pause:3.10").
 		SchedulingGates([]string{"test.muster.dev/hold"}).Obj())
 	unlabelled.Labels = map[string]string{topology.GroupLabel: "d", topology.RoleLabel: "worker", topology.IndexLabel: "1"}
 	_, err = framework.Client.CoreV1().Pods(ns).Update(context.Background(), unlabelled, metav1.UpdateOptions{})
