@@ -179,8 +179,16 @@ func run(opts options) error {
 	if err := jobSetReconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the JobSet PodGroup reconciler: %w", err)
 	}
+	rooms, err := podgroup.NewRoomCache(mgr.GetConfig(), scheme)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(rooms); err != nil {
+		return fmt.Errorf("adding the cache of nodes and bound pods: %w", err)
+	}
 	elasticScaler := &podgroup.ElasticScaler{
 		Client:   mgr.GetClient(),
+		Rooms:    rooms,
 		Reader:   mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorderFor("muster-controller"),
 		Clock:    clock.RealClock{},

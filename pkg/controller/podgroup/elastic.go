@@ -76,9 +76,11 @@ func init() {
 // only into free room, the least fulfilled group's first.
 type ElasticScaler struct {
 	// Client reads PodGroups and grouped pods from the cache, and scales
-	// owners; Reader reads nodes and every bound pod from the API server,
-	// only while a gang waits for room or a group could grow.
+	// owners; Rooms reads nodes and every bound pod that has not finished
+	// from NewRoomCache's cache; Reader reads an operator's job from the API
+	// server when its owner's workers are scaled.
 	Client   client.Client
+	Rooms    client.Reader
 	Reader   client.Reader
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
@@ -397,7 +399,7 @@ func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context) error {
 // nodeRooms is each node with its allocatable less what its pods request.
 func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]nodeRoom, error) {
 	var nodes corev1.NodeList
-	if err := r.Reader.List(ctx, &nodes); err != nil {
+	if err := r.Rooms.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	rooms := make([]nodeRoom, len(nodes.Items))
@@ -407,7 +409,7 @@ func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]nodeRoom, error) {
 		at[nodes.Items[i].Name] = i
 	}
 	var pods corev1.PodList
-	if err := r.Reader.List(ctx, &pods); err != nil {
+	if err := r.Rooms.List(ctx, &pods); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	for i := range pods.Items {

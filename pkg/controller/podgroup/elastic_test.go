@@ -36,7 +36,7 @@ func TestAGroupBelowItsMaxIsLookedAtAgainAsSoonAsIdleRoomMayBeShared(t *testing.
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pg, worker("0"), worker("1")).
 		WithIndex(&corev1.Pod{}, groupField, podGroupIndex).Build()
 	clock := testingclock.NewFakeClock(epoch.Time)
-	r := &ElasticScaler{Client: c, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: clock, Window: 15 * time.Second,
+	r := &ElasticScaler{Client: c, Rooms: c, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: clock, Window: 15 * time.Second,
 		madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{}}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "job"}}
 

@@ -2,7 +2,8 @@
 // (scheduling.x-k8s.io/v1alpha1) are placed all-or-nothing.
 //
 //   - PreEnqueue keeps a member out of the queue until its PodGroup exists
-//     and the group has minMember active pods.
+//     and the group has minMember active pods, and while another member
+//     holds its role and index (PreFilter checks that again).
 //   - QueueSort keeps a gang's members back to back.
 //   - Reserve and Permit hold members, reservations kept, until bound and
 //     reserved members, with room held for the members their owner
@@ -95,7 +96,8 @@ func newGang(handle fwk.Handle, args Args, groups *group.Model, clk clock.WithDe
 func (g *Gang) Name() string { return Name }
 
 // PreEnqueue keeps a member out of the queue until its PodGroup exists and
-// the group has at least minMember active pods.
+// the group has at least minMember active pods, and while another member
+// holds its role and index.
 func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	key, ok := topology.GroupOf(pod)
 	if !ok {
