@@ -58,8 +58,8 @@ type gangSearch struct {
 	logger   klog.Logger
 	snapshot fwk.MutableSnapshotSharedLister
 	pdbs     []*policy.PodDisruptionBudget
-	// promised are the nodes where victims other gangs wait for still go:
-	// the room there is theirs.
+	// promised are the nodes of victims preempted for other gangs not
+	// admitted yet: the room there is theirs.
 	promised sets.Set[string]
 	placed   []placement
 	// taken are the victims so far, as units by name, in the order taken.
@@ -111,7 +111,7 @@ func (pl *GangPreemption) makeRoomForGang(ctx context.Context, state fwk.CycleSt
 	if err := snapshot.StartMutations(); err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
 	}
-	search := &gangSearch{pl: pl, ctx: ctx, logger: logger, snapshot: snapshot, pdbs: pdbs, promised: pl.going.promised(key, pl.inSnapshot)}
+	search := &gangSearch{pl: pl, ctx: ctx, logger: logger, snapshot: snapshot, pdbs: pdbs, promised: pl.going.promised(key, pl.groups.Attempts().IsAdmitted)}
 	status := search.run(key, members)
 	if err := snapshot.EndMutations(); err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))

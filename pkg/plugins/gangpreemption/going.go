@@ -67,21 +67,21 @@ func (g *going) start(key types.NamespacedName, victims []*corev1.Pod, now time.
 	g.byGang[key] = p
 }
 
-// promised returns the nodes where victims other gangs wait for still
-// hold room (held says, of the cycle's snapshot) or are not deleted yet:
-// the room there is theirs, and another gang's search leaves it alone.
-func (g *going) promised(except types.NamespacedName, held func(*corev1.Pod) bool) sets.Set[string] {
+// promised returns the nodes of the victims preempted for other gangs
+// that are not admitted yet (admitted says): the room there is theirs, and
+// another gang's search leaves it alone. It stays theirs after the victims
+// are gone, until their members hold it: a search that saw the freed room
+// as free would take it, and the gang it was made for would preempt again.
+func (g *going) promised(except types.NamespacedName, admitted func(types.NamespacedName) bool) sets.Set[string] {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	nodes := sets.New[string]()
 	for key, p := range g.byGang {
-		if key == except {
+		if key == except || admitted(key) {
 			continue
 		}
 		for _, v := range p.victims {
-			if p.undeleted.Has(v.UID) || held(v) {
-				nodes.Insert(v.Spec.NodeName)
-			}
+			nodes.Insert(v.Spec.NodeName)
 		}
 	}
 	return nodes
