@@ -70,6 +70,9 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // anything else gets its room: it goes ahead of early in the queue,
 // although early is older and comes first by name.
 func TestCrashMidBindCompletesTheGangFirst(t *testing.T) {
+	// It failed once in a loaded make test, late never completing after
+	// the restart, and never alone: the restarted scheduler's log says why.
+	framework.LogTailOnFailure(t, "muster-scheduler")
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 2, "4")
 	// early is older, and waits for its last member.
