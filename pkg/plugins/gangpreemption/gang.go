@@ -33,14 +33,18 @@ import (
 //     the first node where the profile's filters pass; failing that, the
 //     Evaluator's dry run picks a node and its victims, as for one pod,
 //     and the victims leave the snapshot. The member then stays on its
-//     node for the members after it.
+//     node for the members after it. A member signed alike an earlier one
+//     reuses that one's filter results and dry-run candidates on the nodes
+//     the search has not changed since (alike.go).
 //  3. The victims taken are given back, the dearest first, while every
 //     member still passes its filters on its node.
 //
 // Nothing is taken unless every member is placed. The cost is bounded by
 // the members times one DefaultPreemption of a pod (a filter pass over the
 // nodes and a dry run over at most max(10% of them, 100)), plus the
-// victims taken times the members for step 3.
+// victims taken times the members for step 3. Alike members cost a filter
+// pass over the nodes changed since and a dry run each time half the
+// candidates are used up.
 
 // placement is a member of the gang on the node the search put it: info
 // is the member as bound there, for the snapshot.
@@ -64,6 +68,7 @@ type gangSearch struct {
 	placed   []placement
 	// taken are the victims so far, as units by name, in the order taken.
 	taken []*unit
+	alike *alike
 }
 
 // preemptForGang makes room for the members the gang lacks, or takes
@@ -111,7 +116,7 @@ func (pl *GangPreemption) makeRoomForGang(ctx context.Context, state fwk.CycleSt
 	if err := snapshot.StartMutations(); err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
 	}
-	search := &gangSearch{pl: pl, ctx: ctx, logger: logger, snapshot: snapshot, pdbs: pdbs, promised: pl.going.promised(key, pl.groups.Attempts().IsAdmitted)}
+	search := &gangSearch{pl: pl, ctx: ctx, logger: logger, snapshot: snapshot, pdbs: pdbs, promised: pl.going.promised(key, pl.groups.Attempts().IsAdmitted), alike: newAlike()}
 	status := search.run(key, members)
 	if err := snapshot.EndMutations(); err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
@@ -193,15 +198,20 @@ func (s *gangSearch) place(member *corev1.Pod) *fwk.Status {
 	nodes = slices.DeleteFunc(slices.Clone(nodes), func(n fwk.NodeInfo) bool {
 		return s.promised.Has(n.Node().Name) || !result.AllNodes() && !result.NodeNames.Has(n.Node().Name)
 	})
-	node, potential := s.firstFit(state, member, nodes)
+	known := s.alike.resultsFor(s.pl.framework.SignPod(s.ctx, member))
+	node, potential := s.firstFit(state, member, nodes, known)
 	if node == "" {
 		if len(potential) == 0 {
 			return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption: member %s fits on no node, whatever goes", member.Name))
 		}
-		offset, count := s.pl.GetOffsetAndNumCandidates(int32(len(potential)))
-		candidates, _, err := s.pl.evaluator.DryRunPreemption(s.ctx, state, member, potential, s.pdbs, offset, count)
-		if err != nil && len(candidates) == 0 {
-			return fwk.AsStatus(err)
+		candidates := known.reusableCandidates()
+		if candidates == nil {
+			offset, count := s.pl.GetOffsetAndNumCandidates(int32(len(potential)))
+			candidates, _, err = s.pl.evaluator.DryRunPreemption(s.ctx, state, member, potential, s.pdbs, offset, count)
+			if err != nil && len(candidates) == 0 {
+				return fwk.AsStatus(err)
+			}
+			known.keepCandidates(candidates)
 		}
 		best := s.pl.evaluator.SelectCandidate(s.ctx, candidates)
 		if best == nil {
@@ -219,26 +229,40 @@ func (s *gangSearch) place(member *corev1.Pod) *fwk.Status {
 	if err := s.snapshot.AddPod(info, node); err != nil {
 		return fwk.AsStatus(err)
 	}
+	s.alike.changed(node)
 	s.placed = append(s.placed, placement{member: member, info: info, state: state, node: node})
 	return nil
 }
 
 // firstFit returns the first node, in the snapshot's order, where the
 // member passes every filter; else the nodes where it failed only for
-// want of room, which preemption may make.
-func (s *gangSearch) firstFit(state fwk.CycleState, member *corev1.Pod, nodes []fwk.NodeInfo) (string, []fwk.NodeInfo) {
-	statuses := make([]*fwk.Status, len(nodes))
-	s.pl.handle.Parallelizer().Until(s.ctx, len(nodes), func(i int) {
-		statuses[i] = s.pl.handle.RunFilterPluginsWithNominatedPods(s.ctx, state, member, nodes[i])
+// want of room, which preemption may make. Nodes where an alike member
+// failed (known) are not filtered again.
+func (s *gangSearch) firstFit(state fwk.CycleState, member *corev1.Pod, nodes []fwk.NodeInfo, known *alikeResults) (string, []fwk.NodeInfo) {
+	codes := make([]fwk.Code, len(nodes))
+	var unknown []int
+	for i, n := range nodes {
+		code, ok := known.failedOn(n.Node().Name)
+		if !ok {
+			unknown = append(unknown, i)
+		}
+		codes[i] = code
+	}
+	s.pl.handle.Parallelizer().Until(s.ctx, len(unknown), func(j int) {
+		i := unknown[j]
+		codes[i] = s.pl.handle.RunFilterPluginsWithNominatedPods(s.ctx, state, member, nodes[i]).Code()
 	}, Name)
 	var potential []fwk.NodeInfo
-	for i, status := range statuses {
-		if status.IsSuccess() {
+	for i, code := range codes {
+		if code == fwk.Success {
 			return nodes[i].Node().Name, nil
 		}
-		if status.Code() == fwk.Unschedulable {
+		if code == fwk.Unschedulable {
 			potential = append(potential, nodes[i])
 		}
+	}
+	for _, i := range unknown {
+		known.fail(nodes[i].Node().Name, codes[i])
 	}
 	return "", potential
 }
@@ -264,6 +288,7 @@ func (s *gangSearch) remove(u *unit) error {
 		if err := s.snapshot.RemovePod(s.logger, pi.GetPod(), node.Node().Name); err != nil {
 			return err
 		}
+		s.changed(pi, node.Node().Name)
 		for _, p := range s.placed {
 			if status := s.pl.handle.RunPreFilterExtensionRemovePod(s.ctx, p.state, p.member, pi, node); !status.IsSuccess() {
 				return status.AsError()
@@ -282,6 +307,7 @@ func (s *gangSearch) give(u *unit) error {
 		if err != nil {
 			return err
 		}
+		s.changed(pi, node.Node().Name)
 		for _, p := range s.placed {
 			if status := s.pl.handle.RunPreFilterExtensionAddPod(s.ctx, p.state, p.member, pi, node); !status.IsSuccess() {
 				return status.AsError()
@@ -289,6 +315,17 @@ func (s *gangSearch) give(u *unit) error {
 		}
 	}
 	return nil
+}
+
+// changed forgets the alike results the victim's leaving or coming back
+// may change: on its node, or on every node when its anti-affinity reaches
+// beyond it.
+func (s *gangSearch) changed(victim fwk.PodInfo, node string) {
+	if len(victim.GetRequiredAntiAffinityTerms()) > 0 {
+		s.alike.forget()
+		return
+	}
+	s.alike.changed(node)
 }
 
 // giveBack returns, the dearest first, each victim without which every
