@@ -207,7 +207,7 @@ func (g *Gang) queueOrder(info fwk.QueuedEntityInfo, pod *corev1.Pod) (time.Time
 	if key, ok := topology.GroupOf(pod); ok {
 		if pg := g.podGroup(key); pg != nil {
 			at := pg.CreationTimestamp.Time
-			if failed := g.attempts.FailedAt(key); failed.After(at) {
+			if failed := g.attempts.QueuedAt(key); failed.After(at) {
 				at = failed
 			}
 			return at, key.String()
@@ -286,11 +286,11 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 		if !made.At.IsZero() {
 			g.attempts.Preempted(key, made.At)
 		}
-		g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s fits once the victims preempted for the gang are gone", pod.Name), 0)
+		g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s fits once the victims preempted for the gang are gone", pod.Name), 0, true)
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("group %s waits for the room made for it", key))
 	}
 	reason := fmt.Sprintf("member %s fits on no node, and no lower-priority victims would make room for all the members the gang lacks", pod.Name)
-	g.rejectGroup(ctx, key, pg, reason, g.args.backoff())
+	g.rejectGroup(ctx, key, pg, reason, g.args.backoff(), false)
 	// Unresolvable: the group backs off; its members are woken when it ends.
 	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("group %s rejected: %s", key, reason))
 }
@@ -318,7 +318,7 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	if pg == nil || g.hasQuorum(key, pg) || g.attempts.IsAdmitted(key) {
 		return
 	}
-	g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s lost its reservation before the group was complete", pod.Name), g.args.backoff())
+	g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s lost its reservation before the group was complete", pod.Name), g.args.backoff(), false)
 }
 
 // Permit holds a member until bound and reserved members reach minMember,
@@ -383,8 +383,9 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 
 // rejectGroup ends a failed attempt: every sibling waiting at Permit is
 // rejected, which releases its reservation, and the group backs off.
-func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1alpha1.PodGroup, reason string, backoff time.Duration) {
-	reserved, first := g.attempts.Fail(key, g.clock.Now(), backoff)
+// keepPlace keeps the group's place in the queue (Attempts.Fail).
+func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1alpha1.PodGroup, reason string, backoff time.Duration, keepPlace bool) {
+	reserved, first := g.attempts.Fail(key, g.clock.Now(), backoff, keepPlace)
 	g.rooms.Release(key)
 	message := fmt.Sprintf("group %s rejected: %s", key, reason)
 	for _, uid := range reserved {

@@ -318,7 +318,7 @@ func TestLess(t *testing.T) {
 			if tt.failed != "" {
 				key := types.NamespacedName{Namespace: ns, Name: tt.failed}
 				f.gang.attempts.Begin(key)
-				f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second)
+				f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second, false)
 			}
 			assert.Equal(t, tt.want, f.gang.Less(tt.a, tt.b))
 			assert.Equal(t, !tt.want, f.gang.Less(tt.b, tt.a), "the order must be strict")
@@ -826,7 +826,7 @@ func TestAnElasticGroupsExtraLeavesRoomToAGangWaitingForItsMin(t *testing.T) {
 	fail := func(group string) {
 		key := types.NamespacedName{Namespace: ns, Name: group}
 		f.gang.attempts.Begin(key)
-		f.gang.attempts.Fail(key, f.clock.Now(), time.Second)
+		f.gang.attempts.Fail(key, f.clock.Now(), time.Second, false)
 		markUnschedulable(t, f, group)
 	}
 	// filter runs a cycle of the pod: PreFilter, then Filter on the node.
@@ -882,7 +882,7 @@ func TestAGangWaitingForRoomIsRetriedAtOnceWhenABoundMemberGoes(t *testing.T) {
 	})
 	rigid := types.NamespacedName{Namespace: ns, Name: "rigid"}
 	f.gang.attempts.Begin(rigid)
-	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff())
+	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff(), false)
 	markUnschedulable(t, f, "rigid")
 	handler := f.gang.podHandler(klog.Background()).(cache.FilteringResourceEventHandler)
 
@@ -898,7 +898,7 @@ func TestAGangWaitingForRoomIsRetriedAtOnceWhenABoundMemberGoes(t *testing.T) {
 	// second after its failure rather than after its whole backoff.
 	f.activator.Activated = nil
 	f.gang.attempts.Begin(rigid)
-	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff())
+	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff(), false)
 	handler.OnDelete(plain)
 	assert.NotNil(t, f.gang.backoffStatus(rigid), "within a second of its failure the gang still backs off")
 	assert.Empty(t, f.activator.Activated)
@@ -964,4 +964,29 @@ func TestAMemberWhosePlaceAnotherHoldsWaits(t *testing.T) {
 	finished.Status.Phase = corev1.PodSucceeded
 	require.NoError(t, f.pods.Update(finished))
 	assert.Nil(t, f.gang.PreEnqueue(f.ctx, twin), "a finished member holds nothing")
+}
+
+func TestAGangWaitingForItsVictimsKeepsItsPlaceInTheQueue(t *testing.T) {
+	older := podGroup("older", 2).Time(epoch).Obj()
+	newer := podGroup("newer", 2).Time(epoch.Add(time.Minute)).Obj()
+	waiting, untried := member("older", "a").Obj(), member("newer", "b").Obj()
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{older, newer}, []*corev1.Pod{waiting, untried})
+	f.clock.Step(2 * time.Minute)
+	end := func(roomMade bool) {
+		state := framework.NewCycleState()
+		_, status := f.gang.PreFilter(f.ctx, state, waiting, nil)
+		require.True(t, status.IsSuccess(), status.Message())
+		if roomMade {
+			state.Write(group.RoomMadeKey, &group.RoomMade{At: f.clock.Now()})
+		}
+		f.gang.PostFilter(f.ctx, state, waiting, nil)
+	}
+
+	end(true)
+	assert.True(t, f.gang.Less(queued(waiting, epoch), queued(untried, epoch)),
+		"victims go for the older gang: its attempt ended only to wait for them, and it keeps its place")
+	f.clock.Step(time.Minute)
+	end(false)
+	assert.False(t, f.gang.Less(queued(waiting, epoch), queued(untried, epoch)),
+		"a gang that fits nowhere goes behind the gangs not tried yet")
 }

@@ -25,9 +25,13 @@ type attempt struct {
 	inProgress bool
 	// admitted is set once the group reached quorum at Permit.
 	admitted bool
-	// failedAt is the end of the last failed attempt; it puts the group
-	// behind others of its priority in the queue.
-	failedAt     time.Time
+	// failedAt is the end of the last failed attempt.
+	failedAt time.Time
+	// queuedAt is the time the group is queued by after a failed attempt,
+	// behind others of its priority: the failure's, but for an attempt
+	// that ended to wait for the victims preempted for it, which keeps the
+	// group's place.
+	queuedAt     time.Time
 	backoffUntil time.Time
 	// expiryScheduled is set while a check of a partly bound gang's
 	// deadline is pending, so that failed attempts do not add more.
@@ -147,7 +151,7 @@ func (s *Attempts) Admit(key types.NamespacedName, now time.Time) (waiting []typ
 		if !a.firstSeen.IsZero() {
 			latency = now.Sub(a.firstSeen)
 		}
-		a.failedAt, a.backoffUntil = time.Time{}, time.Time{}
+		a.failedAt, a.queuedAt, a.backoffUntil = time.Time{}, time.Time{}, time.Time{}
 	})
 	return waiting, latency, first
 }
@@ -159,8 +163,10 @@ func (s *Attempts) Begin(key types.NamespacedName) {
 
 // Fail ends the group's attempt: it returns the members still holding a
 // reservation, to be rejected, and whether this call ended the attempt
-// (false when a sibling's failure already did).
-func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Duration) (reserved []types.UID, first bool) {
+// (false when a sibling's failure already did). keepPlace leaves the
+// group's place in the queue as it was: the attempt ended only to wait
+// for the victims preempted for it.
+func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Duration, keepPlace bool) (reserved []types.UID, first bool) {
 	s.update(key, func(a *attempt) {
 		reserved = a.reserved.UnsortedList()
 		if !a.inProgress {
@@ -169,6 +175,9 @@ func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Du
 		first = true
 		a.inProgress, a.admitted = false, false
 		a.failedAt, a.backoffUntil = now, now.Add(backoff)
+		if !keepPlace {
+			a.queuedAt = now
+		}
 	})
 	return reserved, first
 }
@@ -221,10 +230,11 @@ func (s *Attempts) BackoffUntil(key types.NamespacedName) time.Time {
 	return until
 }
 
-// FailedAt is when the group's last attempt failed.
-func (s *Attempts) FailedAt(key types.NamespacedName) time.Time {
+// QueuedAt is the time the group is queued by after a failed attempt,
+// or zero.
+func (s *Attempts) QueuedAt(key types.NamespacedName) time.Time {
 	var at time.Time
-	s.read(key, func(a *attempt) { at = a.failedAt })
+	s.read(key, func(a *attempt) { at = a.queuedAt })
 	return at
 }
 
