@@ -123,7 +123,8 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 // nothing takes the room its missing members need; then an elastic group's
 // members above its min behind every other pod, least fulfilled group
 // first; then by the group's creation time or, after a failed attempt, the
-// time it failed, so that one stuck gang cannot hold back the rest; then by
+// time it failed, so that one stuck gang cannot hold back the rest (an
+// attempt that ended to wait for its victims keeps the place); then by
 // group and pod, so that a gang's members are popped back to back.
 //
 // Since 1.37 the queue holds entities, not pods. Every rule after priority
