@@ -124,8 +124,10 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 // members above its min behind every other pod, least fulfilled group
 // first; then by the group's creation time or, after a failed attempt, the
 // time it failed, so that one stuck gang cannot hold back the rest (an
-// attempt that ended to wait for its victims keeps the place); then by
-// group and pod, so that a gang's members are popped back to back.
+// attempt that ended to wait for its victims keeps the place); then, as
+// creation times have a second's grain, by the time the gang first had
+// its quorum of members; then by group and pod, so that a gang's members
+// are popped back to back.
 //
 // Since 1.37 the queue holds entities, not pods. Every rule after priority
 // is about the pod and its group, so Less reaches the pod behind a pod
@@ -158,10 +160,13 @@ func (g *Gang) Less(a, b fwk.QueuedEntityInfo) bool {
 	if extraA && scoreA != scoreB {
 		return scoreA < scoreB
 	}
-	timeA, groupA := g.queueOrder(a, podA)
-	timeB, groupB := g.queueOrder(b, podB)
+	timeA, readyA, groupA := g.queueOrder(a, podA)
+	timeB, readyB, groupB := g.queueOrder(b, podB)
 	if !timeA.Equal(timeB) {
 		return timeA.Before(timeB)
+	}
+	if !readyA.Equal(readyB) {
+		return readyA.Before(readyB)
 	}
 	if groupA != groupB {
 		return groupA < groupB
@@ -202,23 +207,23 @@ func (g *Gang) isPartlyBound(pod *corev1.Pod) bool {
 	return pg != nil && bound < pg.Spec.MinMember
 }
 
-// queueOrder is the time and key a pod is sorted by: its group's, or its
-// own when it has no group.
-func (g *Gang) queueOrder(info fwk.QueuedEntityInfo, pod *corev1.Pod) (time.Time, string) {
-	if key, ok := topology.GroupOf(pod); ok {
-		if pg := g.podGroup(key); pg != nil {
-			at := pg.CreationTimestamp.Time
-			if failed := g.attempts.QueuedAt(key); failed.After(at) {
-				at = failed
+// queueOrder is the time, the time its gang was ready, and the key a pod
+// is sorted by: its group's, or its own when it has no group.
+func (g *Gang) queueOrder(info fwk.QueuedEntityInfo, pod *corev1.Pod) (at, ready time.Time, key string) {
+	if group, ok := topology.GroupOf(pod); ok {
+		if pg := g.podGroup(group); pg != nil {
+			at = pg.CreationTimestamp.Time
+			if queued := g.attempts.QueuedAt(group); queued.After(at) {
+				at = queued
 			}
-			return at, key.String()
+			return at, g.attempts.SeenAt(group), group.String()
 		}
 	}
-	at := info.GetTimestamp()
+	at = info.GetTimestamp()
 	if initial := info.GetInitialAttemptTimestamp(); initial != nil {
 		at = *initial
 	}
-	return at, pod.Namespace + "/" + pod.Name
+	return at, time.Time{}, pod.Namespace + "/" + pod.Name
 }
 
 // PreFilter holds again the late rooms a restarted scheduler lost, turns a
@@ -262,7 +267,8 @@ func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // reservation for a gang that cannot start yet. It runs after
 // GangPreemption: when that made room for the gang's missing members
 // (group.RoomMade), the gang retries with no backoff as the victims go,
-// and the status stays Unschedulable, keeping the preemption's nomination.
+// and the status stays Unschedulable, keeping the preemption's nomination;
+// a member that finds its room not free yet fails alone.
 func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	key, ok := topology.GroupOf(pod)
 	if !ok {
@@ -284,6 +290,9 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 		return nil, status
 	}
 	if made, ok := group.RoomMadeIn(state); ok {
+		if made.Pending {
+			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("group %s waits for the room made for it", key))
+		}
 		if !made.At.IsZero() {
 			g.attempts.Preempted(key, made.At)
 		}
@@ -312,7 +321,11 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	if !ok {
 		return
 	}
-	g.attempts.Unreserve(key, pod.UID)
+	// A member the group's failed attempt rejected gave its reservation
+	// up then: the attempt is over already.
+	if held := g.attempts.Unreserve(key, pod.UID); !held {
+		return
+	}
 	pg := g.podGroup(key)
 	// An admitted gang is not torn down by one member's failure, such as a
 	// bind error or a launch-order hold that timed out: the member retries.

@@ -990,3 +990,66 @@ func TestAGangWaitingForItsVictimsKeepsItsPlaceInTheQueue(t *testing.T) {
 	assert.False(t, f.gang.Less(queued(waiting, epoch), queued(untried, epoch)),
 		"a gang that fits nowhere goes behind the gangs not tried yet")
 }
+
+func TestLessOrdersGangsCreatedInTheSameSecondByWhenTheyWereReady(t *testing.T) {
+	// Creation times have a second's grain: gangs created in one second
+	// go in the order their quorum of members came, not by name.
+	first, second := podGroup("zeta", 1).Time(epoch).Obj(), podGroup("alpha", 1).Time(epoch).Obj()
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{first, second}, nil)
+	f.gang.attempts.Seen(types.NamespacedName{Namespace: ns, Name: "zeta"}, epoch.Add(100*time.Millisecond))
+	f.gang.attempts.Seen(types.NamespacedName{Namespace: ns, Name: "alpha"}, epoch.Add(700*time.Millisecond))
+
+	a, b := queued(member("zeta", "a").Obj(), epoch), queued(member("alpha", "b").Obj(), epoch)
+	assert.True(t, f.gang.Less(a, b), "zeta was ready first")
+	assert.False(t, f.gang.Less(b, a), "the order must be strict")
+}
+
+// waitingSiblings reserves every member but the last and leaves them
+// waiting at Permit; the last one's cycle has begun.
+func waitingSiblings(t *testing.T) (*fixture, []*corev1.Pod) {
+	t.Helper()
+	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj(), member("job", "p2").Obj()}
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 3).Obj()}, members)
+	for _, pod := range members[:2] {
+		_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), pod, nil)
+		require.True(t, status.IsSuccess(), status.Message())
+		require.Equal(t, fwk.Wait, f.reserveAndPermit(t, pod).Code())
+	}
+	_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[2], nil)
+	require.True(t, status.IsSuccess(), status.Message())
+	return f, members
+}
+
+func TestAMemberWhoseRoomIsNotFreeYetFailsAlone(t *testing.T) {
+	f, members := waitingSiblings(t)
+	state := framework.NewCycleState()
+	state.Write(group.RoomMadeKey, &group.RoomMade{Pending: true})
+
+	_, status := f.gang.PostFilter(f.ctx, state, members[2], nil)
+	assert.Equal(t, fwk.Unschedulable, status.Code(), "it retries as the victims go")
+	for _, pod := range members[:2] {
+		assert.NotNil(t, f.fw.GetWaitingPod(pod.UID), "sibling %s keeps its room", pod.Name)
+	}
+	assert.Empty(t, f.drainEvents(), "nothing is torn down")
+}
+
+func TestASiblingRejectedWithItsGangDoesNotEndTheNextAttempt(t *testing.T) {
+	// Room was made for the gang: its attempt ends with no backoff, the
+	// waiting siblings are rejected, and a member's next cycle begins
+	// before their binding cycles unreserve them.
+	f, members := waitingSiblings(t)
+	state := framework.NewCycleState()
+	state.Write(group.RoomMadeKey, &group.RoomMade{At: f.clock.Now()})
+	f.gang.PostFilter(f.ctx, state, members[2], nil)
+	require.Equal(t, fwk.Unschedulable, f.outcome(members[0]).Code())
+	f.drainEvents()
+	_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[2], nil)
+	require.True(t, status.IsSuccess(), status.Message())
+
+	for _, pod := range members[:2] {
+		f.fw.RunReservePluginsUnreserve(f.ctx, framework.NewCycleState(), pod, "node-1")
+	}
+	assert.Empty(t, f.drainEvents(), "the rejected siblings gave their room up with the attempt that ended")
+	_, status = f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[0], nil)
+	assert.True(t, status.IsSuccess(), "no backoff: %v", status)
+}

@@ -103,9 +103,9 @@ func (pl *GangPreemption) makeRoomForGang(ctx context.Context, state fwk.CycleSt
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: the gang has too few members to reach its minMember")
 	}
 	if pl.going.waits(key, pl.inSnapshot) {
-		// Room is being made already: the attempt ends without backoff,
-		// and the members are woken as the victims go.
-		state.Write(group.RoomMadeKey, &group.RoomMade{})
+		// Room is being made already: the member is woken as the victims
+		// go, and its siblings keep the room they hold.
+		state.Write(group.RoomMadeKey, &group.RoomMade{Pending: true})
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: waiting for the victims preempted for the gang to go")
 	}
 	pdbs, err := pl.evaluator.PdbLister.List(labels.Everything())

@@ -104,9 +104,15 @@ func (s *Attempts) Reserve(key types.NamespacedName, uid types.UID) {
 	s.update(key, func(a *attempt) { a.reserved.Insert(uid) })
 }
 
-// Unreserve records that a member gave its reservation up.
-func (s *Attempts) Unreserve(key types.NamespacedName, uid types.UID) {
-	s.update(key, func(a *attempt) { a.reserved.Delete(uid) })
+// Unreserve records that a member gave its reservation up, and reports
+// whether it still held one: a member the group's failed attempt
+// rejected (Fail) holds none.
+func (s *Attempts) Unreserve(key types.NamespacedName, uid types.UID) (held bool) {
+	s.update(key, func(a *attempt) {
+		held = a.reserved.Has(uid)
+		a.reserved.Delete(uid)
+	})
+	return held
 }
 
 // IsReserved reports whether a member holds a reservation.
@@ -162,13 +168,15 @@ func (s *Attempts) Begin(key types.NamespacedName) {
 }
 
 // Fail ends the group's attempt: it returns the members still holding a
-// reservation, to be rejected, and whether this call ended the attempt
-// (false when a sibling's failure already did). keepPlace leaves the
+// reservation, to be rejected, which gives their reservations up, and
+// whether this call ended the attempt (false when a sibling's failure
+// already did). keepPlace leaves the
 // group's place in the queue as it was: the attempt ended only to wait
 // for the victims preempted for it.
 func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Duration, keepPlace bool) (reserved []types.UID, first bool) {
 	s.update(key, func(a *attempt) {
 		reserved = a.reserved.UnsortedList()
+		a.reserved.Clear()
 		if !a.inProgress {
 			return
 		}
@@ -228,6 +236,13 @@ func (s *Attempts) BackoffUntil(key types.NamespacedName) time.Time {
 	var until time.Time
 	s.read(key, func(a *attempt) { until = a.backoffUntil })
 	return until
+}
+
+// SeenAt is when a member of the group first passed PreEnqueue, or zero.
+func (s *Attempts) SeenAt(key types.NamespacedName) time.Time {
+	var at time.Time
+	s.read(key, func(a *attempt) { at = a.firstSeen })
+	return at
 }
 
 // QueuedAt is the time the group is queued by after a failed attempt,

@@ -46,8 +46,15 @@ func (m *Model) WaitingForRoom() map[types.NamespacedName][]*corev1.Pod {
 // PostFilter, next in the chain, then ends the attempt with no backoff.
 const RoomMadeKey fwk.StateKey = "muster.dev/room-made"
 
-// RoomMade records when victims were preempted for the cycle's gang.
-type RoomMade struct{ At time.Time }
+// RoomMade records that room is made for the cycle's gang. At is when
+// victims were preempted for it in this cycle, zero when none were.
+// Pending is set when the room made earlier is not free yet, its victims
+// still going: the member then fails alone, and the siblings that hold
+// room already keep it.
+type RoomMade struct {
+	At      time.Time
+	Pending bool
+}
 
 // Clone returns the same record: it is never changed.
 func (r *RoomMade) Clone() fwk.StateData { return r }
