@@ -55,7 +55,7 @@ and removes DIR.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&dir, "dir", defaultDir, "directory for the cluster's state, credentials and logs")
-	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir), newTrainingOperatorCommand(&dir), newMPIOperatorCommand(&dir), newJobSetCommand(&dir), newTrainerCommand(&dir))
+	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir), newTrainingOperatorCommand(&dir), newMPIOperatorCommand(&dir), newJobSetCommand(&dir), newTrainerCommand(&dir), newFrontCommand())
 	return root
 }
 
@@ -107,6 +107,7 @@ Stop it:
 	flags.StringVar(&opts.NodeMemory, "node-memory", opts.NodeMemory, "allocatable memory of each node")
 	flags.IntVar(&opts.NodeGPUs, "node-gpus", opts.NodeGPUs, "nvidia.com/gpu of each node")
 	flags.StringVar(&opts.BinDir, "bin-dir", opts.BinDir, "directory holding etcd, kube-apiserver, kube-controller-manager, kwok and muster-scheduler")
+	flags.IntVar(&opts.ControllerReplicas, "controller-replicas", 1, "muster-controller replicas; several elect a leader and serve the webhooks behind a front, as a Service would")
 	flags.StringVar(&schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration for muster-scheduler (default: the embedded manifests/scheduler-config.yaml)")
 	return cmd
 }

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -77,6 +78,14 @@ type Options struct {
 	// ElasticWindow is muster-controller's --elastic-window; zero keeps
 	// its default.
 	ElasticWindow time.Duration
+	// ControllerReplicas is how many muster-controller replicas run, 1
+	// when zero. Several serve the webhooks behind a front on loopback
+	// (muster-local front), as a Service would, and elect a leader.
+	ControllerReplicas int
+	// AuditMuster writes the API server's audit log of muster-scheduler's
+	// and muster-controller's requests, and only theirs, to
+	// AuditLogPath: what the benchmarks count requests by.
+	AuditMuster bool
 	// Detach lets the programs outlive the calling process, for the
 	// muster-local command. Tests leave it false so that nothing survives
 	// a test binary that dies.
@@ -89,6 +98,10 @@ type Options struct {
 func DefaultOptions(dir, binDir string) Options {
 	return Options{Dir: dir, BinDir: binDir, Nodes: 4, NodeCPU: "32", NodeMemory: "256Gi"}
 }
+
+// AuditLogPath is the API server's audit log in a cluster's directory, written
+// when Options.AuditMuster is set: one JSON event per line.
+func AuditLogPath(dir string) string { return filepath.Join(dir, "logs", "audit.log") }
 
 // Cluster is a running local control plane.
 type Cluster struct {
@@ -158,7 +171,15 @@ func (o Options) validate() error {
 			return fmt.Errorf("%s=%q is not a quantity (for example 32 or 256Gi): %w", flag, value, err)
 		}
 	}
-	for _, name := range programs {
+	if o.ControllerReplicas < 0 {
+		return fmt.Errorf("--controller-replicas=%d: cannot be negative", o.ControllerReplicas)
+	}
+	needed := programs
+	if o.ControllerReplicas > 1 {
+		// The replicas' front.
+		needed = append(slices.Clone(programs), "muster-local")
+	}
+	for _, name := range needed {
 		if _, err := os.Stat(filepath.Join(o.BinDir, name)); err != nil {
 			return fmt.Errorf("%s is missing from %s: run `make tools build` first", name, o.BinDir)
 		}
@@ -231,6 +252,17 @@ func (c *Cluster) Restart(ctx context.Context, program string) error {
 			return nil
 		}
 		return waitFor(ctx, restarted, restarted.Health, func(ctx context.Context) bool { return healthy(ctx, restarted.Health) })
+	}
+	return fmt.Errorf("the cluster runs no %s", program)
+}
+
+// Kill ends one program at once (SIGKILL), as a crash or a lost node would,
+// and waits until it is gone.
+func (c *Cluster) Kill(program string) error {
+	for _, p := range c.Processes {
+		if p.Name == program && p.Running() {
+			return p.kill()
+		}
 	}
 	return fmt.Errorf("the cluster runs no %s", program)
 }

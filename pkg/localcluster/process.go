@@ -135,6 +135,18 @@ func (p *Process) stop(grace time.Duration) error {
 	return fmt.Errorf("%s (pid %d) still runs after SIGKILL", p.Name, p.PID)
 }
 
+// kill ends the program with SIGKILL alone, giving it no chance to clean
+// up, and waits until it is gone.
+func (p *Process) kill() error {
+	if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("killing %s (pid %d): %w", p.Name, p.PID, err)
+	}
+	if !p.waitGone(stopGrace) {
+		return fmt.Errorf("%s (pid %d) still runs after SIGKILL", p.Name, p.PID)
+	}
+	return nil
+}
+
 func (p *Process) waitGone(timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {

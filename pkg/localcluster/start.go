@@ -44,7 +44,15 @@ type starter struct {
 // ports are the loopback ports the programs listen on.
 type ports struct {
 	etcdClient, etcdPeer, apiServer, controllerManager, scheduler int
-	controllerMetrics, controllerHealth, controllerWebhook        int
+	// controllerWebhook is where the API server calls the webhooks: the
+	// one replica, or the front of several.
+	controllerWebhook int
+	controllers       []controllerPorts
+}
+
+// controllerPorts are one muster-controller replica's.
+type controllerPorts struct {
+	metrics, health, webhook int
 }
 
 // tokenLifetime is how long muster's programs' ServiceAccount tokens last:
@@ -62,13 +70,22 @@ func (s *starter) run(ctx context.Context) error {
 	if s.pki, err = newPKI(s.path("pki")); err != nil {
 		return err
 	}
-	free, err := freePorts(8)
+	replicas := max(s.opts.ControllerReplicas, 1)
+	free, err := freePorts(6 + 3*replicas)
 	if err != nil {
 		return err
 	}
 	s.ports = ports{
 		etcdClient: free[0], etcdPeer: free[1], apiServer: free[2], controllerManager: free[3], scheduler: free[4],
-		controllerMetrics: free[5], controllerHealth: free[6], controllerWebhook: free[7],
+		controllerWebhook: free[5],
+	}
+	for i := range replicas {
+		p := free[6+3*i:]
+		s.ports.controllers = append(s.ports.controllers, controllerPorts{metrics: p[0], health: p[1], webhook: p[2]})
+	}
+	if replicas == 1 {
+		// The API server calls the one replica itself.
+		s.ports.controllers[0].webhook = s.ports.controllerWebhook
 	}
 	steps := []struct {
 		what string
@@ -99,7 +116,13 @@ func (s *starter) path(parts ...string) string {
 // start launches a program and records it before anything can fail, so that
 // Down always knows about it.
 func (s *starter) start(name string, args []string, health string) (*Process, error) {
-	p, err := startProcess(name, filepath.Join(s.binDir, name), args, nil, s.path("logs"), s.opts.Detach)
+	return s.startAs(name, name, args, health)
+}
+
+// startAs is start for a program whose name is not its binary's: a second
+// replica, say.
+func (s *starter) startAs(name, binary string, args []string, health string) (*Process, error) {
+	p, err := startProcess(name, filepath.Join(s.binDir, binary), args, nil, s.path("logs"), s.opts.Detach)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +175,7 @@ func (s *starter) startEtcd(ctx context.Context) error {
 func (s *starter) startAPIServer(ctx context.Context) error {
 	port := s.ports.apiServer
 	s.cluster.Server = "https://127.0.0.1:" + strconv.Itoa(port)
-	p, err := s.start("kube-apiserver", []string{
+	args := []string{
 		"--etcd-servers=" + s.etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -171,7 +194,15 @@ func (s *starter) startAPIServer(ctx context.Context) error {
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--v=1",
-	}, s.cluster.Server+"/readyz")
+	}
+	if s.opts.AuditMuster {
+		audit, err := s.auditFlags()
+		if err != nil {
+			return err
+		}
+		args = append(args, audit...)
+	}
+	p, err := s.start("kube-apiserver", args, s.cluster.Server+"/readyz")
 	if err != nil {
 		return err
 	}
@@ -194,6 +225,33 @@ func (s *starter) startAPIServer(ctx context.Context) error {
 		return fmt.Errorf("creating client: %w", err)
 	}
 	return nil
+}
+
+// auditPolicy logs the metadata of every request muster's programs make,
+// once each, when it completes, and nothing else.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted, Panic]
+rules:
+- level: Metadata
+  users:
+  - system:serviceaccount:muster-system:muster-scheduler
+  - system:serviceaccount:muster-system:muster-controller
+- level: None
+`
+
+func (s *starter) auditFlags() ([]string, error) {
+	policy := s.path("audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", policy, err)
+	}
+	return []string{
+		"--audit-policy-file=" + policy,
+		"--audit-log-path=" + AuditLogPath(s.cluster.Dir),
+		"--audit-log-format=json",
+		// Batched, so that the log costs the API server little.
+		"--audit-log-mode=batch",
+	}, nil
 }
 
 func (s *starter) writeKubeconfig(path string, id identity) error {
@@ -402,34 +460,63 @@ func (s *starter) startScheduler(ctx context.Context) error {
 }
 
 // startController registers muster-controller's webhooks at a loopback URL
-// and runs it with a certificate for 127.0.0.1, which it issues and
-// injects itself.
+// and runs its replicas with a certificate for 127.0.0.1, which they issue
+// and inject themselves. Several replicas elect a leader for their
+// reconcilers, as in a cluster, and each serves the webhooks behind a
+// front (Front) that stands in for their Service.
 func (s *starter) startController(ctx context.Context) error {
 	webhookURL := "https://127.0.0.1:" + strconv.Itoa(s.ports.controllerWebhook)
 	if err := s.registerWebhooks(ctx, webhookURL); err != nil {
 		return err
 	}
-	args := []string{
-		"--kubeconfig=" + s.path("controller.kubeconfig"),
-		"--leader-elect=true",
-		"--leader-election-namespace=" + manifests.SystemNamespace,
-		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(s.ports.controllerMetrics),
-		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(s.ports.controllerHealth),
-		"--webhook-bind-address=127.0.0.1",
-		"--webhook-port=" + strconv.Itoa(s.ports.controllerWebhook),
-		"--webhook-hosts=127.0.0.1",
-		"--cert-dir=" + s.path("controller-certs"),
-		"--cert-secret=" + manifests.SystemNamespace + "/" + manifests.WebhookCertSecretName,
-		"--v=2",
+	if len(s.ports.controllers) > 1 {
+		args := []string{"front", "--listen=127.0.0.1:" + strconv.Itoa(s.ports.controllerWebhook)}
+		for _, p := range s.ports.controllers {
+			args = append(args, fmt.Sprintf("--backend=127.0.0.1:%d=http://127.0.0.1:%d/readyz", p.webhook, p.health))
+		}
+		if _, err := s.startAs(ControllerFront, "muster-local", args, ""); err != nil {
+			return err
+		}
 	}
-	if s.opts.ElasticWindow > 0 {
-		args = append(args, "--elastic-window="+s.opts.ElasticWindow.String())
+	for i, ports := range s.ports.controllers {
+		args := []string{
+			"--kubeconfig=" + s.path("controller.kubeconfig"),
+			"--leader-elect=true",
+			"--leader-election-namespace=" + manifests.SystemNamespace,
+			"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports.metrics),
+			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(ports.health),
+			"--webhook-bind-address=127.0.0.1",
+			"--webhook-port=" + strconv.Itoa(ports.webhook),
+			"--webhook-hosts=127.0.0.1",
+			"--cert-dir=" + s.path(fmt.Sprintf("controller-certs-%d", i)),
+			"--cert-secret=" + manifests.SystemNamespace + "/" + manifests.WebhookCertSecretName,
+			"--v=2",
+		}
+		if s.opts.ElasticWindow > 0 {
+			args = append(args, "--elastic-window="+s.opts.ElasticWindow.String())
+		}
+		p, err := s.startAs(ControllerReplica(i), "muster-controller", args, "http://127.0.0.1:"+strconv.Itoa(ports.health)+"/readyz")
+		if err != nil {
+			return err
+		}
+		if err := s.waitHealthy(ctx, p); err != nil {
+			return err
+		}
 	}
-	p, err := s.start("muster-controller", args, "http://127.0.0.1:"+strconv.Itoa(s.ports.controllerHealth)+"/readyz")
-	if err != nil {
-		return err
+	return nil
+}
+
+// ControllerFront is the process name of the front of several
+// muster-controller replicas.
+const ControllerFront = "muster-controller-front"
+
+// ControllerReplica is the process name of muster-controller's i-th
+// replica: muster-controller, then muster-controller-1, and so on.
+func ControllerReplica(i int) string {
+	if i == 0 {
+		return "muster-controller"
 	}
-	return s.waitHealthy(ctx, p)
+	return fmt.Sprintf("muster-controller-%d", i)
 }
 
 // registerWebhooks creates the webhook configurations of manifests/, each

@@ -1,0 +1,127 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Front stands in, on loopback, for the Service in front of
+// muster-controller's replicas: connections go round-robin to the replicas
+// whose readiness endpoint answers 200, probed every ProbePeriod, as a
+// Service's endpoints follow its pods' readiness. A connection to a replica
+// that has just died fails, as it would through a Service until the
+// endpoint is dropped; the API server retries a webhook call refused so.
+type Front struct {
+	Listen      string
+	Backends    []Backend
+	ProbePeriod time.Duration
+}
+
+// Backend is one replica: where it serves, and its readiness endpoint.
+type Backend struct {
+	Addr  string
+	Ready string
+}
+
+// Serve forwards connections until ctx ends.
+func (f *Front) Serve(ctx context.Context) error {
+	if len(f.Backends) == 0 {
+		return errors.New("the front needs at least one backend")
+	}
+	l, err := net.Listen("tcp", f.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", f.Listen, err)
+	}
+	ready := make([]atomic.Bool, len(f.Backends))
+	var wg sync.WaitGroup
+	wg.Go(func() { f.probe(ctx, ready) })
+	go func() {
+		<-ctx.Done()
+		l.Close()
+	}()
+	var next atomic.Uint64
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			wg.Wait()
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("accepting on %s: %w", f.Listen, err)
+		}
+		backend, ok := pick(ready, next.Add(1))
+		if !ok {
+			conn.Close()
+			continue
+		}
+		go forward(conn, f.Backends[backend].Addr)
+	}
+}
+
+// pick returns the n-th ready backend, round-robin.
+func pick(ready []atomic.Bool, n uint64) (int, bool) {
+	for i := range ready {
+		j := int((n + uint64(i)) % uint64(len(ready)))
+		if ready[j].Load() {
+			return j, true
+		}
+	}
+	return 0, false
+}
+
+func (f *Front) probe(ctx context.Context, ready []atomic.Bool) {
+	client := &http.Client{Timeout: f.ProbePeriod}
+	ticker := time.NewTicker(f.ProbePeriod)
+	defer ticker.Stop()
+	for {
+		for i, b := range f.Backends {
+			ready[i].Store(healthyWith(ctx, client, b.Ready))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+func healthyWith(ctx context.Context, client *http.Client, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// forward copies both ways between the client and the backend; a backend
+// that refuses closes the client's connection.
+func forward(client net.Conn, addr string) {
+	defer client.Close()
+	backend, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return
+	}
+	defer backend.Close()
+	done := make(chan struct{}, 2)
+	go func() {
+		_, _ = io.Copy(backend, client)
+		done <- struct{}{}
+	}()
+	go func() {
+		_, _ = io.Copy(client, backend)
+		done <- struct{}{}
+	}()
+	<-done
+}
