@@ -344,24 +344,12 @@ func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	owners := map[*elasticGroup]*ownerscale.Scale{}
 	var growable []*elasticGroup
 	for _, g := range groups {
 		// A group with workers still unbound grows into them first.
-		if g.unbound > 0 || int32(len(g.workers)) >= g.elastic.Max {
-			continue
+		if g.unbound == 0 && int32(len(g.workers)) < g.elastic.Max {
+			growable = append(growable, g)
 		}
-		owner, err := ownerscale.Of(ctx, r.Client, r.Reader, g.key.Namespace, g.owner)
-		if err != nil {
-			return err
-		}
-		// Replicas the owner has not made bound workers of yet are
-		// growth under way.
-		if owner == nil || owner.Replicas != int32(len(g.workers)) {
-			continue
-		}
-		owners[g] = owner
-		growable = append(growable, g)
 	}
 	if len(growable) == 0 {
 		return nil
@@ -370,8 +358,42 @@ func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	gains := planGrowth(growable, roomNoGangWaitsFor(nodes, waiting))
-	for _, g := range growable {
+	free := roomNoGangWaitsFor(nodes, waiting)
+	// Owners are read only for the groups the plan gives room, so that a
+	// cluster with none idle costs no request a second. A group whose
+	// owner has replicas it has not made bound workers of yet is growing
+	// already: it is left out, and the room shared again.
+	owners := map[*elasticGroup]*ownerscale.Scale{}
+	for {
+		gains := planGrowth(growable, cloneRooms(free))
+		under := 0
+		for _, g := range growable {
+			if _, read := owners[g]; read || gains[g] == 0 {
+				continue
+			}
+			owner, err := ownerscale.Of(ctx, r.Client, r.Reader, g.key.Namespace, g.owner)
+			if err != nil {
+				return err
+			}
+			owners[g] = owner
+			if owner == nil || owner.Replicas != int32(len(g.workers)) {
+				under++
+			}
+		}
+		if under > 0 {
+			growable = slices.DeleteFunc(growable, func(g *elasticGroup) bool {
+				owner, read := owners[g]
+				return read && (owner == nil || owner.Replicas != int32(len(g.workers)))
+			})
+			continue
+		}
+		return r.grow(ctx, growable, gains, owners)
+	}
+}
+
+// grow scales each group's owner up by its gain.
+func (r *ElasticScaler) grow(ctx context.Context, groups []*elasticGroup, gains map[*elasticGroup]int, owners map[*elasticGroup]*ownerscale.Scale) error {
+	for _, g := range groups {
 		gain := gains[g]
 		if gain == 0 {
 			continue
@@ -394,6 +416,15 @@ func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// cloneRooms copies nodes' free room, which a plan uses up as it goes.
+func cloneRooms(nodes []nodeRoom) []nodeRoom {
+	out := make([]nodeRoom, len(nodes))
+	for i, n := range nodes {
+		out[i] = nodeRoom{node: n.node, free: n.free.DeepCopy()}
+	}
+	return out
 }
 
 // nodeRooms is each node with its allocatable less what its pods request.

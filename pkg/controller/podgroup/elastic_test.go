@@ -8,12 +8,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -48,4 +53,51 @@ func TestAGroupBelowItsMaxIsLookedAtAgainAsSoonAsIdleRoomMayBeShared(t *testing.
 	result, err = r.Reconcile(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, idleRoomInterval-400*time.Millisecond, result.RequeueAfter, "too soon to look: looked at again when it may")
+}
+
+// ownerReads counts the reads of an owner's scale subresource.
+func ownerReads(reads *int) interceptor.Funcs {
+	return interceptor.Funcs{SubResourceGet: func(ctx context.Context, c client.Client, subResource string, obj, sub client.Object, opts ...client.SubResourceGetOption) error {
+		*reads++
+		return c.SubResource(subResource).Get(ctx, obj, sub, opts...)
+	}}
+}
+
+// A cluster with no idle room costs the elastic scaler no request a
+// second: it reads a group's owner only when the plan gives the group room
+// to grow into.
+func TestNoOwnerIsReadWhileNoRoomIsIdle(t *testing.T) {
+	pg := podGroup(2, v1alpha1.PodGroupStatus{})
+	pg.Annotations = map[string]string{topology.RolesAnnotation: "worker=4", topology.ElasticAnnotation: "2:4"}
+	set := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "job-worker", UID: "set", Controller: ptr.To(true)}
+	worker := func(i string) *corev1.Pod {
+		pod := member("job-worker-"+i).Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, i).Node("n1").
+			Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}).Obj()
+		pod.OwnerReferences = []metav1.OwnerReference{*set}
+		return pod
+	}
+	node := func(cpu string) *corev1.Node {
+		return st.MakeNode().Name("n1").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourcePods: "110"}).Obj()
+	}
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	for _, tt := range []struct {
+		cpu       string
+		wantReads bool
+	}{
+		{cpu: "2", wantReads: false},
+		{cpu: "3", wantReads: true},
+	} {
+		reads := 0
+		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pg, worker("0"), worker("1"), node(tt.cpu)).
+			WithIndex(&corev1.Pod{}, groupField, podGroupIndex).WithInterceptorFuncs(ownerReads(&reads)).Build()
+		r := &ElasticScaler{Client: c, Rooms: c, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(epoch.Time), Window: 15 * time.Second,
+			madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{}}
+
+		// The fake client serves no scale subresource: what matters is
+		// whether it was asked.
+		_ = r.growIntoIdleRoom(context.Background())
+		assert.Equal(t, tt.wantReads, reads > 0, "a node of %s CPUs under two workers of one: owner read %d times", tt.cpu, reads)
+	}
 }
