@@ -64,7 +64,7 @@ demo: tools build ## Start a local cluster, schedule example pods with muster-sc
 .PHONY: lint
 lint: ## go vet and gofmt.
 	go vet ./...
-	go vet -tags bench ./test/perf ./test/perf/elastic ./test/perf/preemption
+	go vet -tags bench ./test/perf ./test/perf/elastic ./test/perf/preemption ./test/perf/cost
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n $$unformatted ]]; then echo "gofmt wants to rewrite:"; echo "$$unformatted"; exit 1; fi
 
@@ -106,6 +106,10 @@ bench-quick: tools bench-tools ## A reduced benchmark run, one round of small wo
 .PHONY: bench-elastic
 bench-elastic: tools build ## Elastic groups against the same jobs rigid at min and at max, on the real control plane, BENCH_ELASTIC_ROUNDS (3) rounds of about 4 min; writes docs/elastic-benchmark.md.
 	BENCH_ELASTIC_DOC=$(CURDIR)/docs/elastic-benchmark.md go test -tags bench -run '^$$' -bench BenchmarkElasticSharing -benchtime 1x -timeout 30m ./test/perf/elastic
+
+.PHONY: bench-cost
+bench-cost: tools build ## What muster-controller and muster-scheduler cost the API server and the machine at 100, 1,000 and 5,000 simulated nodes, or BENCH_COST_SIZES; writes docs/benchmarks-cost.md.
+	BENCH_COST_SIZES="$(BENCH_COST_SIZES)" BENCH_COST_DOC=$(CURDIR)/docs/benchmarks-cost.md go test -tags bench -run '^$$' -bench BenchmarkCost -benchtime 1x -timeout 60m ./test/perf/cost
 
 .PHONY: bench-preemption
 bench-preemption: tools build ## muster's gang-aware preemption against DefaultPreemption, two profiles of one muster-scheduler on the real control plane (about a minute); writes docs/preemption-benchmark.md.

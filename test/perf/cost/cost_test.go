@@ -1,0 +1,557 @@
+//go:build bench
+
+// Package cost measures what muster-controller and muster-scheduler cost as
+// the cluster grows, on the real control plane with kwok as the kubelet:
+// the API requests each makes per minute, counted from the API server's
+// audit log, and the CPU and memory of each process, at 100, 1,000 and
+// 5,000 nodes with 10 pods on each and 20 elastic groups waiting or
+// growing. `make bench-cost` runs it and writes docs/benchmarks-cost.md; the
+// build tag keeps it out of `make test`.
+package cost
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/muster-dev/muster/pkg/localcluster"
+	"github.com/muster-dev/muster/pkg/topology"
+	"github.com/muster-dev/muster/test/integration/framework"
+)
+
+const (
+	// podsPerNode filler pods fill each filler node's CPU exactly.
+	podsPerNode = 10
+	nodeCPU     = "32"
+	fillerCPU   = "3200m"
+	// The elastic groups: on a pool of 4 nodes of 32 CPUs, 16 groups run
+	// at their min and cannot grow, and 4 wait for room for their min.
+	poolNodes     = 4
+	elasticGroups = 20
+	elasticMin    = 4
+	elasticMax    = 16
+	workerCPU     = "2"
+	// window is how long each size is measured, after settle.
+	window = 2 * time.Minute
+	settle = 30 * time.Second
+	// elasticWindow is muster-controller's --elastic-window: its default.
+	elasticWindow   = 15 * time.Second
+	fillerNamespace = "cost-filler"
+)
+
+// sizes are the cluster's node counts, reached in turn by adding filler
+// nodes: $BENCH_COST_SIZES, else 100, 1,000 and 5,000.
+func sizes(b *testing.B) []int {
+	spec := os.Getenv("BENCH_COST_SIZES")
+	if spec == "" {
+		return []int{100, 1000, 5000}
+	}
+	var out []int
+	for _, field := range strings.Fields(spec) {
+		n, err := strconv.Atoi(field)
+		if err != nil || n <= poolNodes+localcluster.DefaultOptions("", "").Nodes {
+			b.Fatalf("BENCH_COST_SIZES=%q: %q is not a node count above the %d nodes the cluster starts with", spec, field, poolNodes+localcluster.DefaultOptions("", "").Nodes)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+var programs = []string{"muster-controller", "muster-scheduler"}
+
+func TestMain(m *testing.M) {
+	framework.RunMain(m, func(opts *localcluster.Options) {
+		opts.AuditMuster = true
+		opts.ElasticWindow = elasticWindow
+	})
+}
+
+// measurement is one program's cost at one size.
+type measurement struct {
+	requestsPerMinute float64
+	// byVerb counts the requests of the window by verb.
+	byVerb map[string]int
+	// cpu is the cores used on average over the window.
+	cpu float64
+	// rssMiB is the resident memory at the window's end.
+	rssMiB float64
+}
+
+type row struct {
+	nodes, pods int
+	cost        map[string]measurement
+}
+
+func BenchmarkCost(b *testing.B) {
+	ctx := context.Background()
+	client := fastClient(b)
+	ns := framework.NewNamespace(b)
+	framework.NodePool(b, ns, poolNodes, nodeCPU)
+	createElasticGroups(b, ns)
+	waitForElasticSteadyState(b, ns)
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fillerNamespace}}, metav1.CreateOptions{}); err != nil {
+		b.Fatalf("creating namespace %s: %v", fillerNamespace, err)
+	}
+	waitForDefaultServiceAccount(b, client, fillerNamespace)
+	auditPath := localcluster.AuditLogPath(framework.Cluster().Dir)
+	start := time.Now()
+
+	var rows []row
+	fillers := 0
+	for _, size := range sizes(b) {
+		others := countNodes(b, client)
+		want := size - (others - fillers)
+		addFillers(b, client, fillers, want)
+		fillers = want
+		waitForFillers(b, client, fillers)
+		b.Logf("%d nodes: settling for %s", size, settle)
+		time.Sleep(settle)
+		r := measure(b, client, auditPath)
+		r.nodes = countNodes(b, client)
+		rows = append(rows, r)
+		b.Logf("%d nodes, %d pods: %v", r.nodes, r.pods, r.cost)
+		// Written after each size, so that a size the machine cannot
+		// hold leaves the figures of those before it.
+		checkElasticSteadyState(b, ns)
+		write(b, rows, listsSince(b, auditPath, start))
+	}
+}
+
+func write(b *testing.B, rows []row, lists map[string]int) {
+	if doc := os.Getenv("BENCH_COST_DOC"); doc != "" {
+		if err := os.WriteFile(doc, []byte(render(rows, lists)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// fastClient is an admin client that creates thousands of objects quickly.
+func fastClient(b *testing.B) kubernetes.Interface {
+	config := *framework.Config
+	config.QPS, config.Burst = 2000, 4000
+	client, err := kubernetes.NewForConfig(&config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return client
+}
+
+// createElasticGroups makes the 20 elastic groups, each a PodGroup and a
+// StatefulSet of workers started at min, as muster-controller's elastic
+// scaler grows and shrinks them.
+func createElasticGroups(b *testing.B, ns string) {
+	for i := range elasticGroups {
+		name := fmt.Sprintf("e%d", i)
+		framework.CreatePodGroup(b, ns, name, elasticMin, map[string]string{
+			topology.RolesAnnotation:   fmt.Sprintf("worker=%d", elasticMax),
+			topology.ElasticAnnotation: fmt.Sprintf("%d:%d", elasticMin, elasticMax),
+		})
+		template := framework.InPool(framework.MemberPod(ns, name, 0, workerCPU).Label(topology.RoleLabel, "worker").Obj(), ns)
+		set := &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-worker"},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas:            ptr.To[int32](elasticMin),
+				ServiceName:         name,
+				PodManagementPolicy: appsv1.ParallelPodManagement,
+				Selector:            &metav1.LabelSelector{MatchLabels: map[string]string{topology.GroupLabel: name}},
+				Template:            corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: template.Labels}, Spec: template.Spec},
+			},
+		}
+		if _, err := framework.Client.AppsV1().StatefulSets(ns).Create(context.Background(), set, metav1.CreateOptions{}); err != nil {
+			b.Fatalf("creating StatefulSet %s: %v", set.Name, err)
+		}
+		// Before the pool's cleanup deletes the pods, which the set would
+		// create again.
+		b.Cleanup(func() {
+			if err := framework.Client.AppsV1().StatefulSets(ns).Delete(context.Background(), set.Name, metav1.DeleteOptions{}); err != nil {
+				b.Errorf("deleting StatefulSet %s: %v", set.Name, err)
+			}
+		})
+	}
+}
+
+// elasticState counts the groups running at their min, bound whole, and
+// the members bound in all.
+func elasticState(ctx context.Context, ns string) (atMin, bound int, err error) {
+	pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	byGroup := map[string]int{}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" {
+			byGroup[p.Labels[topology.GroupLabel]]++
+			bound++
+		}
+	}
+	for _, n := range byGroup {
+		if n >= elasticMin {
+			atMin++
+		}
+	}
+	return atMin, bound, nil
+}
+
+// The pool holds 16 groups at their min: 4 * 32 CPUs / (4 workers * 2).
+const groupsThatFit = poolNodes * 32 / (elasticMin * 2)
+
+func waitForElasticSteadyState(b *testing.B, ns string) {
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		atMin, bound, err := elasticState(ctx, ns)
+		return err == nil && atMin == groupsThatFit && bound == groupsThatFit*elasticMin, nil
+	})
+	if err != nil {
+		b.Fatalf("waiting for %d elastic groups at their min: %v", groupsThatFit, err)
+	}
+}
+
+// checkElasticSteadyState fails the run unless the groups are as they
+// were: what was measured is 16 groups that cannot grow and 4 that wait.
+func checkElasticSteadyState(b *testing.B, ns string) {
+	atMin, bound, err := elasticState(context.Background(), ns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if atMin != groupsThatFit || bound != groupsThatFit*elasticMin {
+		b.Fatalf("the elastic groups changed during the run: %d at min with %d members bound, want %d with %d", atMin, bound, groupsThatFit, groupsThatFit*elasticMin)
+	}
+}
+
+func waitForDefaultServiceAccount(b *testing.B, client kubernetes.Interface, ns string) {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		b.Fatalf("waiting for the default ServiceAccount of %s: %v", ns, err)
+	}
+}
+
+func countNodes(b *testing.B, client kubernetes.Interface) int {
+	nodes, err := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return len(nodes.Items)
+}
+
+// addFillers creates the filler nodes from index from up to to, each with
+// podsPerNode pods bound to it that fill its CPU: pods of another
+// scheduler's, never muster's.
+func addFillers(b *testing.B, client kubernetes.Interface, from, to int) {
+	b.Logf("adding filler nodes %d to %d, with %d pods each", from, to-1, podsPerNode)
+	parallel(b, from, to, func(ctx context.Context, i int) error {
+		name := fmt.Sprintf("filler-%d", i)
+		if _, err := client.CoreV1().Nodes().Create(ctx, fillerNode(name), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating node %s: %w", name, err)
+		}
+		for j := range podsPerNode {
+			pod := fillerPod(fmt.Sprintf("%s-%d", name, j), name)
+			if _, err := client.CoreV1().Pods(fillerNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating pod %s: %w", pod.Name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// parallel runs do for each index in [from, to) on 32 workers.
+func parallel(b *testing.B, from, to int, do func(context.Context, int) error) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	indices := make(chan int)
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for i := range indices {
+				if err := do(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+	for i := from; i < to && ctx.Err() == nil; i++ {
+		indices <- i
+	}
+	close(indices)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func fillerNode(name string) *corev1.Node {
+	resources := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(nodeCPU),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      map[string]string{corev1.LabelHostname: name, "muster.dev/bench": "filler"},
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+		},
+		Status: corev1.NodeStatus{Capacity: resources, Allocatable: resources},
+	}
+}
+
+func fillerPod(name, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: fillerNamespace, Name: name, Labels: map[string]string{"app": "filler"}},
+		Spec: corev1.PodSpec{
+			NodeName: node,
+			Containers: []corev1.Container{{
+				Name:      "main",
+				Image:     "registry.k8s.io/pause:3.10",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(fillerCPU)}},
+			}},
+		},
+	}
+}
+
+// waitForFillers waits until kwok reports every filler node Ready and
+// every filler pod Running, so that the window measures a cluster at
+// rest, not one still starting.
+func waitForFillers(b *testing.B, client kubernetes.Interface, nodes int) {
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Second, 20*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := client.CoreV1().Pods(fillerNamespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return false, nil
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0", LabelSelector: "muster.dev/bench=filler"})
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for _, n := range list.Items {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return running == nodes*podsPerNode && ready == nodes, nil
+	})
+	if err != nil {
+		b.Fatalf("waiting for %d filler nodes Ready and their pods Running: %v", nodes, err)
+	}
+}
+
+// measure counts each program's requests, CPU and memory over the window.
+func measure(b *testing.B, client kubernetes.Interface, auditPath string) row {
+	pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpuBefore := map[string]float64{}
+	for _, name := range programs {
+		cpuBefore[name] = cpuSeconds(b, pid(b, name))
+	}
+	from := time.Now()
+	time.Sleep(window)
+	to := time.Now()
+	r := row{pods: len(pods.Items), cost: map[string]measurement{}}
+	events := auditEvents(b, auditPath, from, to)
+	for _, name := range programs {
+		m := measurement{byVerb: map[string]int{}}
+		total := 0
+		for _, e := range events {
+			if e.program() == name {
+				m.byVerb[e.Verb]++
+				total++
+			}
+		}
+		m.requestsPerMinute = float64(total) / to.Sub(from).Minutes()
+		m.cpu = (cpuSeconds(b, pid(b, name)) - cpuBefore[name]) / to.Sub(from).Seconds()
+		m.rssMiB = rssMiB(b, pid(b, name))
+		r.cost[name] = m
+	}
+	return r
+}
+
+func pid(b *testing.B, program string) int {
+	for _, p := range framework.Cluster().Processes {
+		if p.Name == program {
+			return p.PID
+		}
+	}
+	b.Fatalf("no process %s in the cluster", program)
+	return 0
+}
+
+// cpuSeconds is the user and system time the process has used.
+func cpuSeconds(b *testing.B, pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command, which is in parentheses and may hold
+	// spaces: utime and stime are the 12th and 13th of them.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return (utime + stime) / ticksPerSecond
+}
+
+func rssMiB(b *testing.B, pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb / 1024
+		}
+	}
+	b.Fatalf("no VmRSS for process %d", pid)
+	return 0
+}
+
+// auditEvent is what the benchmark reads of an audit event.
+type auditEvent struct {
+	Verb       string `json:"verb"`
+	RequestURI string `json:"requestURI"`
+	User       struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef struct {
+		Resource string `json:"resource"`
+	} `json:"objectRef"`
+	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
+}
+
+func (e auditEvent) program() string {
+	name, _ := strings.CutPrefix(e.User.Username, "system:serviceaccount:muster-system:")
+	return name
+}
+
+// auditEvents returns the events of requests completed between from and
+// to, once the batched log holds an event past to.
+func auditEvents(b *testing.B, path string, from, to time.Time) []auditEvent {
+	var events []auditEvent
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+		all, err := readAudit(path)
+		if err != nil {
+			return false, err
+		}
+		events = events[:0]
+		past := false
+		for _, e := range all {
+			at := e.StageTimestamp.Time
+			past = past || at.After(to)
+			if !at.Before(from) && !at.After(to) {
+				events = append(events, e)
+			}
+		}
+		return past, nil
+	})
+	if err != nil {
+		b.Fatalf("reading the audit log up to %s: %v", to, err)
+	}
+	return events
+}
+
+func readAudit(path string) ([]auditEvent, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var events []auditEvent
+	r := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			var e auditEvent
+			if json.Unmarshal(line, &e) == nil {
+				events = append(events, e)
+			}
+		}
+		if err == io.EOF {
+			return events, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// listsSince counts, by program and resource, the LISTs made after start.
+func listsSince(b *testing.B, path string, start time.Time) map[string]int {
+	all, err := readAudit(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lists := map[string]int{}
+	for _, e := range all {
+		if e.Verb == "list" && e.StageTimestamp.After(start) {
+			lists[e.program()+" "+e.ObjectRef.Resource]++
+		}
+	}
+	return lists
+}
+
+func render(rows []row, lists map[string]int) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "# Controller and scheduler cost\n\n")
+	command := "make bench-cost"
+	if spec := os.Getenv("BENCH_COST_SIZES"); spec != "" {
+		command = fmt.Sprintf("make bench-cost BENCH_COST_SIZES=%q", spec)
+	}
+	fmt.Fprintf(&sb, "Generated by `%s` (test/perf/cost) on %s. Do not edit: run it again.\n\n", command, time.Now().UTC().Format("2006-01-02"))
+	fmt.Fprintf(&sb, "The real control plane with kwok as the kubelet, grown to each size in turn by filler nodes of %s CPUs, each with %d pods of another scheduler filling it. ", nodeCPU, podsPerNode)
+	fmt.Fprintf(&sb, "On %d pool nodes, %d elastic groups (%d to %d workers of %s CPUs, StatefulSets that muster-controller scales): the pool holds %d at their min and no more, so none can grow (one that grew before the pool filled keeps its extra workers pending), and %d wait for room for their min. ", poolNodes, elasticGroups, elasticMin, elasticMax, workerCPU, groupsThatFit, elasticGroups-groupsThatFit)
+	fmt.Fprintf(&sb, "At each size, after %s to settle, a window of %s: requests counted from the API server's audit log (every request of each program's ServiceAccount, watches included), CPU from /proc (cores used on average), memory the resident set at the window's end.\n\n", settle, window)
+	fmt.Fprintf(&sb, "| nodes | pods | program | requests/min | by verb | CPU (cores) | RSS (MiB) |\n|---:|---:|---|---:|---|---:|---:|\n")
+	for _, r := range rows {
+		for _, name := range programs {
+			m := r.cost[name]
+			var verbs []string
+			for _, v := range slices.Sorted(maps.Keys(m.byVerb)) {
+				verbs = append(verbs, fmt.Sprintf("%s %d", v, m.byVerb[v]))
+			}
+			fmt.Fprintf(&sb, "| %d | %d | %s | %.1f | %s | %.3f | %.0f |\n", r.nodes, r.pods, name, m.requestsPerMinute, strings.Join(verbs, ", "), m.cpu, m.rssMiB)
+		}
+	}
+	fmt.Fprintf(&sb, "\nLISTs after the groups were at rest, through the last window: ")
+	if len(lists) == 0 {
+		fmt.Fprintf(&sb, "none.\n")
+	} else {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(lists)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, lists[k]))
+		}
+		fmt.Fprintf(&sb, "%s.\n", strings.Join(parts, ", "))
+	}
+	return sb.String()
+}
