@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,12 +76,13 @@ func pick(ready []atomic.Bool, n uint64) (int, bool) {
 }
 
 func (f *Front) probe(ctx context.Context, ready []atomic.Bool) {
-	client := &http.Client{Timeout: f.ProbePeriod}
 	ticker := time.NewTicker(f.ProbePeriod)
 	defer ticker.Stop()
 	for {
 		for i, b := range f.Backends {
-			ready[i].Store(healthyWith(ctx, client, b.Ready))
+			probeCtx, cancel := context.WithTimeout(ctx, f.ProbePeriod)
+			ready[i].Store(healthy(probeCtx, b.Ready))
+			cancel()
 		}
 		select {
 		case <-ctx.Done():
@@ -90,19 +90,6 @@ func (f *Front) probe(ctx context.Context, ready []atomic.Bool) {
 		case <-ticker.C:
 		}
 	}
-}
-
-func healthyWith(ctx context.Context, client *http.Client, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // forward copies both ways between the client and the backend; a backend
