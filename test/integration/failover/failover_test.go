@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 // createEvery is how often grouped pods are created while a replica goes.
 const createEvery = 50 * time.Millisecond
 
-func TestTheStandbyTakesOverWhenTheLeaderGoes(t *testing.T) {
+func TestTheReconcilersGetANewLeaderWhenTheLeaderGoes(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.CreatePodGroup(t, ns, "g", 1, nil)
 	replicas := []string{localcluster.ControllerReplica(0), localcluster.ControllerReplica(1)}

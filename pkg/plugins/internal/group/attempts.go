@@ -170,9 +170,8 @@ func (s *Attempts) Begin(key types.NamespacedName) {
 // Fail ends the group's attempt: it returns the members still holding a
 // reservation, to be rejected, which gives their reservations up, and
 // whether this call ended the attempt (false when a sibling's failure
-// already did). keepPlace leaves the
-// group's place in the queue as it was: the attempt ended only to wait
-// for the victims preempted for it.
+// already did). keepPlace leaves the group's place in the queue as it
+// was: the attempt ended only to wait for the victims preempted for it.
 func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Duration, keepPlace bool) (reserved []types.UID, first bool) {
 	s.update(key, func(a *attempt) {
 		reserved = a.reserved.UnsortedList()
