@@ -86,6 +86,13 @@ type Options struct {
 	// and muster-controller's requests, and only theirs, to
 	// AuditLogPath: what the benchmarks count requests by.
 	AuditMuster bool
+	// StaticNodes gives nodes a day's grace before the node lifecycle
+	// controller takes one that stopped heartbeating for unreachable: a
+	// node the caller creates Ready, and kwok does not play, stays Ready
+	// and its pods stay, as in upstream's scheduler_perf, which runs no
+	// node lifecycle controller at all. For clusters of more nodes than
+	// kwok can heartbeat on the machine.
+	StaticNodes bool
 	// Detach lets the programs outlive the calling process, for the
 	// muster-local command. Tests leave it false so that nothing survives
 	// a test binary that dies.

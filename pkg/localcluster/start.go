@@ -334,7 +334,7 @@ func (s *starter) install(ctx context.Context) error {
 // accounts and their tokens, Jobs, garbage collection, namespace deletion.
 func (s *starter) startControllerManager(ctx context.Context) error {
 	port := s.ports.controllerManager
-	p, err := s.start("kube-controller-manager", []string{
+	args := []string{
 		"--kubeconfig=" + s.path("controller-manager.kubeconfig"),
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
@@ -343,7 +343,11 @@ func (s *starter) startControllerManager(ctx context.Context) error {
 		"--root-ca-file=" + s.pki.caCertFile,
 		"--use-service-account-credentials=false",
 		"--v=1",
-	}, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz")
+	}
+	if s.opts.StaticNodes {
+		args = append(args, "--node-monitor-grace-period=24h")
+	}
+	p, err := s.start("kube-controller-manager", args, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz")
 	if err != nil {
 		return err
 	}
