@@ -3,6 +3,7 @@ package podgroup
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -10,20 +11,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/ownerscale"
@@ -42,13 +47,14 @@ const (
 // room back is kept from growing for the window instead.
 const idleRoomInterval = time.Second
 
-// idleRoomSettle is how long after a bound member is gone idle room is
-// looked for: the rest of a group that ends goes meanwhile, and one look
-// sees the room of all of it.
+// idleRoomSettle is how long after room was freed idle room is looked
+// for: the rest of a group that ends goes meanwhile, and one look sees the
+// room of all of it.
 const idleRoomSettle = 250 * time.Millisecond
 
 // lookForIdleRoom is the request, named as no PodGroup can be, that shares
-// out idle room: a bound member of a group is gone, and its room with it.
+// out idle room: room was freed, by a bound pod gone or finished, a node
+// added or grown, or a gang that no longer waits for room kept for it.
 var lookForIdleRoom = reconcile.Request{NamespacedName: types.NamespacedName{Name: "<idle room>"}}
 
 // DefaultElasticWindow is how long after room was taken back for a gang
@@ -77,10 +83,11 @@ func init() {
 type ElasticScaler struct {
 	// Client reads PodGroups and grouped pods from the cache, and scales
 	// owners; Rooms reads nodes and every bound pod that has not finished
-	// from NewRoomCache's cache; Reader reads an operator's job from the API
-	// server when its owner's workers are scaled.
+	// from NewRoomCache's cache, whose events tell when room is freed;
+	// Reader reads an operator's job from the API server when its owner's
+	// workers are scaled.
 	Client   client.Client
-	Rooms    client.Reader
+	Rooms    cache.Cache
 	Reader   client.Reader
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
@@ -91,6 +98,9 @@ type ElasticScaler struct {
 	madeRoom map[types.NamespacedName]time.Time
 	// lookedForRoom is when idle room was last shared out.
 	lookedForRoom time.Time
+	// waiting are the gangs that waited for room when last reconciled:
+	// room the scaler kept from growth for one is idle once it stops.
+	waiting sets.Set[types.NamespacedName]
 	// workers is each elastic group's bound workers, as last seen.
 	workers map[types.NamespacedName]int
 	// announced is the bound workers an owner was scaled up to, whose
@@ -99,22 +109,46 @@ type ElasticScaler struct {
 }
 
 // SetupWithManager registers the scaler: it runs for a PodGroup when the
-// PodGroup or one of its pods changes, and looks for idle room when a
-// bound member is deleted.
+// PodGroup or one of its pods changes, and looks for idle room when room is
+// freed anywhere in the cluster, as Rooms' events tell. It never looks on
+// a timer: a cluster at rest costs it nothing, whatever its size.
 func (r *ElasticScaler) SetupWithManager(mgr ctrl.Manager) error {
 	r.madeRoom = map[types.NamespacedName]time.Time{}
 	r.workers = map[types.NamespacedName]int{}
 	r.announced = map[types.NamespacedName]int{}
+	r.waiting = sets.New[types.NamespacedName]()
+	look := func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		q.AddAfter(lookForIdleRoom, idleRoomSettle)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("podgroup-elastic").
 		For(&v1alpha1.PodGroup{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(groupOfPod)).
-		Watches(&corev1.Pod{}, handler.Funcs{DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if pod, ok := e.Object.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
-				q.AddAfter(lookForIdleRoom, idleRoomSettle)
-			}
-		}}).
+		// A bound pod leaves Rooms when it is deleted or finishes.
+		WatchesRawSource(source.Kind(r.Rooms, &corev1.Pod{}, handler.TypedFuncs[*corev1.Pod, reconcile.Request]{
+			DeleteFunc: func(_ context.Context, _ event.TypedDeleteEvent[*corev1.Pod], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				look(q)
+			},
+		})).
+		WatchesRawSource(source.Kind(r.Rooms, &corev1.Node{}, handler.TypedFuncs[*corev1.Node, reconcile.Request]{
+			CreateFunc: func(_ context.Context, _ event.TypedCreateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				look(q)
+			},
+			UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if roomChanged(e.ObjectOld, e.ObjectNew) {
+					look(q)
+				}
+			},
+		})).
 		Complete(r)
+}
+
+// roomChanged reports whether a node's update may have freed room: what
+// roomOfNode keeps of it changed. A heartbeat changes none of it.
+func roomChanged(old, updated *corev1.Node) bool {
+	return !equality.Semantic.DeepEqual(old.Spec, updated.Spec) ||
+		!equality.Semantic.DeepEqual(old.Status.Allocatable, updated.Status.Allocatable) ||
+		!maps.Equal(old.Labels, updated.Labels)
 }
 
 // Reconcile notes an elastic group's growth, makes room for a gang that
@@ -126,8 +160,11 @@ func (r *ElasticScaler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	}
 	pg := &v1alpha1.PodGroup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pg); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, err
+		}
 		r.forget(req.NamespacedName)
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return r.stoppedWaiting(ctx, req.NamespacedName)
 	}
 	topo, errs := topology.FromPodGroup(pg)
 	if _, awaits := topology.AwaitsDerivation(pg); awaits || len(errs) > 0 {
@@ -141,6 +178,9 @@ func (r *ElasticScaler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		r.noteGrowth(pg, topo, members.Items)
 	}
 	if need, pending, waits := waitingForRoom(pg, members.Items); waits {
+		r.mu.Lock()
+		r.waiting.Insert(req.NamespacedName)
+		r.mu.Unlock()
 		if err := r.makeRoom(ctx, pg, need, pending); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -149,16 +189,24 @@ func (r *ElasticScaler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{RequeueAfter: r.Window}, nil
 	}
 	if topo.Elastic != nil && int32(len(boundWorkers(topo, members.Items))) < topo.Elastic.Max {
-		result, err := r.shareIdleRoom(ctx)
-		if err != nil || result.RequeueAfter > 0 {
-			// Too soon after the last look: the group is looked at
-			// again when the next may be.
-			return result, err
-		}
-		// Room that pods of no group leave is looked for again.
-		return reconcile.Result{RequeueAfter: r.Window}, nil
+		// Too soon after the last look, the group is looked at again
+		// when the next may be; after a look, when room is freed.
+		return r.shareIdleRoom(ctx)
 	}
-	return reconcile.Result{}, nil
+	return r.stoppedWaiting(ctx, req.NamespacedName)
+}
+
+// stoppedWaiting forgets a group that is gone or no longer waits for room,
+// and shares out the room kept for it when it waited.
+func (r *ElasticScaler) stoppedWaiting(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
+	r.mu.Lock()
+	waited := r.waiting.Has(key)
+	r.waiting.Delete(key)
+	r.mu.Unlock()
+	if !waited {
+		return reconcile.Result{}, nil
+	}
+	return r.shareIdleRoom(ctx)
 }
 
 func (r *ElasticScaler) forget(key types.NamespacedName) {
@@ -429,8 +477,10 @@ func cloneRooms(nodes []nodeRoom) []nodeRoom {
 
 // nodeRooms is each node with its allocatable less what its pods request.
 func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]nodeRoom, error) {
+	// Read only: the cache's objects are not copied, which at 50,000 pods
+	// is most of a look's cost.
 	var nodes corev1.NodeList
-	if err := r.Rooms.List(ctx, &nodes); err != nil {
+	if err := r.Rooms.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	rooms := make([]nodeRoom, len(nodes.Items))
@@ -440,7 +490,7 @@ func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]nodeRoom, error) {
 		at[nodes.Items[i].Name] = i
 	}
 	var pods corev1.PodList
-	if err := r.Rooms.List(ctx, &pods); err != nil {
+	if err := r.Rooms.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	for i := range pods.Items {

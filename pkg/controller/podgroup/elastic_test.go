@@ -8,14 +8,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -41,13 +44,13 @@ func TestAGroupBelowItsMaxIsLookedAtAgainAsSoonAsIdleRoomMayBeShared(t *testing.
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pg, worker("0"), worker("1")).
 		WithIndex(&corev1.Pod{}, groupField, podGroupIndex).Build()
 	clock := testingclock.NewFakeClock(epoch.Time)
-	r := &ElasticScaler{Client: c, Rooms: c, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: clock, Window: 15 * time.Second,
+	r := &ElasticScaler{Client: c, Rooms: fakeRooms{Reader: c}, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: clock, Window: 15 * time.Second,
 		madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{}}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "job"}}
 
 	result, err := r.Reconcile(context.Background(), req)
 	require.NoError(t, err)
-	assert.Equal(t, r.Window, result.RequeueAfter, "after a look, the next is a window later")
+	assert.Zero(t, result.RequeueAfter, "after a look, the next is when room is freed, on no timer")
 
 	clock.Step(400 * time.Millisecond)
 	result, err = r.Reconcile(context.Background(), req)
@@ -92,7 +95,7 @@ func TestNoOwnerIsReadWhileNoRoomIsIdle(t *testing.T) {
 		reads := 0
 		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pg, worker("0"), worker("1"), node(tt.cpu)).
 			WithIndex(&corev1.Pod{}, groupField, podGroupIndex).WithInterceptorFuncs(ownerReads(&reads)).Build()
-		r := &ElasticScaler{Client: c, Rooms: c, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(epoch.Time), Window: 15 * time.Second,
+		r := &ElasticScaler{Client: c, Rooms: fakeRooms{Reader: c}, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(epoch.Time), Window: 15 * time.Second,
 			madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{}}
 
 		// The fake client serves no scale subresource: what matters is
@@ -100,4 +103,65 @@ func TestNoOwnerIsReadWhileNoRoomIsIdle(t *testing.T) {
 		_ = r.growIntoIdleRoom(context.Background())
 		assert.Equal(t, tt.wantReads, reads > 0, "a node of %s CPUs under two workers of one: owner read %d times", tt.cpu, reads)
 	}
+}
+
+// fakeRooms serves a fake client's objects as the scaler's Rooms, whose
+// informers the tests never start.
+type fakeRooms struct {
+	cache.Cache
+	client.Reader
+}
+
+func (f fakeRooms) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return f.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (f fakeRooms) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return f.Reader.List(ctx, list, opts...)
+}
+
+// Only an update that may free room sets off a look: a heartbeat does not.
+func TestRoomChanged(t *testing.T) {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"pool": "a"}, ResourceVersion: "1"},
+		Status:     corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
+	}
+	heartbeat := node.DeepCopy()
+	heartbeat.ResourceVersion = "2"
+	heartbeat.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	assert.False(t, roomChanged(node, heartbeat), "a heartbeat")
+
+	grown := node.DeepCopy()
+	grown.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("8")
+	assert.True(t, roomChanged(node, grown), "allocatable grew")
+	cordoned := node.DeepCopy()
+	cordoned.Spec.Unschedulable = true
+	assert.True(t, roomChanged(node, cordoned), "schedulability changed")
+	relabelled := node.DeepCopy()
+	relabelled.Labels["pool"] = "b"
+	assert.True(t, roomChanged(node, relabelled), "labels changed")
+}
+
+// A gang that waited for room had room kept from growth for it: once it
+// no longer waits, or is gone, idle room is shared out at once.
+func TestAGangThatStopsWaitingSetsOffALook(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&corev1.Pod{}, groupField, podGroupIndex).Build()
+	clock := testingclock.NewFakeClock(epoch.Time)
+	r := &ElasticScaler{Client: c, Rooms: fakeRooms{Reader: c}, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: clock, Window: 15 * time.Second,
+		madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{},
+		waiting: sets.New[types.NamespacedName]()}
+	key := types.NamespacedName{Namespace: ns, Name: "gone"}
+
+	_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
+	require.NoError(t, err)
+	assert.True(t, r.lookedForRoom.IsZero(), "a group that never waited sets off no look")
+
+	r.waiting.Insert(key)
+	_, err = r.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
+	require.NoError(t, err)
+	assert.Equal(t, clock.Now(), r.lookedForRoom, "the room kept for the gone gang was looked at")
+	assert.False(t, r.waiting.Has(key))
 }
