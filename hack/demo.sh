@@ -23,8 +23,8 @@ if [[ -f $dir/state.json ]]; then
 	"$bin/muster-local" down --dir "$dir"
 fi
 
-say "Starting a local control plane with 4 simulated nodes"
-"$bin/muster-local" up --dir "$dir" --nodes 4
+say "Starting a local control plane with 4 simulated nodes, serving upstream's Workload API too"
+"$bin/muster-local" up --dir "$dir" --nodes 4 --workload-api
 # On failure, what every program said last and where the pods are, before
 # the cluster and its logs go (KEEP=1 keeps both).
 finish() {
@@ -93,6 +93,27 @@ echo
 echo "train was admitted whole: its 4 pods were bound in one step."
 echo "short has 2 of its 3 pods; they wait, and say so, until the third exists."
 echo "huge cannot fit on any node; it was rejected whole, with nothing bound, and backs off."
+say "Upstream's group API: applying manifests/examples/upstream-gang.yaml"
+grep '"Reading groups from PodGroups"' "$dir/logs/muster-scheduler.log" | sed 's/^.*\] //'
+kubectl apply -f "$root/manifests/examples/upstream-gang.yaml"
+kubectl wait --namespace muster-demo --for=condition=Ready pod/upstream-launcher-0 --timeout=120s >/dev/null
+kubectl get podgroups.scheduling.k8s.io --namespace muster-demo \
+	-o custom-columns='PODGROUP:.metadata.name,GANG-MIN-COUNT:.spec.schedulingPolicy.gang.minCount,LAUNCH-ORDER:.metadata.annotations.muster\.dev/launch-order'
+kubectl get pods --namespace muster-demo --selector muster.dev/role --sort-by .metadata.name \
+	-o custom-columns='POD:.metadata.name,GROUP:.spec.schedulingGroup.podGroupName,ROLE:.metadata.labels.muster\.dev/role,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
+events muster-demo '$1 ~ /^upstream/ && $2 ~ /^Gang|^Launch/'
+launcher_bound=$(kubectl get pod upstream-launcher-0 --namespace muster-demo -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime}')
+for worker in upstream-worker-0 upstream-worker-1; do
+	ready=$(kubectl get pod "$worker" --namespace muster-demo -o jsonpath='{.status.conditions[?(@.type=="Ready")].lastTransitionTime}')
+	if [[ $launcher_bound < $ready ]]; then
+		echo "upstream-launcher-0 was bound at $launcher_bound, before $worker was Ready at $ready" >&2
+		exit 1
+	fi
+done
+echo
+echo "The gang lives in a scheduling.k8s.io PodGroup: muster-scheduler admitted it"
+echo "whole and bound the launcher only once both workers were Ready."
+
 say "Every framework: TensorFlow, PyTorch (static and elastic), MPI and MXNet"
 "$bin/muster-local" tour --dir "$dir" --examples "$root/manifests/examples" --namespace muster-tour
 

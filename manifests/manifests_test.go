@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -134,10 +135,15 @@ func TestExamplesDecode(t *testing.T) {
 			t.Errorf("%s holds no object", path)
 		}
 		for _, obj := range objects {
-			if pg, ok := obj.(*v1alpha1.PodGroup); ok {
-				if errs := webhooks.Validate(pg); len(errs) > 0 {
-					t.Errorf("%s: PodGroup %s would be refused: %v", path, pg.Name, errs.ToAggregate())
-				}
+			pg, ok := obj.(*v1alpha1.PodGroup)
+			if upstream, isUpstream := obj.(*schedulingv1beta1.PodGroup); isUpstream {
+				pg, ok = topology.FromUpstream(upstream), true
+			}
+			if !ok {
+				continue
+			}
+			if errs := webhooks.Validate(pg); len(errs) > 0 {
+				t.Errorf("%s: PodGroup %s would be refused: %v", path, pg.Name, errs.ToAggregate())
 			}
 		}
 	}

@@ -86,6 +86,14 @@ type Options struct {
 	// and muster-controller's requests, and only theirs, to
 	// AuditLogPath: what the benchmarks count requests by.
 	AuditMuster bool
+	// WorkloadAPI serves scheduling.k8s.io/v1beta1 Workloads and
+	// PodGroups: GenericWorkload and WorkloadWithJob on in the API server
+	// and kube-controller-manager, whose Job controller then makes a
+	// Workload and a PodGroup for a Job with spec.scheduling.
+	// muster-scheduler runs with its Deployment's gates all the same,
+	// GenericWorkload off: it reads those PodGroups as groups of its own,
+	// and upstream's PodGroup cycle and GangScheduling stay out of its way.
+	WorkloadAPI bool
 	// StaticNodes gives nodes a day's grace before the node lifecycle
 	// controller takes one that stopped heartbeating for unreachable: a
 	// node the caller creates Ready, and kwok does not play, stays Ready

@@ -28,6 +28,7 @@ import (
 
 	"github.com/muster-dev/muster/manifests"
 	"github.com/muster-dev/muster/pkg/certs"
+	"github.com/muster-dev/muster/pkg/topology"
 )
 
 // starter brings the programs up one after another.
@@ -172,6 +173,10 @@ func (s *starter) startEtcd(ctx context.Context) error {
 	return s.waitHealthy(ctx, p)
 }
 
+// workloadAPIGates turn on upstream's Workload API, and the Job
+// controller's use of it.
+const workloadAPIGates = "--feature-gates=GenericWorkload=true,WorkloadWithJob=true"
+
 func (s *starter) startAPIServer(ctx context.Context) error {
 	port := s.ports.apiServer
 	s.cluster.Server = "https://127.0.0.1:" + strconv.Itoa(port)
@@ -194,6 +199,9 @@ func (s *starter) startAPIServer(ctx context.Context) error {
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--v=1",
+	}
+	if s.opts.WorkloadAPI {
+		args = append(args, workloadAPIGates, "--runtime-config="+topology.UpstreamPodGroupVersion.String()+"=true")
 	}
 	if s.opts.AuditMuster {
 		audit, err := s.auditFlags()
@@ -343,6 +351,9 @@ func (s *starter) startControllerManager(ctx context.Context) error {
 		"--root-ca-file=" + s.pki.caCertFile,
 		"--use-service-account-credentials=false",
 		"--v=1",
+	}
+	if s.opts.WorkloadAPI {
+		args = append(args, workloadAPIGates)
 	}
 	if s.opts.StaticNodes {
 		args = append(args, "--node-monitor-grace-period=24h")

@@ -18,15 +18,54 @@ import (
 // GroupLabel names the PodGroup a pod belongs to.
 const GroupLabel = v1alpha1.PodGroupLabel
 
-// GroupOf returns the key of the PodGroup the pod belongs to: the value of
-// GroupLabel, in the pod's own namespace. A group never reaches across
-// namespaces.
+// GroupOf returns the key of the group the pod belongs to, in the pod's
+// own namespace: the scheduler-plugins PodGroup its GroupLabel names, or
+// else the scheduling.k8s.io PodGroup its spec.schedulingGroup names. A
+// group never reaches across namespaces, and a name is one group in its
+// namespace, whichever API holds it.
 func GroupOf(pod *corev1.Pod) (types.NamespacedName, bool) {
+	if key, ok := LabeledGroupOf(pod); ok {
+		return key, true
+	}
+	if name := UpstreamGroupName(pod); name != "" {
+		return types.NamespacedName{Namespace: pod.Namespace, Name: name}, true
+	}
+	return types.NamespacedName{}, false
+}
+
+// LabeledGroupOf returns the key of the scheduler-plugins PodGroup the
+// pod's GroupLabel names. muster-controller's environment, hostfiles and
+// status serve these groups only: scheduling.k8s.io's PodGroups are
+// muster-scheduler's groups, not yet muster-controller's.
+func LabeledGroupOf(pod *corev1.Pod) (types.NamespacedName, bool) {
 	name := pod.Labels[GroupLabel]
 	if name == "" {
 		return types.NamespacedName{}, false
 	}
 	return types.NamespacedName{Namespace: pod.Namespace, Name: name}, true
+}
+
+// UpstreamGroupName is the name of the scheduling.k8s.io PodGroup the pod
+// names in spec.schedulingGroup, or "".
+func UpstreamGroupName(pod *corev1.Pod) string {
+	if g := pod.Spec.SchedulingGroup; g != nil && g.PodGroupName != nil {
+		return *g.PodGroupName
+	}
+	return ""
+}
+
+// Where a pod names its group, for messages.
+const (
+	GroupLabelField    = "label " + GroupLabel
+	UpstreamGroupField = "spec.schedulingGroup.podGroupName"
+)
+
+// GroupFieldOf names where the pod names its group.
+func GroupFieldOf(pod *corev1.Pod) string {
+	if _, ok := LabeledGroupOf(pod); ok {
+		return GroupLabelField
+	}
+	return UpstreamGroupField
 }
 
 // IsActiveMember reports whether a member counts toward its group: it is not
@@ -37,9 +76,9 @@ func IsActiveMember(pod *corev1.Pod) bool {
 }
 
 // WaitingForPodGroupMessage says why a member waits when its PodGroup does
-// not exist.
-func WaitingForPodGroupMessage(group types.NamespacedName) string {
-	return fmt.Sprintf("waiting for PodGroup %s to be created (named by label %s)", group, GroupLabel)
+// not exist; namedBy is where its members name it (GroupFieldOf).
+func WaitingForPodGroupMessage(group types.NamespacedName, namedBy string) string {
+	return fmt.Sprintf("waiting for PodGroup %s to be created (named by %s)", group, namedBy)
 }
 
 // WaitingForMembersMessage says why a member waits when its group has fewer

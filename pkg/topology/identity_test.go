@@ -5,30 +5,69 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
 func TestGroupOf(t *testing.T) {
+	upstream := func(name string) *st.PodWrapper {
+		pod := st.MakePod().Namespace("team-a").Name("p")
+		pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(name)}
+		return pod
+	}
 	tests := []struct {
-		name   string
-		pod    *corev1.Pod
-		want   types.NamespacedName
-		wantOK bool
+		name         string
+		pod          *corev1.Pod
+		want         types.NamespacedName
+		wantOK       bool
+		wantLabelled bool
+		wantField    string
 	}{
-		{"labelled", st.MakePod().Namespace("team-a").Name("p").Label(GroupLabel, "job").Obj(), types.NamespacedName{Namespace: "team-a", Name: "job"}, true},
-		{"same group name, other namespace", st.MakePod().Namespace("team-b").Name("p").Label(GroupLabel, "job").Obj(), types.NamespacedName{Namespace: "team-b", Name: "job"}, true},
-		{"no label", st.MakePod().Namespace("team-a").Name("p").Obj(), types.NamespacedName{}, false},
-		{"empty label", st.MakePod().Namespace("team-a").Name("p").Label(GroupLabel, "").Obj(), types.NamespacedName{}, false},
+		{"labelled", st.MakePod().Namespace("team-a").Name("p").Label(GroupLabel, "job").Obj(), types.NamespacedName{Namespace: "team-a", Name: "job"}, true, true, GroupLabelField},
+		{"same group name, other namespace", st.MakePod().Namespace("team-b").Name("p").Label(GroupLabel, "job").Obj(), types.NamespacedName{Namespace: "team-b", Name: "job"}, true, true, GroupLabelField},
+		{"no label", st.MakePod().Namespace("team-a").Name("p").Obj(), types.NamespacedName{}, false, false, UpstreamGroupField},
+		{"empty label", st.MakePod().Namespace("team-a").Name("p").Label(GroupLabel, "").Obj(), types.NamespacedName{}, false, false, UpstreamGroupField},
+		{"in a scheduling.k8s.io PodGroup", upstream("train").Obj(), types.NamespacedName{Namespace: "team-a", Name: "train"}, true, false, UpstreamGroupField},
+		{"the label wins over spec.schedulingGroup", upstream("train").Label(GroupLabel, "job").Obj(), types.NamespacedName{Namespace: "team-a", Name: "job"}, true, true, GroupLabelField},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, ok := GroupOf(tt.pod)
 			assert.Equal(t, tt.wantOK, ok)
 			assert.Equal(t, tt.want, got)
+			_, labelled := LabeledGroupOf(tt.pod)
+			assert.Equal(t, tt.wantLabelled, labelled)
+			assert.Equal(t, tt.wantField, GroupFieldOf(tt.pod))
 		})
 	}
+}
+
+func TestFromUpstream(t *testing.T) {
+	gang := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "team-a", Name: "train", UID: "u1",
+			Annotations:     map[string]string{LaunchOrderAnnotation: "launcher>worker"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", Controller: ptr.To(true)}},
+		},
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 5}}},
+	}
+	got := FromUpstream(gang)
+	assert.Equal(t, int32(5), got.Spec.MinMember, "a gang's quorum is its minCount")
+	assert.Equal(t, gang.Name, got.Name)
+	assert.Equal(t, gang.UID, got.UID)
+	assert.Equal(t, gang.Annotations, got.Annotations)
+	assert.Equal(t, gang.OwnerReferences, got.OwnerReferences)
+	assert.True(t, IsUpstream(got))
+
+	basic := gang.DeepCopy()
+	basic.Spec.SchedulingPolicy = schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}
+	assert.Equal(t, int32(1), FromUpstream(basic).Spec.MinMember, "a basic policy is no gang")
+
+	assert.False(t, IsUpstream(&v1alpha1.PodGroup{}), "scheduler-plugins' own PodGroup")
 }
 
 func TestIsActiveMember(t *testing.T) {

@@ -65,9 +65,14 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if placed, err := d.placeJobSetPod(ctx, pod); placed || err != nil {
 		return err
 	}
-	key, ok := topology.GroupOf(pod)
+	key, ok := topology.LabeledGroupOf(pod)
 	if !ok {
 		return nil
+	}
+	if upstream := topology.UpstreamGroupName(pod); upstream != "" {
+		return invalidPod(pod, field.ErrorList{field.Forbidden(field.NewPath("spec", "schedulingGroup", "podGroupName"), fmt.Sprintf(
+			"the pod names two groups: scheduler-plugins PodGroup %q by label %s, and scheduling.k8s.io PodGroup %q here; a pod belongs to one group: remove the label or spec.schedulingGroup",
+			key.Name, topology.GroupLabel, upstream))})
 	}
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "generateName", pod.GenerateName, "podGroup", key)
 

@@ -45,8 +45,8 @@ func (PodUpdateValidator) ValidateUpdate(_ context.Context, oldObj, newObj runti
 
 // placeChanges lists how an update moves a pod within or into a group.
 func placeChanges(old, pod *corev1.Pod) field.ErrorList {
-	oldGroup, wasGrouped := topology.GroupOf(old)
-	group, isGrouped := topology.GroupOf(pod)
+	oldGroup, wasGrouped := topology.LabeledGroupOf(old)
+	group, isGrouped := topology.LabeledGroupOf(pod)
 	switch {
 	case !wasGrouped && !isGrouped:
 		return nil

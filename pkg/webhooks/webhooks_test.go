@@ -107,6 +107,8 @@ func TestPodDefaulter(t *testing.T) {
 		{"invalid topology", member("cyclic").Label(topology.RoleLabel, "a").Label(topology.IndexLabel, "0").Obj(), false, false, "the order has a cycle, a>b>a"},
 		{"an index taken", member("mpi").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0").Obj(), false, false,
 			`metadata.labels[muster.dev/index]: Duplicate value: "worker 0 of group mpi is pod mpi-worker-0 already; give this pod another index, or delete that pod first"`},
+		{"names a scheduling.k8s.io PodGroup too", inUpstreamGroup(member("gang").Obj(), "train"), false, false,
+			`spec.schedulingGroup.podGroupName: Forbidden: the pod names two groups: scheduler-plugins PodGroup "gang" by label scheduling.x-k8s.io/pod-group, and scheduling.k8s.io PodGroup "train" here`},
 		{"an index taken by a finished pod", member("mpi").Label(topology.RoleLabel, "launcher").Label(topology.IndexLabel, "0").Obj(), true, true, ""},
 	}
 	for _, tt := range tests {
@@ -416,4 +418,9 @@ func TestAnElasticMembersEnvNamesTheWorkersThereAreAsItIsCreated(t *testing.T) {
 			assert.Equal(t, fmt.Sprint(len(want)), env["MUSTER_WORKER_NUM"])
 		})
 	}
+}
+
+func inUpstreamGroup(pod *corev1.Pod, name string) *corev1.Pod {
+	pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
+	return pod
 }

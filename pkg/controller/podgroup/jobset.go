@@ -47,7 +47,7 @@ func (r *JobSetGroupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("jobset-podgroup").
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(groupOfPod),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
-				key, ok := topology.GroupOf(obj.(*corev1.Pod))
+				key, ok := topology.LabeledGroupOf(obj.(*corev1.Pod))
 				return ok && obj.GetLabels()[topology.JobSetNameLabel] == key.Name
 			}))).
 		Complete(r)

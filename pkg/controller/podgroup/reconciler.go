@@ -53,7 +53,7 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 
 // podGroupIndex indexes a pod by the name of the group it names.
 func podGroupIndex(obj client.Object) []string {
-	if key, ok := topology.GroupOf(obj.(*corev1.Pod)); ok {
+	if key, ok := topology.LabeledGroupOf(obj.(*corev1.Pod)); ok {
 		return []string{key.Name}
 	}
 	return nil
@@ -67,14 +67,14 @@ func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.PodGroup{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(groupOfPod),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
-				_, ok := topology.GroupOf(obj.(*corev1.Pod))
+				_, ok := topology.LabeledGroupOf(obj.(*corev1.Pod))
 				return ok
 			}))).
 		Complete(r)
 }
 
 func groupOfPod(_ context.Context, obj client.Object) []reconcile.Request {
-	if key, ok := topology.GroupOf(obj.(*corev1.Pod)); ok {
+	if key, ok := topology.LabeledGroupOf(obj.(*corev1.Pod)); ok {
 		return []reconcile.Request{{NamespacedName: key}}
 	}
 	return nil

@@ -83,7 +83,7 @@ func TestReconcileWithoutPodGroup(t *testing.T) {
 	reconcileGroup(t, r)
 	cond := condition(t, c, "a")
 	require.NotNil(t, cond)
-	assert.Equal(t, topology.WaitingForPodGroupMessage(types.NamespacedName{Namespace: ns, Name: "job"}), cond.Message)
+	assert.Equal(t, topology.WaitingForPodGroupMessage(types.NamespacedName{Namespace: ns, Name: "job"}, topology.GroupLabelField), cond.Message)
 }
 
 func TestReconcileOfAMemberDeletedWhileItWaitsIsNoError(t *testing.T) {

@@ -93,7 +93,7 @@ func lateMissing(topo *topology.Topology, activeByRole map[string]int32) int32 {
 // the message Gang's or LaunchOrder's PreEnqueue gives.
 func waitingMessage(pg *v1alpha1.PodGroup, c census, group types.NamespacedName) string {
 	if pg == nil {
-		return topology.WaitingForPodGroupMessage(group)
+		return topology.WaitingForPodGroupMessage(group, topology.GroupLabelField)
 	}
 	if owner, awaits := topology.AwaitsDerivation(pg); awaits {
 		return topology.AwaitingDerivationMessage(group, owner)

@@ -114,7 +114,7 @@ func TestWaitingMessage(t *testing.T) {
 		members []corev1.Pod
 		want    string
 	}{
-		{"no PodGroup", nil, pods(member("a")), topology.WaitingForPodGroupMessage(key)},
+		{"no PodGroup", nil, pods(member("a")), topology.WaitingForPodGroupMessage(key, topology.GroupLabelField)},
 		{"short of minMember", podGroup(8, v1alpha1.PodGroupStatus{}), pods(member("a"), member("b"), member("c"), member("d"), member("e")), "waiting for 3 more pods of group team-a/job (5/8)"},
 		{"complete", podGroup(1, v1alpha1.PodGroupStatus{}), pods(member("a")), ""},
 		{

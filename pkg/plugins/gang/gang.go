@@ -105,7 +105,7 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	}
 	pg := g.podGroup(key)
 	if pg == nil {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key))
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod)))
 	}
 	if status := g.heldElsewhere(pod); status != nil {
 		return status
@@ -238,7 +238,7 @@ func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.
 	}
 	pg := g.podGroup(key)
 	if pg == nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key))
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod)))
 	}
 	// Checked again here: a pod that passed PreEnqueue before its twin was
 	// seen must not be placed beside it.
@@ -276,7 +276,7 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 	}
 	pg := g.podGroup(key)
 	if pg == nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key))
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod)))
 	}
 	if g.hasQuorum(key, pg) {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
@@ -344,7 +344,7 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, no
 	}
 	pg := g.podGroup(key)
 	if pg == nil {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key)), 0
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod))), 0
 	}
 	if !g.admitIfComplete(klog.FromContext(ctx), key, pg, pod, nodeName) {
 		placed := g.attempts.Placed(key, g.members(key).bound) + g.rooms.Count(key, "")

@@ -213,7 +213,7 @@ func TestPreEnqueue(t *testing.T) {
 		{
 			name: "the PodGroup does not exist",
 			pod:  member("job", "p0").Obj(),
-			want: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(group)),
+			want: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(group, topology.GroupLabelField)),
 		},
 		{
 			name:      "fewer active pods than minMember",

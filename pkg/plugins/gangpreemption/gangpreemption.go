@@ -112,7 +112,7 @@ func (pl *GangPreemption) PostFilter(ctx context.Context, state fwk.CycleState, 
 	if key, ok := topology.GroupOf(pod); ok {
 		pg := pl.groups.PodGroup(key)
 		if pg == nil {
-			return nil, fwk.NewStatus(fwk.Unschedulable, topology.WaitingForPodGroupMessage(key))
+			return nil, fwk.NewStatus(fwk.Unschedulable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod)))
 		}
 		reached, known := group.HasQuorum(state)
 		if !known {

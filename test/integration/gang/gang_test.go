@@ -183,7 +183,7 @@ func TestPodsWithoutAGroupAndWithAMissingGroup(t *testing.T) {
 	if n := boundCount(t, ns, "later"); n != 0 {
 		t.Fatalf("a pod whose PodGroup does not exist was bound")
 	}
-	waitForCondition(t, ns, orphan.Name, topology.WaitingForPodGroupMessage(types.NamespacedName{Namespace: ns, Name: "later"}))
+	waitForCondition(t, ns, orphan.Name, topology.WaitingForPodGroupMessage(types.NamespacedName{Namespace: ns, Name: "later"}, topology.GroupLabelField))
 	framework.CreatePodGroup(t, ns, "later", 1, nil)
 	framework.WaitForPod(t, ns, orphan.Name, "bound", framework.IsBound)
 }

@@ -113,11 +113,16 @@ func KeyOf(obj any) (types.NamespacedName, bool) {
 	return types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, true
 }
 
-// RecordEvent records an event on the PodGroup. The reference is built by
-// hand: the event recorder's scheme does not know the PodGroup type.
+// RecordEvent records an event on the PodGroup, in whichever API it lives.
+// The reference is built by hand: the event recorder's scheme does not
+// know the PodGroup types.
 func RecordEvent(handle fwk.Handle, pg *v1alpha1.PodGroup, eventType, reason, action, note string) {
+	apiVersion := v1alpha1.SchemeGroupVersion.String()
+	if topology.IsUpstream(pg) {
+		apiVersion = topology.UpstreamPodGroupVersion.String()
+	}
 	ref := &corev1.ObjectReference{
-		APIVersion: v1alpha1.SchemeGroupVersion.String(),
+		APIVersion: apiVersion,
 		Kind:       "PodGroup",
 		Namespace:  pg.Namespace,
 		Name:       pg.Name,

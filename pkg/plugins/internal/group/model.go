@@ -11,12 +11,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
+	schedulingv1beta1listers "k8s.io/client-go/listers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -34,11 +37,21 @@ const MaxPermitWait = 15 * time.Minute
 
 // Model is one scheduler profile's view of its groups, shared by Gang and
 // LaunchOrder so that the two never see different versions of a group: one
-// PodGroup informer, the member index on the scheduler's pod informer, and
-// each PodGroup's topology, parsed once per change of its annotations.
+// PodGroup informer per source, the member index on the scheduler's pod
+// informer, and each PodGroup's topology, parsed once per change of its
+// annotations.
+//
+// scheduler-plugins' PodGroup is the model's one shape of group; a
+// scheduling.k8s.io PodGroup, the second source when the API server serves
+// it, is read in that shape (topology.FromUpstream). Where both APIs hold a
+// PodGroup of one name in a namespace, scheduler-plugins' is the group.
 type Model struct {
 	podGroups        schedulinglisters.PodGroupLister
 	podGroupInformer cache.SharedIndexInformer
+	// upstream and upstreamInformer are nil when the API server does not
+	// serve scheduling.k8s.io's PodGroups.
+	upstream         schedulingv1beta1listers.PodGroupLister
+	upstreamInformer cache.SharedIndexInformer
 	podInformer      cache.SharedIndexInformer
 	pods             cache.Indexer
 
@@ -119,6 +132,9 @@ func ModelFor(ctx context.Context, handle fwk.Handle) (*Model, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("watching pods: %w", err)
 	}
+	if err := m.readUpstreamIfServed(ctx, handle); err != nil {
+		return nil, err
+	}
 	factory.Start(ctx.Done())
 	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
 		if !synced {
@@ -127,6 +143,72 @@ func ModelFor(ctx context.Context, handle fwk.Handle) (*Model, error) {
 	}
 	models[handle.SharedInformerFactory()] = m
 	return m, nil
+}
+
+// readUpstreamIfServed makes scheduling.k8s.io's PodGroups the model's
+// second source of groups when the API server serves them, as it does
+// with the GenericWorkload gate on. It asks discovery once, at start: on a
+// cluster without the API, the default, there is no informer to fail and
+// no request beyond that one. The informer is the scheduler's own, which
+// the scheduler starts and syncs before it schedules.
+func (m *Model) readUpstreamIfServed(ctx context.Context, handle fwk.Handle) error {
+	sources := []string{v1alpha1.SchemeGroupVersion.String()}
+	served, err := servesUpstreamPodGroups(ctx, discovery.ToDiscoveryInterfaceWithContext(handle.ClientSet().Discovery()))
+	if err != nil {
+		return err
+	}
+	if served {
+		podGroups := handle.SharedInformerFactory().Scheduling().V1beta1().PodGroups()
+		m.upstream, m.upstreamInformer = podGroups.Lister(), podGroups.Informer()
+		if _, err := m.upstreamInformer.AddEventHandler(inOneShape(cache.ResourceEventHandlerFuncs{DeleteFunc: m.forgetGroup})); err != nil {
+			return fmt.Errorf("watching %s PodGroups: %w", topology.UpstreamPodGroupVersion, err)
+		}
+		sources = append(sources, topology.UpstreamPodGroupVersion.String())
+	}
+	klog.FromContext(ctx).Info("Reading groups from PodGroups", "apis", sources)
+	return nil
+}
+
+// servesUpstreamPodGroups reports whether the API server serves
+// scheduling.k8s.io's PodGroups.
+func servesUpstreamPodGroups(ctx context.Context, client discovery.ServerResourcesInterfaceWithContext) (bool, error) {
+	resources, err := client.ServerResourcesForGroupVersionWithContext(ctx, topology.UpstreamPodGroupVersion.String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("asking the API server whether it serves %s: %w", topology.UpstreamPodGroupVersion, err)
+	}
+	for _, r := range resources.APIResources {
+		if r.Name == "podgroups" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// inOneShape hands handler scheduling.k8s.io PodGroups in the model's one
+// shape (topology.FromUpstream), so that handlers read one kind of group.
+func inOneShape(handler cache.ResourceEventHandler) cache.ResourceEventHandler {
+	return oneShape{handler}
+}
+
+type oneShape struct{ handler cache.ResourceEventHandler }
+
+func (o oneShape) OnAdd(obj any, isInInitialList bool) { o.handler.OnAdd(shape(obj), isInInitialList) }
+func (o oneShape) OnUpdate(oldObj, newObj any)         { o.handler.OnUpdate(shape(oldObj), shape(newObj)) }
+func (o oneShape) OnDelete(obj any)                    { o.handler.OnDelete(shape(obj)) }
+
+func shape(obj any) any {
+	switch obj := obj.(type) {
+	case *schedulingv1beta1.PodGroup:
+		return topology.FromUpstream(obj)
+	case cache.DeletedFinalStateUnknown:
+		if pg, ok := obj.Obj.(*schedulingv1beta1.PodGroup); ok {
+			return cache.DeletedFinalStateUnknown{Key: obj.Key, Obj: topology.FromUpstream(pg)}
+		}
+	}
+	return obj
 }
 
 // podIndexer returns the scheduler's pod informer with the group index.
@@ -145,10 +227,16 @@ func (m *Model) Attempts() *Attempts { return m.attempts }
 // Rooms is the room held for gangs' late members.
 func (m *Model) Rooms() *Rooms { return m.rooms }
 
-// OnPodGroupChange tells handler of every PodGroup event.
+// OnPodGroupChange tells handler of every PodGroup event, of either
+// source, in the model's one shape.
 func (m *Model) OnPodGroupChange(handler cache.ResourceEventHandler) error {
 	if _, err := m.podGroupInformer.AddEventHandler(handler); err != nil {
 		return fmt.Errorf("watching PodGroups: %w", err)
+	}
+	if m.upstreamInformer != nil {
+		if _, err := m.upstreamInformer.AddEventHandler(inOneShape(handler)); err != nil {
+			return fmt.Errorf("watching %s PodGroups: %w", topology.UpstreamPodGroupVersion, err)
+		}
 	}
 	return nil
 }
@@ -161,16 +249,28 @@ func (m *Model) OnPodChange(handler cache.ResourceEventHandler) error {
 	return nil
 }
 
-// PodGroup returns the group's PodGroup, or nil when it does not exist.
+// PodGroup returns the group's PodGroup, in the model's one shape, or nil
+// when neither source has it.
 func (m *Model) PodGroup(key types.NamespacedName) *v1alpha1.PodGroup {
 	pg, err := m.podGroups.PodGroups(key.Namespace).Get(key.Name)
+	if err == nil {
+		return pg
+	}
+	if !apierrors.IsNotFound(err) {
+		klog.Background().Error(err, "Reading PodGroup", "podGroup", key)
+		return nil
+	}
+	if m.upstream == nil {
+		return nil
+	}
+	upstream, err := m.upstream.PodGroups(key.Namespace).Get(key.Name)
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
-			klog.Background().Error(err, "Reading PodGroup", "podGroup", key)
+			klog.Background().Error(err, "Reading PodGroup", "podGroup", key, "api", topology.UpstreamPodGroupVersion)
 		}
 		return nil
 	}
-	return pg
+	return topology.FromUpstream(upstream)
 }
 
 // Members returns the pods of the group that the scheduler sees.

@@ -1,0 +1,94 @@
+package group
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	schedulingv1beta1listers "k8s.io/client-go/listers/scheduling/v1beta1"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+func TestServesUpstreamPodGroups(t *testing.T) {
+	tests := []struct {
+		name      string
+		resources []*metav1.APIResourceList
+		want      bool
+	}{
+		{"API absent", nil, false},
+		{"workloads only", []*metav1.APIResourceList{{GroupVersion: "scheduling.k8s.io/v1beta1", APIResources: []metav1.APIResource{{Name: "workloads"}}}}, false},
+		{"served", []*metav1.APIResourceList{{GroupVersion: "scheduling.k8s.io/v1beta1", APIResources: []metav1.APIResource{{Name: "workloads"}, {Name: "podgroups"}}}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset().Discovery().(*fakediscovery.FakeDiscovery)
+			client.Resources = tt.resources
+			served, err := servesUpstreamPodGroups(context.Background(), discovery.ToDiscoveryInterfaceWithContext(client))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, served)
+		})
+	}
+}
+
+// TestPodGroupReadsBothSources: a group is found in either API, in the one
+// shape, and scheduler-plugins' PodGroup is the group when both APIs hold
+// one of its name.
+func TestPodGroupReadsBothSources(t *testing.T) {
+	ours := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	upstream := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	require.NoError(t, ours.Add(&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "both"}, Spec: v1alpha1.PodGroupSpec{MinMember: 2}}))
+	for _, name := range []string{"both", "train"} {
+		require.NoError(t, upstream.Add(&schedulingv1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Spec:       schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 7}}},
+		}))
+	}
+	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexName: IndexFunc})
+	m := NewModel(schedulinglisters.NewPodGroupLister(ours), pods)
+
+	assert.Nil(t, m.PodGroup(types.NamespacedName{Namespace: "ns", Name: "train"}), "the upstream source is off where the API is not served")
+
+	m.upstream = schedulingv1beta1listers.NewPodGroupLister(upstream)
+	train := m.PodGroup(types.NamespacedName{Namespace: "ns", Name: "train"})
+	require.NotNil(t, train)
+	assert.True(t, topology.IsUpstream(train))
+	assert.Equal(t, int32(7), train.Spec.MinMember)
+	both := m.PodGroup(types.NamespacedName{Namespace: "ns", Name: "both"})
+	require.NotNil(t, both)
+	assert.False(t, topology.IsUpstream(both))
+	assert.Equal(t, int32(2), both.Spec.MinMember)
+	assert.Nil(t, m.PodGroup(types.NamespacedName{Namespace: "ns", Name: "none"}))
+}
+
+// TestHandlersSeeOneShape: a handler of PodGroup events gets upstream
+// PodGroups, tombstones too, as scheduler-plugins' PodGroups.
+func TestHandlersSeeOneShape(t *testing.T) {
+	var seen []any
+	handler := inOneShape(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { seen = append(seen, obj) },
+		UpdateFunc: func(_, obj any) { seen = append(seen, obj) },
+		DeleteFunc: func(obj any) { seen = append(seen, obj) },
+	})
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train"}}
+	handler.OnAdd(pg, false)
+	handler.OnUpdate(pg, pg)
+	handler.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/train", Obj: pg})
+	require.Len(t, seen, 3)
+	for _, obj := range seen[:2] {
+		assert.IsType(t, &v1alpha1.PodGroup{}, obj)
+	}
+	key, ok := KeyOf(seen[2])
+	assert.True(t, ok)
+	assert.Equal(t, types.NamespacedName{Namespace: "ns", Name: "train"}, key)
+}

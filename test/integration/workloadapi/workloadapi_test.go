@@ -1,0 +1,228 @@
+// Package workloadapi tests muster-scheduler on a cluster that serves
+// upstream's scheduling.k8s.io/v1beta1 Workloads and PodGroups
+// (muster-local up --workload-api): pods grouped by those PodGroups are
+// muster gangs, whether a user or the Job controller makes the group.
+package workloadapi
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/muster-dev/muster/pkg/localcluster"
+	"github.com/muster-dev/muster/pkg/topology"
+	"github.com/muster-dev/muster/test/integration/framework"
+)
+
+func TestMain(m *testing.M) {
+	framework.RunMain(m, func(opts *localcluster.Options) { opts.WorkloadAPI = true })
+}
+
+// TestTheSchedulerReadsBothPodGroupAPIs: muster-scheduler found at start
+// that the API server serves upstream's PodGroups, and says it reads both.
+func TestTheSchedulerReadsBothPodGroupAPIs(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(framework.Cluster().Dir, "logs", "muster-scheduler.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"Reading groups from PodGroups" apis=["scheduling.x-k8s.io/v1alpha1","scheduling.k8s.io/v1beta1"]`
+	if !strings.Contains(string(data), want) {
+		t.Errorf("muster-scheduler's log does not say %s", want)
+	}
+}
+
+// TestAnUpstreamGangThatDoesNotFitWaitsWhole: a gang of 4 in a
+// scheduling.k8s.io PodGroup, where only 3 fit, binds nothing and says why
+// on its PodGroup; once a node is added it is bound whole.
+func TestAnUpstreamGangThatDoesNotFitWaitsWhole(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "3")
+	bound := watchBound(t, ns)
+	createUpstreamGang(t, ns, "job", 4)
+	for i := range 4 {
+		framework.CreatePods(t, upstreamMember(ns, "job", i))
+	}
+
+	event := waitForEvent(t, ns, "job", "GangRejected")
+	if event.Regarding.APIVersion != topology.UpstreamPodGroupVersion.String() || event.Regarding.Kind != "PodGroup" {
+		t.Errorf("GangRejected is about %s %s, want the %s PodGroup", event.Regarding.APIVersion, event.Regarding.Kind, topology.UpstreamPodGroupVersion)
+	}
+	if n := bound.count(); n != 0 {
+		t.Fatalf("%d of 4 members were bound while only 3 fit", n)
+	}
+
+	framework.AddPoolNode(t, ns, ns+"-extra", "1")
+	bound.waitFor(t, 4)
+}
+
+// TestAMemberWaitsForItsMissingUpstreamPodGroup: a pod naming a
+// scheduling.k8s.io PodGroup that does not exist is kept out of the queue
+// by Gang's PreEnqueue, and is bound once the PodGroup is created: the
+// PodGroup's event reaches Gang through the model's upstream informer.
+func TestAMemberWaitsForItsMissingUpstreamPodGroup(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "2")
+	pod := upstreamMember(ns, "later", 0)
+	framework.CreatePods(t, pod)
+
+	const gated = `scheduler_pending_pods{queue="gated"}`
+	framework.Eventually(t, "the pod gated", func(context.Context) (float64, error) {
+		if n := framework.SchedulerMetrics(t)[gated]; n < 1 {
+			return n, fmt.Errorf("%s is %v", gated, n)
+		}
+		return 0, nil
+	})
+	framework.WaitForPod(t, ns, pod.Name, "unbound", func(pod *corev1.Pod) bool { return !framework.IsBound(pod) })
+
+	createUpstreamGang(t, ns, "later", 1)
+	framework.WaitForPod(t, ns, pod.Name, "bound", framework.IsBound)
+}
+
+// TestAJobWithAGangPolicyIsAMusterGang: an Indexed Job with
+// spec.scheduling's gang policy, for muster-scheduler. The real Job
+// controller makes its Workload and PodGroup and names the PodGroup in its
+// pods; muster-scheduler binds none of them while only 2 of 3 fit, and all
+// once there is room.
+func TestAJobWithAGangPolicyIsAMusterGang(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "2")
+	bound := watchBound(t, ns)
+	template := framework.InPool(framework.MemberPod(ns, "unused", 0, "1").Obj(), ns)
+	delete(template.Labels, topology.GroupLabel)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"},
+		Spec: batchv1.JobSpec{
+			CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			Completions:    ptr.To[int32](3),
+			Parallelism:    ptr.To[int32](3),
+			Scheduling: &batchv1.JobSchedulingConfiguration{
+				SchedulingPolicy: &schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy{
+					Gang: &schedulingv1alpha3.WorkloadPodGroupGangSchedulingPolicy{MinCount: ptr.To[int32](3)},
+				},
+			},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: template.Labels},
+				Spec:       *template.Spec.DeepCopy(),
+			},
+		},
+	}
+	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	if _, err := framework.Client.BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Job %s: %v", job.Name, err)
+	}
+
+	pg := framework.Eventually(t, "the Job's PodGroup", func(ctx context.Context) (*schedulingv1beta1.PodGroup, error) {
+		list, err := framework.Client.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if len(list.Items) != 1 {
+			return nil, fmt.Errorf("%d PodGroups", len(list.Items))
+		}
+		return &list.Items[0], nil
+	})
+	if gang := pg.Spec.SchedulingPolicy.Gang; gang == nil || gang.MinCount != 3 {
+		t.Fatalf("the Job's PodGroup %s has policy %+v, want a gang of 3", pg.Name, pg.Spec.SchedulingPolicy)
+	}
+	waitForEvent(t, ns, pg.Name, "GangRejected")
+	if n := bound.count(); n != 0 {
+		t.Fatalf("%d of the Job's 3 pods were bound while only 2 fit", n)
+	}
+
+	framework.AddPoolNode(t, ns, ns+"-extra", "1")
+	bound.waitFor(t, 3)
+}
+
+// upstreamMember is a pod of the test's pool, asking for 1 CPU, that
+// names the scheduling.k8s.io PodGroup group.
+func upstreamMember(namespace, group string, index int) *corev1.Pod {
+	pod := framework.MemberPod(namespace, group, index, "1").Obj()
+	delete(pod.Labels, topology.GroupLabel)
+	pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(group)}
+	return framework.InPool(pod, namespace)
+}
+
+func createUpstreamGang(t *testing.T, namespace, name string, minCount int32) {
+	t.Helper()
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: schedulingv1beta1.PodGroupSpec{
+			SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: minCount}},
+		},
+	}
+	if _, err := framework.Client.SchedulingV1beta1().PodGroups(namespace).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating PodGroup %s/%s: %v", namespace, name, err)
+	}
+}
+
+// boundWatch counts the namespace's pods ever seen bound.
+type boundWatch struct {
+	mu    sync.Mutex
+	names sets.Set[string]
+}
+
+func watchBound(t *testing.T, namespace string) *boundWatch {
+	w := &boundWatch{names: sets.New[string]()}
+	framework.WatchPods(t, namespace, func(_, pod *corev1.Pod) {
+		if framework.IsBound(pod) {
+			w.mu.Lock()
+			w.names.Insert(pod.Name)
+			w.mu.Unlock()
+		}
+	})
+	return w
+}
+
+func (w *boundWatch) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.names.Len()
+}
+
+func (w *boundWatch) waitFor(t *testing.T, want int) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, framework.Timeout, true, func(context.Context) (bool, error) {
+		return w.count() == want, nil
+	})
+	if err != nil {
+		t.Fatalf("%d pods were bound, want %d: %v", w.count(), want, err)
+	}
+}
+
+// waitForEvent waits for an event with the reason about the named object.
+func waitForEvent(t *testing.T, namespace, regarding, reason string) eventsv1.Event {
+	t.Helper()
+	return framework.Eventually(t, reason+" about "+regarding, func(ctx context.Context) (eventsv1.Event, error) {
+		events, err := framework.Client.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("reason", reason).String(),
+		})
+		if err != nil {
+			return eventsv1.Event{}, err
+		}
+		for _, e := range events.Items {
+			if e.Regarding.Name == regarding {
+				return e, nil
+			}
+		}
+		return eventsv1.Event{}, fmt.Errorf("no %s event about %s/%s", reason, namespace, regarding)
+	})
+}
