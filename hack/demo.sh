@@ -17,6 +17,20 @@ events() {
 	kubectl get events.events.k8s.io --namespace "$1" --sort-by .metadata.resourceVersion \
 		-o custom-columns='ABOUT:.regarding.name,REASON:.reason,NOTE:.note' | awk "NR == 1 || ($2)"
 }
+# bound_after_ready NAMESPACE POD PREDECESSOR... fails the demo unless POD
+# was bound no earlier than each predecessor became Ready.
+bound_after_ready() {
+	local ns=$1 pod=$2 bound ready predecessor
+	shift 2
+	bound=$(kubectl get pod "$pod" --namespace "$ns" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime}')
+	for predecessor in "$@"; do
+		ready=$(kubectl get pod "$predecessor" --namespace "$ns" -o jsonpath='{.status.conditions[?(@.type=="Ready")].lastTransitionTime}')
+		if [[ -z $bound || -z $ready || $bound < $ready ]]; then
+			echo "$pod was bound at $bound, before $predecessor was Ready at $ready" >&2
+			exit 1
+		fi
+	done
+}
 
 # A cluster left by an earlier KEEP=1 run goes first.
 if [[ -f $dir/state.json ]]; then
@@ -102,14 +116,7 @@ kubectl get podgroups.scheduling.k8s.io --namespace muster-demo \
 kubectl get pods --namespace muster-demo --selector muster.dev/role --sort-by .metadata.name \
 	-o custom-columns='POD:.metadata.name,GROUP:.spec.schedulingGroup.podGroupName,ROLE:.metadata.labels.muster\.dev/role,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
 events muster-demo '$1 ~ /^upstream/ && $2 ~ /^Gang|^Launch/'
-launcher_bound=$(kubectl get pod upstream-launcher-0 --namespace muster-demo -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime}')
-for worker in upstream-worker-0 upstream-worker-1; do
-	ready=$(kubectl get pod "$worker" --namespace muster-demo -o jsonpath='{.status.conditions[?(@.type=="Ready")].lastTransitionTime}')
-	if [[ $launcher_bound < $ready ]]; then
-		echo "upstream-launcher-0 was bound at $launcher_bound, before $worker was Ready at $ready" >&2
-		exit 1
-	fi
-done
+bound_after_ready muster-demo upstream-launcher-0 upstream-worker-0 upstream-worker-1
 echo
 echo "The gang lives in a scheduling.k8s.io PodGroup: muster-scheduler admitted it"
 echo "whole and bound the launcher only once both workers were Ready."
@@ -144,13 +151,8 @@ kubectl get pods --namespace muster-operators --sort-by .metadata.name \
 	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.training\.kubeflow\.org/replica-type,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,MASTER_ADDR:.spec.containers[0].env[?(@.name=="MASTER_ADDR")].value,MUSTER-ADDED:.metadata.annotations.muster\.dev/added'
 events muster-operators '$2 ~ /^Topology|^Gang|^Launch/'
 
-master_ready=$(kubectl get pod pt-mnist-master-0 --namespace muster-operators -o jsonpath='{.status.conditions[?(@.type=="Ready")].lastTransitionTime}')
 for worker in pt-mnist-worker-0 pt-mnist-worker-1; do
-	bound=$(kubectl get pod "$worker" --namespace muster-operators -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime}')
-	if [[ $bound < $master_ready ]]; then
-		echo "$worker was bound at $bound, before the master was Ready at $master_ready" >&2
-		exit 1
-	fi
+	bound_after_ready muster-operators "$worker" pt-mnist-master-0
 done
 echo
 echo "training-operator made the PodGroup; muster read the master and workers from"
