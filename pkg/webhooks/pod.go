@@ -34,6 +34,8 @@ const (
 	PodPath       = "/mutate-v1-pod"
 	PodUpdatePath = "/validate-v1-pod"
 	PodGroupPath  = "/validate-scheduling-x-k8s-io-v1alpha1-podgroup"
+	// UpstreamPodGroupPath serves scheduling.k8s.io's PodGroups.
+	UpstreamPodGroupPath = "/validate-scheduling-k8s-io-v1beta1-podgroup"
 )
 
 // PodDefaulter applies pkg/envinject to each grouped pod as it is created.

@@ -13,6 +13,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -172,6 +173,51 @@ func TestPodGroupValidator(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := admission.WithCustomValidator(scheme(t), &v1alpha1.PodGroup{}, PodGroupValidator{})
+			var old runtime.Object
+			if tt.old != nil {
+				old = tt.old
+			}
+			resp := v.Handle(context.Background(), request(t, tt.op, tt.pg, old))
+			assert.Equal(t, tt.wantAllowed, resp.Allowed, resp.Result)
+			if tt.wantMessage != "" {
+				assert.Contains(t, resp.Result.Message, tt.wantMessage)
+			}
+		})
+	}
+}
+
+func TestUpstreamPodGroupValidator(t *testing.T) {
+	upstream := func(name string, gang int32, annotations map[string]string) *schedulingv1beta1.PodGroup {
+		pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name, Annotations: annotations}}
+		if gang > 0 {
+			pg.Spec.SchedulingPolicy.Gang = &schedulingv1beta1.GangSchedulingPolicy{MinCount: gang}
+		} else {
+			pg.Spec.SchedulingPolicy.Basic = &schedulingv1beta1.BasicSchedulingPolicy{}
+		}
+		return pg
+	}
+	mpi := map[string]string{topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2"}
+	elastic := map[string]string{topology.RolesAnnotation: "worker=4", topology.ElasticAnnotation: "2:4"}
+	tests := []struct {
+		name        string
+		op          admissionv1.Operation
+		pg, old     *schedulingv1beta1.PodGroup
+		wantAllowed bool
+		wantMessage string
+	}{
+		{"a valid gang", admissionv1.Create, upstream("job", 3, mpi), nil, true, ""},
+		{"a basic policy with roles", admissionv1.Create, upstream("job", 0, mpi), nil, true, ""},
+		{"minCount above the roles", admissionv1.Create, upstream("job", 4, mpi), nil, false,
+			"spec.schedulingPolicy.gang.minCount: Invalid value: 4: muster.dev/roles names 3 pods in all, so a gang of 4 would never start; lower minCount or add replicas"},
+		{"an elastic gang", admissionv1.Create, upstream("job", 2, elastic), nil, true, ""},
+		{"elastic on a basic policy", admissionv1.Create, upstream("job", 0, elastic), nil, false,
+			"metadata.annotations[muster.dev/elastic]: Forbidden: needs a gang, and this PodGroup's policy is basic; set spec.schedulingPolicy.gang, or remove the annotation"},
+		{"a changed topology", admissionv1.Update, upstream("job", 3, map[string]string{topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=3"}), upstream("job", 3, mpi), false,
+			"the topology cannot change once set"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := admission.WithCustomValidator(scheme(t), &schedulingv1beta1.PodGroup{}, UpstreamPodGroupValidator{})
 			var old runtime.Object
 			if tt.old != nil {
 				old = tt.old

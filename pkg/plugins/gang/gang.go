@@ -389,8 +389,9 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 			reportAdmittedAfterPreemption(g.clock.Since(at))
 		}
 		logger.V(2).Info("Gang admitted", "podGroup", klog.KObj(pg), "placed", placed, "minMember", pg.Spec.MinMember)
-		g.recordEvent(pg, corev1.EventTypeNormal, "GangAdmitted", "Admitted",
-			fmt.Sprintf("%d/%d members placed; all are allowed to bind", placed, pg.Spec.MinMember))
+		note := fmt.Sprintf("%d/%d members placed; all are allowed to bind", placed, pg.Spec.MinMember)
+		g.recordEvent(pg, corev1.EventTypeNormal, "GangAdmitted", "Admitted", note)
+		g.groups.RecordInitiallyScheduled(logger, g.handle.ClientSet(), pg, true, note)
 	}
 	return true
 }
@@ -423,6 +424,7 @@ func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1
 		g.clock.AfterFunc(backoff, func() { g.activate(klog.FromContext(ctx), key) })
 	}
 	g.recordEvent(pg, corev1.EventTypeWarning, "GangRejected", "Rejected", note)
+	g.groups.RecordInitiallyScheduled(klog.FromContext(ctx), g.handle.ClientSet(), pg, false, note)
 }
 
 // heldElsewhere turns a member away while another member holds its role

@@ -19,6 +19,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -67,9 +68,29 @@ func TestAnUpstreamGangThatDoesNotFitWaitsWhole(t *testing.T) {
 	if n := bound.count(); n != 0 {
 		t.Fatalf("%d of 4 members were bound while only 3 fit", n)
 	}
+	waitForInitiallyScheduled(t, ns, "job", metav1.ConditionFalse, schedulingv1beta1.PodGroupReasonUnschedulable)
 
 	framework.AddPoolNode(t, ns, ns+"-extra", "1")
 	bound.waitFor(t, 4)
+	waitForInitiallyScheduled(t, ns, "job", metav1.ConditionTrue, "Scheduled")
+}
+
+// waitForInitiallyScheduled waits until the upstream PodGroup's
+// PodGroupInitiallyScheduled condition has the status and reason, as
+// kube-scheduler's PodGroup cycle writes them.
+func waitForInitiallyScheduled(t *testing.T, namespace, name string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	framework.Eventually(t, fmt.Sprintf("%s %s=%s (%s)", name, schedulingv1beta1.PodGroupInitiallyScheduled, status, reason), func(ctx context.Context) (*metav1.Condition, error) {
+		pg, err := framework.Client.SchedulingV1beta1().PodGroups(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		c := apimeta.FindStatusCondition(pg.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled)
+		if c == nil || c.Status != status || c.Reason != reason {
+			return nil, fmt.Errorf("the condition is %+v", c)
+		}
+		return c, nil
+	})
 }
 
 // TestAMemberWaitsForItsMissingUpstreamPodGroup: a pod naming a
@@ -94,6 +115,30 @@ func TestAMemberWaitsForItsMissingUpstreamPodGroup(t *testing.T) {
 
 	createUpstreamGang(t, ns, "later", 1)
 	framework.WaitForPod(t, ns, pod.Name, "bound", framework.IsBound)
+}
+
+// TestBadInputAboutUpstreamGroupsIsRefused: the API server, through
+// muster-controller's webhooks, refuses elastic growth on a basic policy
+// and a pod that names both kinds of group, each naming the field.
+func TestBadInputAboutUpstreamGroupsIsRefused(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	basic := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "basic", Annotations: map[string]string{
+			topology.RolesAnnotation: "worker=4", topology.ElasticAnnotation: "2:4",
+		}},
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}},
+	}
+	_, err := framework.Client.SchedulingV1beta1().PodGroups(ns).Create(context.Background(), basic, metav1.CreateOptions{})
+	if want := "metadata.annotations[muster.dev/elastic]: Forbidden: needs a gang"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("creating an elastic basic PodGroup: got %v, want an error saying %q", err, want)
+	}
+
+	both := upstreamMember(ns, "train", 0)
+	both.Labels[topology.GroupLabel] = "job"
+	_, err = framework.Client.CoreV1().Pods(ns).Create(context.Background(), both, metav1.CreateOptions{})
+	if want := "spec.schedulingGroup.podGroupName: Forbidden: the pod names two groups"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("creating a pod in two groups: got %v, want an error saying %q", err, want)
+	}
 }
 
 // TestAJobWithAGangPolicyIsAMusterGang: an Indexed Job with
@@ -150,6 +195,7 @@ func TestAJobWithAGangPolicyIsAMusterGang(t *testing.T) {
 
 	framework.AddPoolNode(t, ns, ns+"-extra", "1")
 	bound.waitFor(t, 3)
+	waitForInitiallyScheduled(t, ns, pg.Name, metav1.ConditionTrue, "Scheduled")
 }
 
 // upstreamMember is a pod of the test's pool, asking for 1 CPU, that

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -91,4 +92,33 @@ func TestHandlersSeeOneShape(t *testing.T) {
 	key, ok := KeyOf(seen[2])
 	assert.True(t, ok)
 	assert.Equal(t, types.NamespacedName{Namespace: "ns", Name: "train"}, key)
+}
+
+// The condition reads as kube-scheduler's PodGroup cycle writes it, and
+// never goes from True back to False.
+func TestInitiallyScheduled(t *testing.T) {
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train", Generation: 3}}
+
+	rejected, changed := initiallyScheduled(pg, false, "0/4 nodes are available")
+	require.True(t, changed)
+	c := apimeta.FindStatusCondition(rejected.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled)
+	require.NotNil(t, c)
+	assert.Equal(t, metav1.ConditionFalse, c.Status)
+	assert.Equal(t, schedulingv1beta1.PodGroupReasonUnschedulable, c.Reason)
+	assert.Equal(t, "0/4 nodes are available", c.Message)
+	assert.Equal(t, int64(3), c.ObservedGeneration)
+
+	pg.Status = *rejected
+	_, changed = initiallyScheduled(pg, false, "0/4 nodes are available")
+	assert.False(t, changed, "the same failure again writes nothing")
+
+	admitted, changed := initiallyScheduled(pg, true, "4/4 members placed")
+	require.True(t, changed)
+	c = apimeta.FindStatusCondition(admitted.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled)
+	assert.Equal(t, metav1.ConditionTrue, c.Status)
+	assert.Equal(t, "Scheduled", c.Reason)
+
+	pg.Status = *admitted
+	_, changed = initiallyScheduled(pg, false, "a later attempt failed")
+	assert.False(t, changed, "once True, never False again")
 }

@@ -1,0 +1,63 @@
+package group
+
+import (
+	"context"
+
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/scheduler/util"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// RecordInitiallyScheduled writes an upstream PodGroup's
+// PodGroupInitiallyScheduled condition as kube-scheduler's PodGroup cycle
+// writes it, so that the PodGroup reads the same whichever scheduler
+// placed it: True, reason Scheduled, once the gang is admitted; False,
+// reason Unschedulable, when an attempt fails. A scheduler-plugins
+// PodGroup's status is muster-controller's: nothing is written for one.
+// The patch is sent off the scheduling cycle.
+func (m *Model) RecordInitiallyScheduled(logger klog.Logger, client kubernetes.Interface, pg *v1alpha1.PodGroup, scheduled bool, message string) {
+	if !topology.IsUpstream(pg) || m.upstream == nil {
+		return
+	}
+	current, err := m.upstream.PodGroups(pg.Namespace).Get(pg.Name)
+	if err != nil {
+		return
+	}
+	updated, changed := initiallyScheduled(current, scheduled, message)
+	if !changed {
+		return
+	}
+	go func() {
+		if err := util.PatchPodGroupStatus(context.Background(), client, current.Name, current.Namespace, &current.Status, updated); err != nil {
+			logger.Error(err, "Writing the PodGroup's condition", "podGroup", klog.KObj(current), "condition", schedulingv1beta1.PodGroupInitiallyScheduled)
+		}
+	}()
+}
+
+// initiallyScheduled is pg's status with its PodGroupInitiallyScheduled
+// condition set, and whether that changed it. Once True it never goes back
+// to False, as in kube-scheduler: a later attempt, for members beyond the
+// quorum or after a restart, does not undo the group's first placement.
+func initiallyScheduled(pg *schedulingv1beta1.PodGroup, scheduled bool, message string) (*schedulingv1beta1.PodGroupStatus, bool) {
+	condition := metav1.Condition{
+		Type:               schedulingv1beta1.PodGroupInitiallyScheduled,
+		Status:             metav1.ConditionTrue,
+		Reason:             "Scheduled",
+		Message:            message,
+		ObservedGeneration: pg.Generation,
+	}
+	if !scheduled {
+		condition.Status, condition.Reason = metav1.ConditionFalse, schedulingv1beta1.PodGroupReasonUnschedulable
+	}
+	if existing := apimeta.FindStatusCondition(pg.Status.Conditions, condition.Type); existing != nil && existing.Status == metav1.ConditionTrue && !scheduled {
+		return nil, false
+	}
+	status := pg.Status.DeepCopy()
+	return status, apimeta.SetStatusCondition(&status.Conditions, condition)
+}
