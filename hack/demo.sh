@@ -92,7 +92,9 @@ for _ in $(seq 100); do
 done
 
 say "PodGroups"
-kubectl get podgroups --namespace muster-demo
+# Named in full: where the API server serves upstream's PodGroups too, as
+# here, kubectl's "podgroups" means those.
+kubectl get podgroups.scheduling.x-k8s.io --namespace muster-demo
 
 say "Gang members and why they wait"
 kubectl get pods --namespace muster-demo --selector scheduling.x-k8s.io/pod-group --sort-by .metadata.name \
@@ -143,7 +145,7 @@ done
 kubectl wait --namespace muster-operators --for=condition=Ready pod --selector training.kubeflow.org/job-name=pt-mnist --timeout=120s >/dev/null
 
 say "What muster derived from the PyTorchJob, on the PodGroup the operator made"
-kubectl get podgroup pt-mnist --namespace muster-operators \
+kubectl get podgroups.scheduling.x-k8s.io pt-mnist --namespace muster-operators \
 	-o jsonpath='derived-from: {.metadata.annotations.muster\.dev/derived-from}{"\n"}framework:    {.metadata.annotations.muster\.dev/framework}{"\n"}roles:        {.metadata.annotations.muster\.dev/roles}{"\n"}minMember:    {.spec.minMember}{"\n"}'
 
 say "The job's pods: bound in order, with the operator's environment"
@@ -170,7 +172,7 @@ for _ in $(seq 600); do
 done
 
 say "The MPIJob's PodGroup and pods: the gang admitted before its launcher existed"
-kubectl get podgroup pi --namespace muster-operators \
+kubectl get podgroups.scheduling.x-k8s.io pi --namespace muster-operators \
 	-o jsonpath='minMember:    {.spec.minMember}{"\n"}late members: {.metadata.annotations.muster\.dev/late-members}{"\n"}'
 kubectl get pods --namespace muster-operators --selector training.kubeflow.org/job-name=pi --sort-by .metadata.creationTimestamp \
 	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.training\.kubeflow\.org/job-role,CREATED:.metadata.creationTimestamp,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
@@ -200,7 +202,7 @@ for _ in $(seq 600); do
 done
 
 say "The PodGroup muster made for the JobSet, and its pods"
-kubectl get podgroup js-mpi --namespace muster-operators \
+kubectl get podgroups.scheduling.x-k8s.io js-mpi --namespace muster-operators \
 	-o jsonpath='owner:        {.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}{"\n"}roles:        {.metadata.annotations.muster\.dev/roles}{"\n"}launch order: {.metadata.annotations.muster\.dev/launch-order}{"\n"}minMember:    {.spec.minMember}{"\n"}late members: {.metadata.annotations.muster\.dev/late-members}{"\n"}'
 kubectl get pods --namespace muster-operators --selector jobset.sigs.k8s.io/jobset-name=js-mpi --sort-by .metadata.creationTimestamp \
 	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.jobset\.sigs\.k8s\.io/replicatedjob-name,HOSTNAME:.spec.hostname,CREATED:.metadata.creationTimestamp,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
@@ -231,7 +233,7 @@ for _ in $(seq 600); do
 done
 
 say "Trainer's PodGroup, with the group muster read from the TrainJob, and its pods"
-kubectl get podgroup fine-tune --namespace muster-operators \
+kubectl get podgroups.scheduling.x-k8s.io fine-tune --namespace muster-operators \
 	-o jsonpath='owner:        {.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}{"\n"}framework:    {.metadata.annotations.muster\.dev/framework}{"\n"}roles:        {.metadata.annotations.muster\.dev/roles}{"\n"}minMember:    {.spec.minMember}{"\n"}'
 kubectl get pods --namespace muster-operators --selector jobset.sigs.k8s.io/jobset-name=fine-tune --sort-by .metadata.creationTimestamp \
 	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.jobset\.sigs\.k8s\.io/replicatedjob-name,GROUP:.metadata.labels.scheduling\.x-k8s\.io/pod-group,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,PHASE:.status.phase,NODE:.spec.nodeName'

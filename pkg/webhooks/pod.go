@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,10 +72,8 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if !ok {
 		return nil
 	}
-	if upstream := topology.UpstreamGroupName(pod); upstream != "" {
-		return invalidPod(pod, field.ErrorList{field.Forbidden(field.NewPath("spec", "schedulingGroup", "podGroupName"), fmt.Sprintf(
-			"the pod names two groups: scheduler-plugins PodGroup %q by label %s, and scheduling.k8s.io PodGroup %q here; a pod belongs to one group: remove the label or spec.schedulingGroup",
-			key.Name, topology.GroupLabel, upstream))})
+	if err := d.refuseTwoGangs(ctx, pod, key); err != nil {
+		return err
 	}
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "generateName", pod.GenerateName, "podGroup", key)
 
@@ -329,6 +328,34 @@ func anyWorker(pods []corev1.Pod) *corev1.Pod {
 		if role, _ := topology.RoleOf(&pods[i]); role == "worker" {
 			return &pods[i]
 		}
+	}
+	return nil
+}
+
+// refuseTwoGangs refuses a member of a labelled group that also names, in
+// spec.schedulingGroup, a scheduling.k8s.io PodGroup with a gang policy:
+// two quorums for one pod. A basic PodGroup asks nothing of a scheduler,
+// and the Job controller gives every Job's pods one where WorkloadWithJob
+// is on: beside it, the label names the pod's group.
+func (d *PodDefaulter) refuseTwoGangs(ctx context.Context, pod *corev1.Pod, key types.NamespacedName) error {
+	name := topology.UpstreamGroupName(pod)
+	if name == "" {
+		return nil
+	}
+	upstream := &schedulingv1beta1.PodGroup{}
+	err := d.Reader.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: name}, upstream)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		// Not created yet, or the API is not served: nothing to hold the
+		// pod but its label's group.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading PodGroup %s/%s of %s: %w", pod.Namespace, name, topology.UpstreamGroupField, err)
+	}
+	if gang := upstream.Spec.SchedulingPolicy.Gang; gang != nil {
+		return invalidPod(pod, field.ErrorList{field.Forbidden(field.NewPath("spec", "schedulingGroup", "podGroupName"), fmt.Sprintf(
+			"the pod is in two gangs: scheduler-plugins PodGroup %q by label %s, and scheduling.k8s.io PodGroup %q, a gang of %d, here; a pod waits for one quorum: remove the label, or the gang policy (a Job's spec.scheduling)",
+			key.Name, topology.GroupLabel, name, gang.MinCount))})
 	}
 	return nil
 }

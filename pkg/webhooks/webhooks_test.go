@@ -83,6 +83,14 @@ func TestPodDefaulter(t *testing.T) {
 		podGroup("mpi", 3, mpi),
 		podGroup("gang", 3, nil),
 		podGroup("cyclic", 2, map[string]string{topology.RolesAnnotation: "a=1,b=1", topology.LaunchOrderAnnotation: "a>b>a"}),
+		&schedulingv1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "upstream-gang"},
+			Spec:       schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 2}}},
+		},
+		&schedulingv1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "upstream-basic"},
+			Spec:       schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}},
+		},
 	}
 	member := func(group string) *st.PodWrapper {
 		return st.MakePod().Namespace("team-a").Name("p").Label(topology.GroupLabel, group).Container("trainer:1")
@@ -108,8 +116,10 @@ func TestPodDefaulter(t *testing.T) {
 		{"invalid topology", member("cyclic").Label(topology.RoleLabel, "a").Label(topology.IndexLabel, "0").Obj(), false, false, "the order has a cycle, a>b>a"},
 		{"an index taken", member("mpi").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0").Obj(), false, false,
 			`metadata.labels[muster.dev/index]: Duplicate value: "worker 0 of group mpi is pod mpi-worker-0 already; give this pod another index, or delete that pod first"`},
-		{"names a scheduling.k8s.io PodGroup too", inUpstreamGroup(member("gang").Obj(), "train"), false, false,
-			`spec.schedulingGroup.podGroupName: Forbidden: the pod names two groups: scheduler-plugins PodGroup "gang" by label scheduling.x-k8s.io/pod-group, and scheduling.k8s.io PodGroup "train" here`},
+		{"in a scheduling.k8s.io gang too", inUpstreamGroup(member("gang").Obj(), "upstream-gang"), false, false,
+			`spec.schedulingGroup.podGroupName: Forbidden: the pod is in two gangs: scheduler-plugins PodGroup "gang" by label scheduling.x-k8s.io/pod-group, and scheduling.k8s.io PodGroup "upstream-gang", a gang of 2, here`},
+		{"in a basic scheduling.k8s.io PodGroup too, as the Job controller makes", inUpstreamGroup(member("gang").Obj(), "upstream-basic"), true, false, ""},
+		{"naming a scheduling.k8s.io PodGroup not made yet", inUpstreamGroup(member("gang").Obj(), "upstream-later"), true, false, ""},
 		{"an index taken by a finished pod", member("mpi").Label(topology.RoleLabel, "launcher").Label(topology.IndexLabel, "0").Obj(), true, true, ""},
 	}
 	for _, tt := range tests {

@@ -133,12 +133,55 @@ func TestBadInputAboutUpstreamGroupsIsRefused(t *testing.T) {
 		t.Errorf("creating an elastic basic PodGroup: got %v, want an error saying %q", err, want)
 	}
 
+	createUpstreamGang(t, ns, "train", 2)
 	both := upstreamMember(ns, "train", 0)
 	both.Labels[topology.GroupLabel] = "job"
 	_, err = framework.Client.CoreV1().Pods(ns).Create(context.Background(), both, metav1.CreateOptions{})
-	if want := "spec.schedulingGroup.podGroupName: Forbidden: the pod names two groups"; err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("creating a pod in two groups: got %v, want an error saying %q", err, want)
+	if want := "spec.schedulingGroup.podGroupName: Forbidden: the pod is in two gangs"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("creating a pod in two gangs: got %v, want an error saying %q", err, want)
 	}
+}
+
+// TestALabelledJobKeepsItsGroupBesideTheJobControllersBasicPodGroup: with
+// WorkloadWithJob on, the Job controller gives every Job a Workload and a
+// basic PodGroup, and names it in each pod. An Indexed Job whose pods carry
+// muster's group label runs as that group's gang all the same: the basic
+// PodGroup asks nothing of the scheduler.
+func TestALabelledJobKeepsItsGroupBesideTheJobControllersBasicPodGroup(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "2")
+	framework.CreatePodGroup(t, ns, "job", 2, nil)
+	bound := watchBound(t, ns)
+	template := framework.InPool(framework.MemberPod(ns, "job", 0, "1").Obj(), ns)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "job"},
+		Spec: batchv1.JobSpec{
+			CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			Completions:    ptr.To[int32](2),
+			Parallelism:    ptr.To[int32](2),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: template.Labels},
+				Spec:       *template.Spec.DeepCopy(),
+			},
+		},
+	}
+	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	if _, err := framework.Client.BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Job %s: %v", job.Name, err)
+	}
+
+	bound.waitFor(t, 2)
+	pods, err := framework.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range pods.Items {
+		if topology.UpstreamGroupName(&pod) == "" {
+			t.Errorf("pod %s names no scheduling.k8s.io PodGroup: the Job controller made none, so this test shows nothing", pod.Name)
+		}
+	}
+	framework.WaitForEvent(t, ns, "job", "GangAdmitted")
 }
 
 // TestAJobWithAGangPolicyIsAMusterGang: an Indexed Job with
