@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,17 @@ func createPod(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
 	if _, err := framework.Client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating pod %s/%s: %v", pod.Namespace, pod.Name, err)
+	}
+}
+
+// TestWithoutTheWorkloadAPIGroupsAreSchedulerPluginsPodGroupsAlone: on a
+// cluster that does not serve upstream's PodGroups, the default,
+// muster-scheduler found that out at start and reads scheduler-plugins'
+// alone.
+func TestWithoutTheWorkloadAPIGroupsAreSchedulerPluginsPodGroupsAlone(t *testing.T) {
+	want := `"Reading groups from PodGroups" apis=["scheduling.x-k8s.io/v1alpha1"]`
+	if !strings.Contains(framework.Log(t, "muster-scheduler"), want) {
+		t.Errorf("muster-scheduler's log does not say %s", want)
 	}
 }
 

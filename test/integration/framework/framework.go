@@ -157,6 +157,16 @@ func LogTailOnFailure(t *testing.T, program string) {
 	})
 }
 
+// Log returns what a program of the cluster has logged so far.
+func Log(t *testing.T, program string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(cluster.Dir, "logs", program+".log"))
+	if err != nil {
+		t.Fatalf("reading the log of %s: %v", program, err)
+	}
+	return string(data)
+}
+
 // logTailLines is how much of a log LogTailOnFailure prints.
 const logTailLines = 60
 

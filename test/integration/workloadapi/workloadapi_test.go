@@ -7,8 +7,6 @@ package workloadapi
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -38,12 +36,8 @@ func TestMain(m *testing.M) {
 // TestTheSchedulerReadsBothPodGroupAPIs: muster-scheduler found at start
 // that the API server serves upstream's PodGroups, and says it reads both.
 func TestTheSchedulerReadsBothPodGroupAPIs(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(framework.Cluster().Dir, "logs", "muster-scheduler.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := `"Reading groups from PodGroups" apis=["scheduling.x-k8s.io/v1alpha1","scheduling.k8s.io/v1beta1"]`
-	if !strings.Contains(string(data), want) {
+	if !strings.Contains(framework.Log(t, "muster-scheduler"), want) {
 		t.Errorf("muster-scheduler's log does not say %s", want)
 	}
 }
