@@ -60,6 +60,10 @@ type Model struct {
 	// bound holds, by group, its active members bound to a node and when
 	// each was bound.
 	bound map[types.NamespacedName]map[types.UID]time.Time
+	// boundObserved reports whether bound holds the informer's initial
+	// list; nil when it always does (NewModel's callers fill the indexer
+	// first).
+	boundObserved func() bool
 
 	// The scheduler's own state of its groups, which no API object holds.
 	attempts *Attempts
@@ -125,13 +129,15 @@ func ModelFor(ctx context.Context, handle fwk.Handle) (*Model, error) {
 	if _, err := m.podGroupInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: m.forgetGroup}); err != nil {
 		return nil, fmt.Errorf("watching PodGroups: %w", err)
 	}
-	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	observing, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    m.observePod,
 		UpdateFunc: func(_, obj any) { m.observePod(obj) },
 		DeleteFunc: m.forgetPod,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("watching pods: %w", err)
 	}
+	m.boundObserved = observing.HasSynced
 	if err := m.readUpstreamIfServed(ctx, handle); err != nil {
 		return nil, err
 	}
@@ -364,7 +370,7 @@ func Changed(old, updated *v1alpha1.PodGroup) bool {
 func (m *Model) BoundCount(key types.NamespacedName) int32 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return int32(len(m.bound[key]))
+	return int32(len(m.boundOf(key)))
 }
 
 // Bound returns how many of the group's active members are bound, and when
@@ -372,13 +378,36 @@ func (m *Model) BoundCount(key types.NamespacedName) int32 {
 func (m *Model) Bound(key types.NamespacedName) (count int32, last time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, at := range m.bound[key] {
+	for _, at := range m.boundOf(key) {
 		count++
 		if at.After(last) {
 			last = at
 		}
 	}
 	return count, last
+}
+
+// boundOf is the group's bound active members, with when each was bound;
+// the caller holds mu. Until the model's pod handler has seen the
+// informer's initial list, as just after a start, the queue's handler may
+// have seen more of it, and sorted a partly bound gang's members as
+// unbound: they are counted from the informer's store, which holds the
+// whole list before either handler hears of it.
+func (m *Model) boundOf(key types.NamespacedName) map[types.UID]time.Time {
+	if m.boundObserved == nil || m.boundObserved() {
+		return m.bound[key]
+	}
+	members, err := m.Members(key)
+	if err != nil {
+		return m.bound[key]
+	}
+	bound := map[types.UID]time.Time{}
+	for _, pod := range members {
+		if pod.Spec.NodeName != "" && topology.IsActiveMember(pod) {
+			bound[pod.UID] = boundAt(pod)
+		}
+	}
+	return bound
 }
 
 func (m *Model) observePod(obj any) {

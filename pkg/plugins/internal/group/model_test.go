@@ -2,10 +2,12 @@ package group
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,4 +123,29 @@ func TestInitiallyScheduled(t *testing.T) {
 	pg.Status = *admitted
 	_, changed = initiallyScheduled(pg, false, "a later attempt failed")
 	assert.False(t, changed, "once True, never False again")
+}
+
+// Until the model's pod handler has seen the informer's initial list, a
+// group's bound members are counted from the informer's store: after a
+// restart, the queue may sort a partly bound gang's members before the
+// handler has caught up.
+func TestBoundMembersAreCountedFromTheStoreUntilTheHandlerCaughtUp(t *testing.T) {
+	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexName: IndexFunc})
+	m := NewModel(schedulinglisters.NewPodGroupLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), pods)
+	key := types.NamespacedName{Namespace: "ns", Name: "late"}
+	for i, node := range []string{"n1", "n2", ""} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("late-%d", i), UID: types.UID(fmt.Sprintf("u%d", i)),
+				Labels: map[string]string{topology.GroupLabel: "late"}},
+			Spec: corev1.PodSpec{NodeName: node},
+		}
+		// In the store, not yet observed by the model's handler.
+		require.NoError(t, pods.Add(pod))
+	}
+	caughtUp := false
+	m.boundObserved = func() bool { return caughtUp }
+	assert.Equal(t, int32(2), m.BoundCount(key), "counted from the store")
+
+	caughtUp = true
+	assert.Equal(t, int32(0), m.BoundCount(key), "the handler's count, once it has the initial list (none observed here)")
 }
