@@ -158,6 +158,10 @@ func TestAnElasticVictimIsShrunkRatherThanTakenWhole(t *testing.T) {
 // high-priority gang of two 1-CPU members takes workers 3 and 2 through
 // the set, which runs 2 replicas after, and so creates neither again.
 func TestAnElasticVictimsOwnerIsShrunk(t *testing.T) {
+	// It failed once in a loaded make test, gang high never bound, with no
+	// log to tell why; both programs act on the set.
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	framework.LogTailOnFailure(t, "muster-controller")
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "4")
 	high := priorityClass(t, ns, 1000)
