@@ -182,17 +182,23 @@ func TestPodGroupValidator(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := admission.WithCustomValidator(scheme(t), &v1alpha1.PodGroup{}, PodGroupValidator{})
 			var old runtime.Object
 			if tt.old != nil {
 				old = tt.old
 			}
-			resp := v.Handle(context.Background(), request(t, tt.op, tt.pg, old))
-			assert.Equal(t, tt.wantAllowed, resp.Allowed, resp.Result)
-			if tt.wantMessage != "" {
-				assert.Contains(t, resp.Result.Message, tt.wantMessage)
-			}
+			checkValidation(t, admission.WithCustomValidator(scheme(t), &v1alpha1.PodGroup{}, PodGroupValidator{}), tt.op, tt.pg, old, tt.wantAllowed, tt.wantMessage)
 		})
+	}
+}
+
+// checkValidation sends obj (and old, for an update) to the validating
+// webhook v, and checks its answer.
+func checkValidation(t *testing.T, v *admission.Webhook, op admissionv1.Operation, obj, old runtime.Object, wantAllowed bool, wantMessage string) {
+	t.Helper()
+	resp := v.Handle(context.Background(), request(t, op, obj, old))
+	assert.Equal(t, wantAllowed, resp.Allowed, resp.Result)
+	if wantMessage != "" {
+		assert.Contains(t, resp.Result.Message, wantMessage)
 	}
 }
 
@@ -227,16 +233,11 @@ func TestUpstreamPodGroupValidator(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := admission.WithCustomValidator(scheme(t), &schedulingv1beta1.PodGroup{}, UpstreamPodGroupValidator{})
 			var old runtime.Object
 			if tt.old != nil {
 				old = tt.old
 			}
-			resp := v.Handle(context.Background(), request(t, tt.op, tt.pg, old))
-			assert.Equal(t, tt.wantAllowed, resp.Allowed, resp.Result)
-			if tt.wantMessage != "" {
-				assert.Contains(t, resp.Result.Message, tt.wantMessage)
-			}
+			checkValidation(t, admission.WithCustomValidator(scheme(t), &schedulingv1beta1.PodGroup{}, UpstreamPodGroupValidator{}), tt.op, tt.pg, old, tt.wantAllowed, tt.wantMessage)
 		})
 	}
 }

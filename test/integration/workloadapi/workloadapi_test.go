@@ -147,23 +147,7 @@ func TestALabelledJobKeepsItsGroupBesideTheJobControllersBasicPodGroup(t *testin
 	framework.NodePool(t, ns, 1, "2")
 	framework.CreatePodGroup(t, ns, "job", 2, nil)
 	bound := watchBound(t, ns)
-	template := framework.InPool(framework.MemberPod(ns, "job", 0, "1").Obj(), ns)
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "job"},
-		Spec: batchv1.JobSpec{
-			CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Completions:    ptr.To[int32](2),
-			Parallelism:    ptr.To[int32](2),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: template.Labels},
-				Spec:       *template.Spec.DeepCopy(),
-			},
-		},
-	}
-	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
-	if _, err := framework.Client.BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating Job %s: %v", job.Name, err)
-	}
+	createJob(t, indexedJob(framework.InPool(framework.MemberPod(ns, "job", 0, "1").Obj(), ns), "job", 2))
 
 	bound.waitFor(t, 2)
 	pods, err := framework.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
@@ -190,27 +174,13 @@ func TestAJobWithAGangPolicyIsAMusterGang(t *testing.T) {
 	bound := watchBound(t, ns)
 	template := framework.InPool(framework.MemberPod(ns, "unused", 0, "1").Obj(), ns)
 	delete(template.Labels, topology.GroupLabel)
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "train"},
-		Spec: batchv1.JobSpec{
-			CompletionMode: ptr.To(batchv1.IndexedCompletion),
-			Completions:    ptr.To[int32](3),
-			Parallelism:    ptr.To[int32](3),
-			Scheduling: &batchv1.JobSchedulingConfiguration{
-				SchedulingPolicy: &schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy{
-					Gang: &schedulingv1alpha3.WorkloadPodGroupGangSchedulingPolicy{MinCount: ptr.To[int32](3)},
-				},
-			},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: template.Labels},
-				Spec:       *template.Spec.DeepCopy(),
-			},
+	job := indexedJob(template, "train", 3)
+	job.Spec.Scheduling = &batchv1.JobSchedulingConfiguration{
+		SchedulingPolicy: &schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy{
+			Gang: &schedulingv1alpha3.WorkloadPodGroupGangSchedulingPolicy{MinCount: ptr.To[int32](3)},
 		},
 	}
-	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
-	if _, err := framework.Client.BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating Job %s: %v", job.Name, err)
-	}
+	createJob(t, job)
 
 	pg := framework.Eventually(t, "the Job's PodGroup", func(ctx context.Context) (*schedulingv1beta1.PodGroup, error) {
 		list, err := framework.Client.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{})
@@ -242,6 +212,32 @@ func upstreamMember(namespace, group string, index int) *corev1.Pod {
 	delete(pod.Labels, topology.GroupLabel)
 	pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(group)}
 	return framework.InPool(pod, namespace)
+}
+
+// indexedJob is an Indexed Job named name of pods like template, all of
+// them at once.
+func indexedJob(template *corev1.Pod, name string, pods int32) *batchv1.Job {
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: template.Namespace, Name: name},
+		Spec: batchv1.JobSpec{
+			CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			Completions:    ptr.To(pods),
+			Parallelism:    ptr.To(pods),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: template.Labels},
+				Spec:       *template.Spec.DeepCopy(),
+			},
+		},
+	}
+	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	return job
+}
+
+func createJob(t *testing.T, job *batchv1.Job) {
+	t.Helper()
+	if _, err := framework.Client.BatchV1().Jobs(job.Namespace).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Job %s: %v", job.Name, err)
+	}
 }
 
 func createUpstreamGang(t *testing.T, namespace, name string, minCount int32) {
