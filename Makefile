@@ -132,7 +132,7 @@ images: ## Build the muster-scheduler and muster-controller images as OCI archiv
 		-kube-version $(KUBE_VERSION) -platforms $(IMAGE_PLATFORMS) muster-scheduler muster-controller
 
 .PHONY: rbac-mutations
-rbac-mutations: tools build ## Remove each RBAC rule in turn and show the end-to-end test fails without it (about 20 minutes).
+rbac-mutations: tools build ## Remove each RBAC rule in turn and show the test that proves it fails without it (about 45 minutes).
 	hack/rbac-mutations.sh
 
 .PHONY: clean

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -244,11 +245,56 @@ spec:
 // job back to 1, training-operator deletes workers 2 and 1, and the gang
 // is admitted whole.
 func TestElasticPyTorchJobIsScaledThroughItsScale(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "3")
+	workers := createElasticPyTorchJob(t, ns)
+	workers(3)
+	note := framework.WaitForEvent(t, ns, "ept", podgroup.ReasonElasticGrown)
+	if want := "scaled PyTorchJob " + ns + "/ept worker replicas 1 → 3 into idle room; fulfillment 0.00 → 1.00"; note != want {
+		t.Errorf("%s says %q; want %q", podgroup.ReasonElasticGrown, note, want)
+	}
+
+	createGangOfTwo(t, ns, "rigid", "")
+	workers(1)
+	note = framework.WaitForEvent(t, ns, "ept", podgroup.ReasonElasticShrunk)
+	if want := "scaled PyTorchJob " + ns + "/ept worker replicas 3 → 1 for gang " + ns + "/rigid (priority 0), which waits for its min; fulfillment 1.00 → 0.00"; note != want {
+		t.Errorf("%s says %q; want %q", podgroup.ReasonElasticShrunk, note, want)
+	}
+}
+
+// TestAHighPriorityGangShrinksAnElasticPyTorchJobThroughItsScale: an
+// elastic PyTorchJob grown to 3 workers fills a node of 3 CPUs; a
+// high-priority gang of two takes workers 2 and 1 through muster-scheduler's
+// GangPreemption, which shrinks the job through its scale subresource so
+// that training-operator does not create them again.
+func TestAHighPriorityGangShrinksAnElasticPyTorchJobThroughItsScale(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "3")
+	workers := createElasticPyTorchJob(t, ns)
+	workers(3)
+
+	class := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 1000}
+	if _, err := framework.Client.SchedulingV1().PriorityClasses().Create(context.Background(), class, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating PriorityClass %s: %v", class.Name, err)
+	}
+	t.Cleanup(func() {
+		if err := framework.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting PriorityClass %s: %v", class.Name, err)
+		}
+	})
+	createGangOfTwo(t, ns, "high", class.Name)
+	workers(1)
+}
+
+// createElasticPyTorchJob creates the PyTorchJob ept, elastic from 1 to 3
+// workers of 1 CPU on the test's pool, and returns a wait for it to run
+// want workers, all bound, with its worker replicas at want.
+func createElasticPyTorchJob(t *testing.T, ns string) (workers func(want int64)) {
+	t.Helper()
 	if err := startTrainingOperator(); err != nil {
 		t.Fatalf("starting training-operator: %v", err)
 	}
-	ns := framework.NewNamespace(t)
-	framework.NodePool(t, ns, 1, "3")
 	job := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(fmt.Sprintf(elasticPyTorchJob, ns, framework.PoolLabel)), &job.Object); err != nil {
 		t.Fatal(err)
@@ -267,7 +313,7 @@ func TestElasticPyTorchJobIsScaledThroughItsScale(t *testing.T) {
 	if note := framework.WaitForEvent(t, ns, "ept", podgroup.ReasonTopologyDerived); note != "read from PyTorchJob/ept: framework pytorch, roles worker=3" {
 		t.Errorf("TopologyDerived says %q", note)
 	}
-	workers := func(want int64) {
+	return func(want int64) {
 		t.Helper()
 		framework.Eventually(t, fmt.Sprintf("%d workers, all bound", want), func(ctx context.Context) (bool, error) {
 			got, err := jobs.Get(ctx, "ept", metav1.GetOptions{})
@@ -291,28 +337,26 @@ func TestElasticPyTorchJobIsScaledThroughItsScale(t *testing.T) {
 			return true, nil
 		})
 	}
-	workers(3)
-	note := framework.WaitForEvent(t, ns, "ept", podgroup.ReasonElasticGrown)
-	if want := "scaled PyTorchJob " + ns + "/ept worker replicas 1 → 3 into idle room; fulfillment 0.00 → 1.00"; note != want {
-		t.Errorf("%s says %q; want %q", podgroup.ReasonElasticGrown, note, want)
-	}
+}
 
-	framework.CreatePodGroup(t, ns, "rigid", 2, nil)
+// createGangOfTwo creates a gang of two 1-CPU members on the test's pool,
+// of the PriorityClass class ("" for none), and waits until it is bound
+// whole.
+func createGangOfTwo(t *testing.T, ns, group, class string) {
+	t.Helper()
+	framework.CreatePodGroup(t, ns, group, 2, nil)
 	for i := range 2 {
-		framework.CreatePods(t, framework.InPool(framework.MemberPod(ns, "rigid", i, "1").Obj(), ns))
+		pod := framework.InPool(framework.MemberPod(ns, group, i, "1").Obj(), ns)
+		pod.Spec.PriorityClassName = class
+		framework.CreatePods(t, pod)
 	}
-	framework.Eventually(t, "the rigid gang bound whole", func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, "gang "+group+" bound whole", func(ctx context.Context) (bool, error) {
 		for i := range 2 {
-			pod, err := framework.Client.CoreV1().Pods(ns).Get(ctx, fmt.Sprintf("rigid-%d", i), metav1.GetOptions{})
+			pod, err := framework.Client.CoreV1().Pods(ns).Get(ctx, fmt.Sprintf("%s-%d", group, i), metav1.GetOptions{})
 			if err != nil || !framework.IsBound(pod) {
-				return false, fmt.Errorf("rigid-%d not bound: %v", i, err)
+				return false, fmt.Errorf("%s-%d not bound: %v", group, i, err)
 			}
 		}
 		return true, nil
 	})
-	workers(1)
-	note = framework.WaitForEvent(t, ns, "ept", podgroup.ReasonElasticShrunk)
-	if want := "scaled PyTorchJob " + ns + "/ept worker replicas 3 → 1 for gang " + ns + "/rigid (priority 0), which waits for its min; fulfillment 1.00 → 0.00"; note != want {
-		t.Errorf("%s says %q; want %q", podgroup.ReasonElasticShrunk, note, want)
-	}
 }
