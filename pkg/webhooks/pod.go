@@ -335,8 +335,8 @@ func anyWorker(pods []corev1.Pod) *corev1.Pod {
 // refuseTwoGangs refuses a member of a labelled group that also names, in
 // spec.schedulingGroup, a scheduling.k8s.io PodGroup with a gang policy:
 // two quorums for one pod. A basic PodGroup asks nothing of a scheduler,
-// and the Job controller gives every Job's pods one where WorkloadWithJob
-// is on: beside it, the label names the pod's group.
+// and where WorkloadWithJob is on the Job controller gives one to the pods
+// of every Job no controller owns: beside it, the label names the group.
 func (d *PodDefaulter) refuseTwoGangs(ctx context.Context, pod *corev1.Pod, key types.NamespacedName) error {
 	name := topology.UpstreamGroupName(pod)
 	if name == "" {

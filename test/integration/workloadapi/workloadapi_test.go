@@ -137,8 +137,8 @@ func TestBadInputAboutUpstreamGroupsIsRefused(t *testing.T) {
 }
 
 // TestALabelledJobKeepsItsGroupBesideTheJobControllersBasicPodGroup: with
-// WorkloadWithJob on, the Job controller gives every Job a Workload and a
-// basic PodGroup, and names it in each pod. An Indexed Job whose pods carry
+// WorkloadWithJob on, the Job controller gives every Job no controller
+// owns a Workload and a basic PodGroup, and names it in each pod. An Indexed Job whose pods carry
 // muster's group label runs as that group's gang all the same: the basic
 // PodGroup asks nothing of the scheduler.
 func TestALabelledJobKeepsItsGroupBesideTheJobControllersBasicPodGroup(t *testing.T) {
