@@ -114,13 +114,22 @@ func (t *Topology) checkElastic() field.ErrorList {
 // ElasticMinMember is the gang an elastic group is admitted at: min
 // members of the elastic role and every member of the others.
 func (t *Topology) ElasticMinMember() int32 {
-	n := t.Elastic.Min
-	for role, replicas := range t.Replicas {
-		if role != ElasticRole {
-			n += replicas
-		}
+	var n int32
+	for role := range t.Replicas {
+		n += t.AdmittedReplicas(role)
 	}
 	return n
+}
+
+// AdmittedReplicas is how many members of role a group is admitted with,
+// and so how many a later role in the launch order waits for: an elastic
+// role's min, which is all it is sure to get, and every member of any
+// other role.
+func (t *Topology) AdmittedReplicas(role string) int32 {
+	if t.Elastic != nil && role == ElasticRole {
+		return t.Elastic.Min
+	}
+	return t.Replicas[role]
 }
 
 // Fulfillment is Paddle EDL's fulfillment score of an elastic role with cur

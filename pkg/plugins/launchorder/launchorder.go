@@ -201,7 +201,7 @@ func (l *LaunchOrder) unmet(key types.NamespacedName, topo *topology.Topology, r
 	}
 	var unmet []string
 	for _, pred := range topo.Predecessors(role) {
-		if want := topo.Replicas[pred]; reached[pred] < want {
+		if want := topo.AdmittedReplicas(pred); reached[pred] < want {
 			unmet = append(unmet, fmt.Sprintf("%s is %s (%d/%d)", pred, topo.StartAfter, reached[pred], want))
 		}
 	}
@@ -267,7 +267,7 @@ func (l *LaunchOrder) release(logger klog.Logger, key types.NamespacedName, obse
 func predecessorsReached(topo *topology.Topology, role string) []string {
 	var reached []string
 	for _, pred := range topo.Predecessors(role) {
-		reached = append(reached, fmt.Sprintf("%s is %s (%d/%d)", pred, topo.StartAfter, topo.Replicas[pred], topo.Replicas[pred]))
+		reached = append(reached, fmt.Sprintf("%s is %s (%d/%d)", pred, topo.StartAfter, topo.AdmittedReplicas(pred), topo.AdmittedReplicas(pred)))
 	}
 	return reached
 }

@@ -114,6 +114,26 @@ func TestPermitHoldsTheLauncherUntilTheWorkersAreReady(t *testing.T) {
 	assert.Contains(t, <-f.events.Events, "LaunchReleased released after")
 }
 
+// An elastic Horovod launcher starts once the min workers are Ready: the
+// group is admitted at min, and may never get more; the workers above it
+// join through discover_hosts.sh.
+func TestAnElasticGroupsLauncherWaitsForTheMinWorkers(t *testing.T) {
+	elastic := map[string]string{topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=3", topology.ElasticAnnotation: "2:3"}
+	launcher := rolePod("launcher", "launcher").Obj()
+	notReady := rolePod("worker", "w1").Node("node-1").Phase(corev1.PodRunning).Obj()
+	f := newFixture(t, elastic, launcher, ready(rolePod("worker", "w0")).Obj(), notReady)
+
+	require.Equal(t, fwk.Wait, plugintest.Permit(f.ctx, f.fw, framework.NewCycleState(), launcher, "node-1").Code())
+	assert.Equal(t, "Normal LaunchHeld held until worker is Ready (1/2)", <-f.events.Events)
+
+	nowReady := ready(rolePod("worker", "w1")).Obj()
+	require.NoError(t, f.pods.Update(nowReady))
+	handler := f.plugin.podHandler(f.logger).(cache.ResourceEventHandlerFuncs)
+	handler.UpdateFunc(notReady, nowReady)
+	assert.True(t, f.fw.WaitOnPermit(f.ctx, launcher).IsSuccess(), "released at the min, with worker 2 not created")
+	assert.Contains(t, <-f.events.Events, "worker is Ready (2/2)")
+}
+
 func TestPermitLetsPodsWithoutPredecessorsThrough(t *testing.T) {
 	tests := []struct {
 		name        string

@@ -274,6 +274,14 @@ func TestAHighPriorityGangShrinksAnElasticPyTorchJobThroughItsScale(t *testing.T
 	workers := createElasticPyTorchJob(t, ns)
 	workers(3)
 
+	createGangOfTwo(t, ns, "high", highPriorityClass(t, ns))
+	workers(1)
+}
+
+// highPriorityClass creates the PriorityClass <ns>-high, of value 1000,
+// for the test, and returns its name.
+func highPriorityClass(t *testing.T, ns string) string {
+	t.Helper()
 	class := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 1000}
 	if _, err := framework.Client.SchedulingV1().PriorityClasses().Create(context.Background(), class, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating PriorityClass %s: %v", class.Name, err)
@@ -283,7 +291,82 @@ func TestAHighPriorityGangShrinksAnElasticPyTorchJobThroughItsScale(t *testing.T
 			t.Errorf("deleting PriorityClass %s: %v", class.Name, err)
 		}
 	})
-	createGangOfTwo(t, ns, "high", class.Name)
+	return class.Name
+}
+
+// An elastic MPIJob of training-operator's v1 API, for Horovod elastic:
+// 1 to 3 workers started at 1, and a launcher. The job names its group's
+// topology itself, and training-operator copies it to the PodGroup; its
+// minAvailable is the min workers and the launcher. Its pods go to the
+// test's node pool (%[1]s).
+const elasticMPIJob = `
+apiVersion: kubeflow.org/v1
+kind: MPIJob
+metadata:
+  name: empi
+  annotations:
+    muster.dev/framework: mpi
+    muster.dev/roles: launcher=1,worker=3
+    muster.dev/elastic: "1:3"
+spec:
+  slotsPerWorker: 1
+  runPolicy:
+    schedulingPolicy: {minAvailable: 2}
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          nodeSelector: {%[2]s: %[1]s}
+          tolerations: [{key: %[2]s, operator: Equal, value: %[1]s, effect: NoSchedule}]
+          containers:
+          - {name: mpi, image: registry.k8s.io/pause:3.10, command: [horovodrun, --host-discovery-script, /etc/mpi/discover_hosts.sh, python, train.py], resources: {requests: {cpu: "1"}}}
+    Worker:
+      replicas: 1
+      template:
+        spec:
+          nodeSelector: {%[2]s: %[1]s}
+          tolerations: [{key: %[2]s, operator: Equal, value: %[1]s, effect: NoSchedule}]
+          containers:
+          - {name: mpi, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "1"}}}
+`
+
+// TestElasticMPIJobIsScaledInItsWorkerReplicas: an MPIJob has no scale
+// subresource, so muster-controller grows it from 1 worker to 3 by
+// patching its worker replicas, on a node of 4 CPUs beside its launcher,
+// and training-operator creates the workers; when a rigid gang of two
+// then waits for its min, it patches them back to 1, and the gang is
+// admitted whole.
+func TestElasticMPIJobIsScaledInItsWorkerReplicas(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "4")
+	workers := createElasticJob(t, ns, fmt.Sprintf(elasticMPIJob, ns, framework.PoolLabel), "mpijobs")
+	workers(3)
+	note := framework.WaitForEvent(t, ns, "empi", podgroup.ReasonElasticGrown)
+	if want := "scaled MPIJob " + ns + "/empi worker replicas 1 → 3 into idle room; fulfillment 0.00 → 1.00"; note != want {
+		t.Errorf("%s says %q; want %q", podgroup.ReasonElasticGrown, note, want)
+	}
+
+	createGangOfTwo(t, ns, "rigid", "")
+	workers(1)
+	note = framework.WaitForEvent(t, ns, "empi", podgroup.ReasonElasticShrunk)
+	if want := "scaled MPIJob " + ns + "/empi worker replicas 3 → 1 for gang " + ns + "/rigid (priority 0), which waits for its min; fulfillment 1.00 → 0.00"; note != want {
+		t.Errorf("%s says %q; want %q", podgroup.ReasonElasticShrunk, note, want)
+	}
+}
+
+// TestAHighPriorityGangShrinksAnElasticMPIJobInItsWorkerReplicas: an
+// elastic MPIJob grown to 3 workers fills a node of 4 CPUs with its
+// launcher; a high-priority gang of two takes workers 2 and 1 through
+// muster-scheduler's GangPreemption, which patches the job's worker
+// replicas so that training-operator does not create them again.
+func TestAHighPriorityGangShrinksAnElasticMPIJobInItsWorkerReplicas(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "4")
+	workers := createElasticJob(t, ns, fmt.Sprintf(elasticMPIJob, ns, framework.PoolLabel), "mpijobs")
+	workers(3)
+	createGangOfTwo(t, ns, "high", highPriorityClass(t, ns))
 	workers(1)
 }
 
@@ -292,36 +375,51 @@ func TestAHighPriorityGangShrinksAnElasticPyTorchJobThroughItsScale(t *testing.T
 // want workers, all bound, with its worker replicas at want.
 func createElasticPyTorchJob(t *testing.T, ns string) (workers func(want int64)) {
 	t.Helper()
+	workers = createElasticJob(t, ns, fmt.Sprintf(elasticPyTorchJob, ns, framework.PoolLabel), "pytorchjobs")
+	if note := framework.WaitForEvent(t, ns, "ept", podgroup.ReasonTopologyDerived); note != "read from PyTorchJob/ept: framework pytorch, roles worker=3" {
+		t.Errorf("TopologyDerived says %q", note)
+	}
+	return workers
+}
+
+// createElasticJob creates a training-operator job (of resource, in
+// kubeflow.org/v1) whose group is elastic and named after it, and returns
+// a wait for it to run want workers, all bound, with its worker replicas
+// at want.
+func createElasticJob(t *testing.T, ns, manifest, resource string) (workers func(want int64)) {
+	t.Helper()
 	if err := startTrainingOperator(); err != nil {
 		t.Fatalf("starting training-operator: %v", err)
 	}
 	job := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(fmt.Sprintf(elasticPyTorchJob, ns, framework.PoolLabel)), &job.Object); err != nil {
+	if err := yaml.Unmarshal([]byte(manifest), &job.Object); err != nil {
 		t.Fatal(err)
 	}
-	jobs := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}).Namespace(ns)
-	framework.Eventually(t, "PyTorchJob ept created", func(ctx context.Context) (*unstructured.Unstructured, error) {
+	name := job.GetName()
+	replicasPath, known := topology.RoleReplicasPath(job.GetAPIVersion(), job.GetKind(), topology.ElasticRole)
+	if !known {
+		t.Fatalf("muster scales no %s", job.GetKind())
+	}
+	jobs := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: resource}).Namespace(ns)
+	framework.Eventually(t, job.GetKind()+" "+name+" created", func(ctx context.Context) (*unstructured.Unstructured, error) {
 		return jobs.Create(ctx, job, metav1.CreateOptions{})
 	})
 	// The job is deleted before the pool's pods, which it would create
 	// again.
 	t.Cleanup(func() {
-		if err := jobs.Delete(context.Background(), "ept", metav1.DeleteOptions{}); err != nil {
-			t.Errorf("deleting PyTorchJob ept: %v", err)
+		if err := jobs.Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting %s %s: %v", job.GetKind(), name, err)
 		}
 	})
-	if note := framework.WaitForEvent(t, ns, "ept", podgroup.ReasonTopologyDerived); note != "read from PyTorchJob/ept: framework pytorch, roles worker=3" {
-		t.Errorf("TopologyDerived says %q", note)
-	}
 	return func(want int64) {
 		t.Helper()
 		framework.Eventually(t, fmt.Sprintf("%d workers, all bound", want), func(ctx context.Context) (bool, error) {
-			got, err := jobs.Get(ctx, "ept", metav1.GetOptions{})
+			got, err := jobs.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
-			replicas, _, _ := unstructured.NestedInt64(got.Object, "spec", "pytorchReplicaSpecs", "Worker", "replicas")
-			pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=ept"})
+			replicas, _, _ := unstructured.NestedInt64(got.Object, replicasPath...)
+			pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=" + name + "," + topology.KubeflowRoleLabel + "=" + topology.ElasticRole})
 			if err != nil {
 				return false, err
 			}
