@@ -475,7 +475,11 @@ func cloneRooms(nodes []nodeRoom) []nodeRoom {
 	return out
 }
 
-// nodeRooms is each node with its allocatable less what its pods request.
+// nodeRooms is each node with its allocatable less what its pods request:
+// the bound pods of the room cache, and the bound members of the manager's
+// cache that the room cache has not seen yet. The two caches watch apart,
+// and a look that a gang's binding set off (it stopped waiting) must not
+// count the gang's room as idle before the room cache sees it bound.
 func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]nodeRoom, error) {
 	// Read only: the cache's objects are not copied, which at 50,000 pods
 	// is most of a look's cost.
@@ -493,13 +497,18 @@ func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]nodeRoom, error) {
 	if err := r.Rooms.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
-	for i := range pods.Items {
-		pod := &pods.Items[i]
+	var members corev1.PodList
+	if err := r.Client.List(ctx, &members, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing members: %w", err)
+	}
+	counted := sets.New[types.UID]()
+	for _, pod := range slices.Concat(pods.Items, members.Items) {
 		n, ok := at[pod.Spec.NodeName]
-		if !ok || !topology.IsActiveMember(pod) {
+		if !ok || !topology.IsActiveMember(&pod) || counted.Has(pod.UID) {
 			continue
 		}
-		for name, quantity := range resources.OfPod(pod) {
+		counted.Insert(pod.UID)
+		for name, quantity := range resources.OfPod(&pod) {
 			if have, ok := rooms[n].free[name]; ok {
 				have.Sub(quantity)
 				rooms[n].free[name] = have

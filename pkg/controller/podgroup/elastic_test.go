@@ -44,7 +44,7 @@ func TestAGroupBelowItsMaxIsLookedAtAgainAsSoonAsIdleRoomMayBeShared(t *testing.
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pg, worker("0"), worker("1")).
 		WithIndex(&corev1.Pod{}, groupField, podGroupIndex).Build()
 	clock := testingclock.NewFakeClock(epoch.Time)
-	r := &ElasticScaler{Client: c, Rooms: fakeRooms{Reader: c}, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: clock, Window: 15 * time.Second,
+	r := &ElasticScaler{Client: c, Rooms: fakeCache{Reader: c}, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: clock, Window: 15 * time.Second,
 		madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{}}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "job"}}
 
@@ -95,7 +95,7 @@ func TestNoOwnerIsReadWhileNoRoomIsIdle(t *testing.T) {
 		reads := 0
 		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pg, worker("0"), worker("1"), node(tt.cpu)).
 			WithIndex(&corev1.Pod{}, groupField, podGroupIndex).WithInterceptorFuncs(ownerReads(&reads)).Build()
-		r := &ElasticScaler{Client: c, Rooms: fakeRooms{Reader: c}, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(epoch.Time), Window: 15 * time.Second,
+		r := &ElasticScaler{Client: c, Rooms: fakeCache{Reader: c}, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(epoch.Time), Window: 15 * time.Second,
 			madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{}}
 
 		// The fake client serves no scale subresource: what matters is
@@ -105,18 +105,46 @@ func TestNoOwnerIsReadWhileNoRoomIsIdle(t *testing.T) {
 	}
 }
 
-// fakeRooms serves a fake client's objects as the scaler's Rooms, whose
-// informers the tests never start.
-type fakeRooms struct {
+// Room that a member's binding took is not idle while the room cache,
+// which watches apart from the manager's, has not seen the binding yet:
+// a look set off by a gang that stopped waiting would otherwise grow a
+// group into the gang's room.
+func TestRoomTheRoomCacheHasNotSeenTakenIsNotIdle(t *testing.T) {
+	pg := podGroup(1, v1alpha1.PodGroupStatus{})
+	pg.Annotations = map[string]string{topology.RolesAnnotation: "worker=4", topology.ElasticAnnotation: "1:4"}
+	set := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "job-worker", UID: "set", Controller: ptr.To(true)}
+	worker := member("job-worker-0").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0").Node("n1").
+		Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}).Obj()
+	worker.OwnerReferences = []metav1.OwnerReference{*set}
+	justBound := st.MakePod().Namespace(ns).Name("gang-0").UID("gang-0").Label(topology.GroupLabel, "gang").Node("n1").
+		Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}).Obj()
+	node := st.MakeNode().Name("n1").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "2", corev1.ResourcePods: "110"}).Obj()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	reads := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pg, worker, justBound).
+		WithIndex(&corev1.Pod{}, groupField, podGroupIndex).WithInterceptorFuncs(ownerReads(&reads)).Build()
+	rooms := fake.NewClientBuilder().WithScheme(scheme).WithObjects(node, worker.DeepCopy()).Build()
+	r := &ElasticScaler{Client: c, Rooms: fakeCache{Reader: rooms}, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(epoch.Time), Window: 15 * time.Second,
+		madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{}}
+
+	require.NoError(t, r.growIntoIdleRoom(context.Background()))
+	assert.Zero(t, reads, "the node's second CPU is gang-0's, bound in the manager's cache")
+}
+
+// fakeCache serves a fake client's objects as a cache (the scaler's
+// Rooms, Groups' upstream members) whose informers the tests never start.
+type fakeCache struct {
 	cache.Cache
 	client.Reader
 }
 
-func (f fakeRooms) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+func (f fakeCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	return f.Reader.Get(ctx, key, obj, opts...)
 }
 
-func (f fakeRooms) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+func (f fakeCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	return f.Reader.List(ctx, list, opts...)
 }
 
@@ -150,7 +178,7 @@ func TestAGangThatStopsWaitingSetsOffALook(t *testing.T) {
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&corev1.Pod{}, groupField, podGroupIndex).Build()
 	clock := testingclock.NewFakeClock(epoch.Time)
-	r := &ElasticScaler{Client: c, Rooms: fakeRooms{Reader: c}, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: clock, Window: 15 * time.Second,
+	r := &ElasticScaler{Client: c, Rooms: fakeCache{Reader: c}, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: clock, Window: 15 * time.Second,
 		madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{},
 		waiting: sets.New[types.NamespacedName]()}
 	key := types.NamespacedName{Namespace: ns, Name: "gone"}
