@@ -111,17 +111,24 @@ echo "short has 2 of its 3 pods; they wait, and say so, until the third exists."
 echo "huge cannot fit on any node; it was rejected whole, with nothing bound, and backs off."
 say "Upstream's group API: applying manifests/examples/upstream-gang.yaml"
 grep '"Reading groups from PodGroups"' "$dir/logs/muster-scheduler.log" | sed 's/^.*\] //'
+grep -h '"Serving groups from PodGroups"' "$dir"/logs/muster-controller*.log | sed 's/^.*\] //' | sort -u
 kubectl apply -f "$root/manifests/examples/upstream-gang.yaml"
 kubectl wait --namespace muster-demo --for=condition=Ready pod/upstream-launcher-0 --timeout=120s >/dev/null
 kubectl get podgroups.scheduling.k8s.io --namespace muster-demo \
-	-o custom-columns='PODGROUP:.metadata.name,GANG-MIN-COUNT:.spec.schedulingPolicy.gang.minCount,LAUNCH-ORDER:.metadata.annotations.muster\.dev/launch-order'
+	-o custom-columns='PODGROUP:.metadata.name,GANG-MIN-COUNT:.spec.schedulingPolicy.gang.minCount,FRAMEWORK:.metadata.annotations.muster\.dev/framework'
 kubectl get pods --namespace muster-demo --selector muster.dev/role --sort-by .metadata.name \
 	-o custom-columns='POD:.metadata.name,GROUP:.spec.schedulingGroup.podGroupName,ROLE:.metadata.labels.muster\.dev/role,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
 events muster-demo '$1 ~ /^upstream/ && $2 ~ /^Gang|^Launch/'
 bound_after_ready muster-demo upstream-launcher-0 upstream-worker-0 upstream-worker-1
 echo
+echo "What muster-controller gave the launcher, and the group's hostfile (ConfigMap upstream-muster):"
+kubectl get pod upstream-launcher-0 --namespace muster-demo \
+	-o jsonpath='{.metadata.labels.muster\.dev/upstream-pod-group}{" "}{.spec.hostname}.{.spec.subdomain}{"\n"}{range .spec.containers[0].env[?(@.name=="OMPI_MCA_orte_default_hostfile")]}{.name}={.value}{"\n"}{end}'
+kubectl get configmap upstream-muster --namespace muster-demo -o jsonpath='{.data.hostfile}'
+echo
 echo "The gang lives in a scheduling.k8s.io PodGroup: muster-scheduler admitted it"
-echo "whole and bound the launcher only once both workers were Ready."
+echo "whole and bound the launcher only once both workers were Ready; muster-controller"
+echo "gave its members their names, MPI environment and hostfile, as for a labelled group."
 
 say "Every framework: TensorFlow, PyTorch (static and elastic), MPI and MXNet"
 "$bin/muster-local" tour --dir "$dir" --examples "$root/manifests/examples" --namespace muster-tour

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -36,6 +37,7 @@ import (
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/pkg/version"
 	"github.com/muster-dev/muster/pkg/webhooks"
+	"github.com/muster-dev/muster/pkg/workloadapi"
 )
 
 type options struct {
@@ -146,8 +148,13 @@ func run(opts options) error {
 	if err := podgroup.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	groups, err := readGroups(ctx, mgr)
+	if err != nil {
+		return err
+	}
 	statusReconciler := &podgroup.StatusReconciler{
 		Client:   mgr.GetClient(),
+		Groups:   groups,
 		Recorder: mgr.GetEventRecorderFor("muster-controller"),
 		Clock:    clock.RealClock{},
 	}
@@ -157,6 +164,7 @@ func run(opts options) error {
 	resourceReconciler := &podgroup.ResourceReconciler{
 		Client:   mgr.GetClient(),
 		Reader:   mgr.GetAPIReader(),
+		Groups:   groups,
 		Scheme:   scheme,
 		Recorder: mgr.GetEventRecorderFor("muster-controller"),
 	}
@@ -212,6 +220,38 @@ func run(opts options) error {
 	}
 	klog.InfoS("Starting muster-controller", "version", version.Get().String())
 	return mgr.Start(ctx)
+}
+
+// readGroups makes scheduling.k8s.io's PodGroups the reconcilers' second
+// source of groups when the API server serves them. It asks discovery
+// once, at start: on a cluster without the API, the default, nothing
+// watches it.
+func readGroups(ctx context.Context, mgr ctrl.Manager) (*podgroup.Groups, error) {
+	groups := &podgroup.Groups{Client: mgr.GetClient()}
+	sources := []string{v1alpha1.SchemeGroupVersion.String()}
+	discoveryClient, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("creating a discovery client: %w", err)
+	}
+	served, err := workloadapi.ServesPodGroups(ctx, discovery.ToDiscoveryInterfaceWithContext(discoveryClient))
+	if err != nil {
+		return nil, err
+	}
+	if served {
+		members, err := podgroup.NewUpstreamMemberCache(ctx, mgr.GetConfig(), cache.Options{
+			Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(members); err != nil {
+			return nil, fmt.Errorf("adding the cache of upstream members: %w", err)
+		}
+		groups.UpstreamMembers = members
+		sources = append(sources, topology.UpstreamPodGroupVersion.String())
+	}
+	klog.InfoS("Serving groups from PodGroups", "apis", sources)
+	return groups, nil
 }
 
 // setupCertificates makes sure the webhook server finds its certificate when

@@ -34,9 +34,7 @@ func GroupOf(pod *corev1.Pod) (types.NamespacedName, bool) {
 }
 
 // LabeledGroupOf returns the key of the scheduler-plugins PodGroup the
-// pod's GroupLabel names. muster-controller's environment, hostfiles and
-// status serve these groups only: scheduling.k8s.io's PodGroups are
-// muster-scheduler's groups, not yet muster-controller's.
+// pod's GroupLabel names.
 func LabeledGroupOf(pod *corev1.Pod) (types.NamespacedName, bool) {
 	name := pod.Labels[GroupLabel]
 	if name == "" {
@@ -52,6 +50,20 @@ func UpstreamGroupName(pod *corev1.Pod) string {
 		return *g.PodGroupName
 	}
 	return ""
+}
+
+// UpstreamMemberLabel is given by muster-controller to each member of a
+// scheduling.k8s.io PodGroup, naming it as spec.schedulingGroup does, so
+// that a label selects the group's members as GroupLabel selects a
+// scheduler-plugins group's: its Service, and muster-controller's cache.
+const UpstreamMemberLabel = "muster.dev/upstream-pod-group"
+
+// MemberLabel is the label that selects the members of pg.
+func MemberLabel(pg *v1alpha1.PodGroup) string {
+	if IsUpstream(pg) {
+		return UpstreamMemberLabel
+	}
+	return GroupLabel
 }
 
 // Where a pod names its group, for messages.

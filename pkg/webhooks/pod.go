@@ -68,19 +68,24 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if placed, err := d.placeJobSetPod(ctx, pod); placed || err != nil {
 		return err
 	}
-	key, ok := topology.LabeledGroupOf(pod)
+	key, ok := topology.GroupOf(pod)
 	if !ok {
 		return nil
 	}
-	if err := d.refuseTwoGangs(ctx, pod, key); err != nil {
-		return err
+	_, labelled := topology.LabeledGroupOf(pod)
+	if labelled {
+		if err := d.refuseTwoGangs(ctx, pod, key); err != nil {
+			return err
+		}
+	} else {
+		labelUpstreamMember(pod, key.Name)
 	}
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "generateName", pod.GenerateName, "podGroup", key)
 
-	pg, err := d.podGroup(ctx, key)
+	pg, err := d.podGroup(ctx, key, labelled)
 	if apierrors.IsNotFound(err) {
 		if _, hasRole := topology.RoleOf(pod); hasRole {
-			return invalidPod(pod, field.ErrorList{field.Invalid(labelPath(topology.GroupLabel), key.Name,
+			return invalidPod(pod, field.ErrorList{field.Invalid(groupPath(pod), key.Name,
 				fmt.Sprintf("PodGroup %s does not exist, so muster cannot give this %s pod its environment; create the PodGroup before its pods", key, topology.RoleLabel))})
 		}
 		// A pod that asks only for gang scheduling may come first; it
@@ -121,7 +126,7 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if len(errs) > 0 {
 		return errors.New(topology.InvalidMessage(key, errs))
 	}
-	siblings, err := d.members(ctx, key)
+	siblings, err := d.members(ctx, key, topology.MemberLabel(pg))
 	if err != nil {
 		return err
 	}
@@ -143,7 +148,11 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if errs := envinject.Apply(pod, group, member, d.ClusterDomain); len(errs) > 0 {
 		return invalidPod(pod, errs)
 	}
-	markAdded(pod, "hostname, subdomain, environment, files")
+	added := "hostname, subdomain, environment, files"
+	if !labelled {
+		added += ", and the label " + topology.UpstreamMemberLabel
+	}
+	markAdded(pod, added)
 	logger.V(2).Info("Gave a member its environment", "role", member.Role, "index", member.Index)
 	return nil
 }
@@ -244,7 +253,25 @@ func markAdded(pod *corev1.Pod, what string) {
 	pod.Annotations[AddedAnnotation] = what
 }
 
-func (d *PodDefaulter) podGroup(ctx context.Context, key types.NamespacedName) (*v1alpha1.PodGroup, error) {
+// podGroup reads the group's PodGroup in the one shape: scheduler-plugins'
+// when its members are labelled, else scheduling.k8s.io's
+// (topology.FromUpstream). It is NotFound when missing, and when the
+// cluster does not serve upstream's API.
+func (d *PodDefaulter) podGroup(ctx context.Context, key types.NamespacedName, labelled bool) (*v1alpha1.PodGroup, error) {
+	if !labelled {
+		upstream := &schedulingv1beta1.PodGroup{}
+		err := d.Reader.Get(ctx, key, upstream)
+		if meta.IsNoMatchError(err) {
+			err = apierrors.NewNotFound(schedulingv1beta1.Resource("podgroups"), key.Name)
+		}
+		if err != nil {
+			if !apierrors.IsNotFound(err) {
+				err = fmt.Errorf("reading PodGroup %s of %s: %w", key, topology.UpstreamGroupField, err)
+			}
+			return nil, err
+		}
+		return topology.FromUpstream(upstream), nil
+	}
 	pg := &v1alpha1.PodGroup{}
 	err := d.Client.Get(ctx, key, pg)
 	if apierrors.IsNotFound(err) {
@@ -256,11 +283,25 @@ func (d *PodDefaulter) podGroup(ctx context.Context, key types.NamespacedName) (
 	return pg, err
 }
 
-func (d *PodDefaulter) members(ctx context.Context, key types.NamespacedName) ([]corev1.Pod, error) {
+// labelUpstreamMember gives a member of a scheduling.k8s.io PodGroup the
+// label that selects its group's members (topology.UpstreamMemberLabel).
+func labelUpstreamMember(pod *corev1.Pod, name string) {
+	if pod.Labels[topology.UpstreamMemberLabel] == name {
+		return
+	}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[topology.UpstreamMemberLabel] = name
+	markAdded(pod, "the label "+topology.UpstreamMemberLabel+", which names the PodGroup of "+topology.UpstreamGroupField+" for the group's Service and muster-controller")
+}
+
+// members lists the group's members, which label selects.
+func (d *PodDefaulter) members(ctx context.Context, key types.NamespacedName, label string) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	// From the API server, not the cache: a member created a moment ago
 	// must already hold its index against the next one.
-	if err := d.Reader.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingLabels{topology.GroupLabel: key.Name}); err != nil {
+	if err := d.Reader.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingLabels{label: key.Name}); err != nil {
 		return nil, fmt.Errorf("listing the members of %s: %w", key, err)
 	}
 	return pods.Items, nil
@@ -291,7 +332,8 @@ func (d *PodDefaulter) workersAtStart(ctx context.Context, pod *corev1.Pod, memb
 	}
 	scale, err := ownerscale.Of(ctx, d.Client, d.Reader, pod.Namespace, owner)
 	if err != nil {
-		return nil, fmt.Errorf("reading how many workers group %s/%s runs: %w", pod.Namespace, pod.Labels[topology.GroupLabel], err)
+		group, _ := topology.GroupOf(pod)
+		return nil, fmt.Errorf("reading how many workers group %s runs: %w", group, err)
 	}
 	if scale != nil {
 		for i := range min(scale.Replicas, topo.Replicas[topology.ElasticRole]) {
@@ -305,6 +347,7 @@ func (d *PodDefaulter) workersAtStart(ctx context.Context, pod *corev1.Pod, memb
 // already has: the two would share a hostname, and the hostfile and
 // TF_CONFIG would name one of them only.
 func duplicateOf(pod *corev1.Pod, member topology.Member, siblings []corev1.Pod, topo *topology.Topology) field.ErrorList {
+	group, _ := topology.GroupOf(pod)
 	for i := range siblings {
 		other := &siblings[i]
 		if other.Name == pod.Name || !topology.IsActiveMember(other) {
@@ -315,7 +358,7 @@ func duplicateOf(pod *corev1.Pod, member topology.Member, siblings []corev1.Pod,
 		sibling, errs := topo.Identify(other)
 		if len(errs) == 0 && sibling == member {
 			return field.ErrorList{field.Duplicate(labelPath(topology.IndexLabel), fmt.Sprintf(
-				"%s %d of group %s is pod %s already; give this pod another index, or delete that pod first", member.Role, member.Index, other.Labels[topology.GroupLabel], other.Name))}
+				"%s %d of group %s is pod %s already; give this pod another index, or delete that pod first", member.Role, member.Index, group.Name, other.Name))}
 		}
 	}
 	return nil
@@ -358,6 +401,14 @@ func (d *PodDefaulter) refuseTwoGangs(ctx context.Context, pod *corev1.Pod, key 
 			key.Name, topology.GroupLabel, name, gang.MinCount))})
 	}
 	return nil
+}
+
+// groupPath is where the pod names its group.
+func groupPath(pod *corev1.Pod) *field.Path {
+	if _, labelled := topology.LabeledGroupOf(pod); labelled {
+		return labelPath(topology.GroupLabel)
+	}
+	return field.NewPath("spec", "schedulingGroup", "podGroupName")
 }
 
 func labelPath(label string) *field.Path {

@@ -30,13 +30,16 @@ func createPod(t *testing.T, pod *corev1.Pod) {
 }
 
 // TestWithoutTheWorkloadAPIGroupsAreSchedulerPluginsPodGroupsAlone: on a
-// cluster that does not serve upstream's PodGroups, the default,
-// muster-scheduler found that out at start and reads scheduler-plugins'
-// alone.
+// cluster that does not serve upstream's PodGroups, the default, both
+// programs found that out at start and read scheduler-plugins' alone.
 func TestWithoutTheWorkloadAPIGroupsAreSchedulerPluginsPodGroupsAlone(t *testing.T) {
-	want := `"Reading groups from PodGroups" apis=["scheduling.x-k8s.io/v1alpha1"]`
-	if !strings.Contains(framework.Log(t, "muster-scheduler"), want) {
-		t.Errorf("muster-scheduler's log does not say %s", want)
+	for program, want := range map[string]string{
+		"muster-scheduler":  `"Reading groups from PodGroups" apis=["scheduling.x-k8s.io/v1alpha1"]`,
+		"muster-controller": `"Serving groups from PodGroups" apis=["scheduling.x-k8s.io/v1alpha1"]`,
+	} {
+		if !strings.Contains(framework.Log(t, program), want) {
+			t.Errorf("%s's log does not say %s", program, want)
+		}
 	}
 }
 

@@ -38,6 +38,7 @@ const WaitingReason = corev1.PodReasonSchedulingGated
 // PodGroup is missing.
 type StatusReconciler struct {
 	Client   client.Client
+	Groups   *Groups
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 }
@@ -53,7 +54,7 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 
 // podGroupIndex indexes a pod by the name of the group it names.
 func podGroupIndex(obj client.Object) []string {
-	if key, ok := topology.LabeledGroupOf(obj.(*corev1.Pod)); ok {
+	if key, ok := topology.GroupOf(obj.(*corev1.Pod)); ok {
 		return []string{key.Name}
 	}
 	return nil
@@ -62,19 +63,19 @@ func podGroupIndex(obj client.Object) []string {
 // SetupWithManager registers the reconciler: it runs for a PodGroup when
 // the PodGroup or one of its pods changes.
 func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("podgroup-status").
 		For(&v1alpha1.PodGroup{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(groupOfPod),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
-				_, ok := topology.LabeledGroupOf(obj.(*corev1.Pod))
+				_, ok := topology.GroupOf(obj.(*corev1.Pod))
 				return ok
-			}))).
-		Complete(r)
+			})))
+	return r.Groups.watchUpstream(b).Complete(r)
 }
 
 func groupOfPod(_ context.Context, obj client.Object) []reconcile.Request {
-	if key, ok := topology.LabeledGroupOf(obj.(*corev1.Pod)); ok {
+	if key, ok := topology.GroupOf(obj.(*corev1.Pod)); ok {
 		return []reconcile.Request{{NamespacedName: key}}
 	}
 	return nil
@@ -84,28 +85,27 @@ func groupOfPod(_ context.Context, obj client.Object) []reconcile.Request {
 // in line with what its pods show.
 func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	logger := klog.FromContext(ctx).WithValues("podGroup", req.NamespacedName)
-	var members corev1.PodList
-	if err := r.Client.List(ctx, &members, client.InNamespace(req.Namespace), client.MatchingFields{groupField: req.Name}); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing members of %s: %w", req.NamespacedName, err)
+	members, err := r.Groups.Members(ctx, req.NamespacedName)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	c := countMembers(members.Items)
+	c := countMembers(members)
 
-	pg := &v1alpha1.PodGroup{}
-	if err := r.Client.Get(ctx, req.NamespacedName, pg); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return reconcile.Result{}, fmt.Errorf("reading PodGroup %s: %w", req.NamespacedName, err)
-		}
-		pg = nil
+	pg, err := r.Groups.PodGroup(ctx, req.NamespacedName)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, err
 	}
-	if pg != nil {
+	// scheduling.k8s.io's PodGroup has no phase or counts: its status is
+	// muster-scheduler's PodGroupInitiallyScheduled condition.
+	if pg != nil && !topology.IsUpstream(pg) {
 		if err := r.updateStatus(ctx, pg, c); err != nil {
 			return requeueOnConflict(err)
 		}
 	}
-	message := waitingMessage(pg, c, req.NamespacedName)
+	message := waitingMessage(pg, members, c, req.NamespacedName)
 	marked := 0
-	for i := range members.Items {
-		changed, err := r.markMember(ctx, &members.Items[i], message)
+	for i := range members {
+		changed, err := r.markMember(ctx, &members[i], message)
 		if err != nil {
 			return requeueOnConflict(err)
 		}

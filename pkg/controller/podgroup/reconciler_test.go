@@ -30,7 +30,7 @@ func newReconciler(t *testing.T, objs ...client.Object) (*StatusReconciler, clie
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.PodGroup{}, &corev1.Pod{}).
 		WithIndex(&corev1.Pod{}, groupField, podGroupIndex).Build()
-	return &StatusReconciler{Client: c, Recorder: record.NewFakeRecorder(100), Clock: testingclock.NewFakeClock(epoch.Time)}, c
+	return &StatusReconciler{Client: c, Groups: &Groups{Client: c}, Recorder: record.NewFakeRecorder(100), Clock: testingclock.NewFakeClock(epoch.Time)}, c
 }
 
 func reconcileGroup(t *testing.T, r *StatusReconciler) {
@@ -101,7 +101,7 @@ func TestReconcileOfAMemberDeletedWhileItWaitsIsNoError(t *testing.T) {
 			}
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		}}).Build()
-	r := &StatusReconciler{Client: c, Recorder: record.NewFakeRecorder(100), Clock: testingclock.NewFakeClock(epoch.Time)}
+	r := &StatusReconciler{Client: c, Groups: &Groups{Client: c}, Recorder: record.NewFakeRecorder(100), Clock: testingclock.NewFakeClock(epoch.Time)}
 	_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "job"}})
 	assert.NoError(t, err, "a member that is gone needs no condition")
 }

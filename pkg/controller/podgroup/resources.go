@@ -74,6 +74,7 @@ type ResourceReconciler struct {
 	// missing one.
 	Client   client.Client
 	Reader   client.Reader
+	Groups   *Groups
 	Scheme   *runtime.Scheme
 	Recorder record.EventRecorder
 
@@ -85,20 +86,20 @@ type ResourceReconciler struct {
 // SetupWithManager registers the reconciler: it runs for a PodGroup when
 // the PodGroup, one of its objects or one of its pods changes.
 func (r *ResourceReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("podgroup-resources").
 		For(&v1alpha1.PodGroup{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&corev1.Secret{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(groupOfPod)).
-		Complete(r)
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(groupOfPod))
+	return r.Groups.watchUpstream(b, &corev1.Service{}, &corev1.ConfigMap{}, &corev1.Secret{}).Complete(r)
 }
 
 // Reconcile brings one group's objects in line with its topology.
 func (r *ResourceReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	pg := &v1alpha1.PodGroup{}
-	if err := r.Client.Get(ctx, req.NamespacedName, pg); err != nil {
+	pg, err := r.Groups.PodGroup(ctx, req.NamespacedName)
+	if err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if pg.DeletionTimestamp != nil {
@@ -119,9 +120,9 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if len(topo.Roles) == 0 || topo.DerivedFrom != "" {
 		return reconcile.Result{}, nil
 	}
-	var members corev1.PodList
-	if err := r.Client.List(ctx, &members, client.InNamespace(req.Namespace), client.MatchingFields{groupField: req.Name}); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing members of %s: %w", req.NamespacedName, err)
+	members, err := r.Groups.Members(ctx, req.NamespacedName)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	names, errs, err := jobsets.Names(ctx, r.Reader, pg.Namespace, topo)
 	if err != nil {
@@ -131,13 +132,13 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		r.report(pg, ReasonInvalidGroup, fmt.Sprintf("muster cannot serve this group: %s", errs.ToAggregate()))
 		return reconcile.Result{}, nil
 	}
-	worker, running := workers(topo, members.Items)
+	worker, running := workers(topo, members)
 	g := envinject.Group{Name: pg.Name, Namespace: pg.Namespace, UID: pg.UID, Topology: topo, WorkerSlots: envinject.Slots(topo, worker), JobSet: names}
 
 	var desired []client.Object
 	// A JobSet's members resolve each other through its own Service.
 	if names == nil {
-		desired = append(desired, desiredService(g))
+		desired = append(desired, desiredService(g, topology.MemberLabel(pg)))
 	}
 	configMap, err := desiredConfigMap(g, running)
 	if err != nil {
@@ -230,12 +231,14 @@ func workers(t *topology.Topology, pods []corev1.Pod) (*corev1.Pod, []int32) {
 	return first, running
 }
 
-func desiredService(g envinject.Group) *corev1.Service {
+// desiredService is the group's headless Service, which selects its
+// members by memberLabel (topology.MemberLabel).
+func desiredService(g envinject.Group, memberLabel string) *corev1.Service {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: g.Namespace, Name: g.ServiceName()},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
-			Selector:  map[string]string{topology.GroupLabel: g.Name},
+			Selector:  map[string]string{memberLabel: g.Name},
 			// Members find each other before they are Ready: a launcher
 			// reaches workers that are still starting sshd.
 			PublishNotReadyAddresses: true,
@@ -341,7 +344,7 @@ func (r *ResourceReconciler) create(ctx context.Context, pg *v1alpha1.PodGroup, 
 			return err
 		}
 	}
-	if err := controllerutil.SetControllerReference(pg, obj, r.Scheme); err != nil {
+	if err := controllerutil.SetControllerReference(owner(pg), obj, r.Scheme); err != nil {
 		return fmt.Errorf("owning %s %s: %w", kind, obj.GetName(), err)
 	}
 	setContentHash(obj)

@@ -37,7 +37,7 @@ func newResourceReconciler(t *testing.T, objs ...client.Object) (*ResourceReconc
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithIndex(&corev1.Pod{}, groupField, podGroupIndex).Build()
 	recorder := record.NewFakeRecorder(100)
-	return &ResourceReconciler{Client: c, Reader: c, Scheme: scheme, Recorder: recorder}, c, recorder
+	return &ResourceReconciler{Client: c, Reader: c, Groups: &Groups{Client: c}, Scheme: scheme, Recorder: recorder}, c, recorder
 }
 
 func reconcileResources(t *testing.T, r *ResourceReconciler) {

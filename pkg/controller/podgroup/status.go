@@ -91,9 +91,12 @@ func lateMissing(topo *topology.Topology, activeByRole map[string]int32) int32 {
 // waitingMessage says why the group's unscheduled members cannot be
 // scheduled yet, or "" when nothing in the group holds them back. It is
 // the message Gang's or LaunchOrder's PreEnqueue gives.
-func waitingMessage(pg *v1alpha1.PodGroup, c census, group types.NamespacedName) string {
+func waitingMessage(pg *v1alpha1.PodGroup, members []corev1.Pod, c census, group types.NamespacedName) string {
 	if pg == nil {
-		return topology.WaitingForPodGroupMessage(group, topology.GroupLabelField)
+		if len(members) == 0 {
+			return ""
+		}
+		return topology.WaitingForPodGroupMessage(group, topology.GroupFieldOf(&members[0]))
 	}
 	if owner, awaits := topology.AwaitsDerivation(pg); awaits {
 		return topology.AwaitingDerivationMessage(group, owner)

@@ -115,6 +115,7 @@ func TestWaitingMessage(t *testing.T) {
 		want    string
 	}{
 		{"no PodGroup", nil, pods(member("a")), topology.WaitingForPodGroupMessage(key, topology.GroupLabelField)},
+		{"no upstream PodGroup", nil, pods(upstreamMember("a")), topology.WaitingForPodGroupMessage(key, topology.UpstreamGroupField)},
 		{"short of minMember", podGroup(8, v1alpha1.PodGroupStatus{}), pods(member("a"), member("b"), member("c"), member("d"), member("e")), "waiting for 3 more pods of group team-a/job (5/8)"},
 		{"complete", podGroup(1, v1alpha1.PodGroupStatus{}), pods(member("a")), ""},
 		{
@@ -130,7 +131,7 @@ func TestWaitingMessage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, waitingMessage(tt.pg, countMembers(tt.members), key))
+			assert.Equal(t, tt.want, waitingMessage(tt.pg, tt.members, countMembers(tt.members), key))
 		})
 	}
 }

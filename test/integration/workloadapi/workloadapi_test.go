@@ -7,6 +7,7 @@ package workloadapi
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,12 +34,17 @@ func TestMain(m *testing.M) {
 	framework.RunMain(m, func(opts *localcluster.Options) { opts.WorkloadAPI = true })
 }
 
-// TestTheSchedulerReadsBothPodGroupAPIs: muster-scheduler found at start
-// that the API server serves upstream's PodGroups, and says it reads both.
-func TestTheSchedulerReadsBothPodGroupAPIs(t *testing.T) {
-	want := `"Reading groups from PodGroups" apis=["scheduling.x-k8s.io/v1alpha1","scheduling.k8s.io/v1beta1"]`
-	if !strings.Contains(framework.Log(t, "muster-scheduler"), want) {
-		t.Errorf("muster-scheduler's log does not say %s", want)
+// TestBothProgramsReadBothPodGroupAPIs: muster-scheduler and
+// muster-controller found at start that the API server serves upstream's
+// PodGroups, and say they read both.
+func TestBothProgramsReadBothPodGroupAPIs(t *testing.T) {
+	for program, want := range map[string]string{
+		"muster-scheduler":  `"Reading groups from PodGroups" apis=["scheduling.x-k8s.io/v1alpha1","scheduling.k8s.io/v1beta1"]`,
+		"muster-controller": `"Serving groups from PodGroups" apis=["scheduling.x-k8s.io/v1alpha1","scheduling.k8s.io/v1beta1"]`,
+	} {
+		if !strings.Contains(framework.Log(t, program), want) {
+			t.Errorf("%s's log does not say %s", program, want)
+		}
 	}
 }
 
@@ -203,6 +209,97 @@ func TestAJobWithAGangPolicyIsAMusterGang(t *testing.T) {
 	framework.AddPoolNode(t, ns, ns+"-extra", "1")
 	bound.waitFor(t, 3)
 	waitForInitiallyScheduled(t, ns, pg.Name, metav1.ConditionTrue, "Scheduled")
+}
+
+// TestAnUpstreamMPIGroupsLauncherGetsMustersHostfile: an MPI group of a
+// scheduling.k8s.io PodGroup, with muster's annotations, is served as a
+// labelled one is: a member that waits for the others says why; the
+// launcher, created first, is bound only after both workers are Ready,
+// with muster's hostfile environment and its DNS name; and the group's
+// Service, files and keys belong to that PodGroup.
+func TestAnUpstreamMPIGroupsLauncherGetsMustersHostfile(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	framework.LogTailOnFailure(t, "muster-controller")
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "3")
+	seen := framework.WatchTimeline(t, ns)
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mpi", Annotations: map[string]string{
+			topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2",
+		}},
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 3}}},
+	}
+	pg, err := framework.Client.SchedulingV1beta1().PodGroups(ns).Create(context.Background(), pg, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating PodGroup mpi: %v", err)
+	}
+
+	framework.CreatePods(t, upstreamRolePod(ns, "mpi", "launcher", 0))
+	framework.WaitForPod(t, ns, "mpi-launcher-0", "told why it waits", func(pod *corev1.Pod) bool {
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonSchedulingGated && c.Message == "waiting for 2 more pods of group "+ns+"/mpi (1/3)" {
+				return true
+			}
+		}
+		return false
+	})
+	for i := range 2 {
+		worker := upstreamRolePod(ns, "mpi", "worker", i)
+		worker.Annotations = map[string]string{"muster.dev/sim-ready-after": "3s"}
+		framework.CreatePods(t, worker)
+	}
+	launcher := framework.WaitForPod(t, ns, "mpi-launcher-0", "bound", framework.IsBound)
+	seen.BoundAfterReady(t, "mpi-worker-0", "mpi-launcher-0")
+	seen.BoundAfterReady(t, "mpi-worker-1", "mpi-launcher-0")
+
+	if got := launcher.Labels[topology.UpstreamMemberLabel]; got != "mpi" {
+		t.Errorf("the launcher's label %s is %q, want mpi", topology.UpstreamMemberLabel, got)
+	}
+	if launcher.Spec.Hostname != "mpi-launcher-0" || launcher.Spec.Subdomain != "mpi" {
+		t.Errorf("the launcher's hostname and subdomain are %q and %q, want mpi-launcher-0 and mpi", launcher.Spec.Hostname, launcher.Spec.Subdomain)
+	}
+	hostfile := ""
+	for _, e := range launcher.Spec.Containers[0].Env {
+		if e.Name == "OMPI_MCA_orte_default_hostfile" {
+			hostfile = e.Value
+		}
+	}
+	if hostfile != "/etc/mpi/hostfile" {
+		t.Errorf("the launcher's OMPI_MCA_orte_default_hostfile is %q, want muster's /etc/mpi/hostfile", hostfile)
+	}
+
+	files := framework.Eventually(t, "ConfigMap mpi-muster", func(ctx context.Context) (*corev1.ConfigMap, error) {
+		return framework.Client.CoreV1().ConfigMaps(ns).Get(ctx, "mpi-muster", metav1.GetOptions{})
+	})
+	if want := fmt.Sprintf("mpi-worker-0.mpi.%[1]s.svc slots=1\nmpi-worker-1.mpi.%[1]s.svc slots=1\n", ns); files.Data["hostfile"] != want {
+		t.Errorf("the hostfile is %q, want %q", files.Data["hostfile"], want)
+	}
+	svc, err := framework.Client.CoreV1().Services(ns).Get(context.Background(), "mpi", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading Service mpi: %v", err)
+	}
+	if got := svc.Spec.Selector[topology.UpstreamMemberLabel]; got != "mpi" || len(svc.Spec.Selector) != 1 {
+		t.Errorf("Service mpi selects %v, want %s=mpi", svc.Spec.Selector, topology.UpstreamMemberLabel)
+	}
+	keys, err := framework.Client.CoreV1().Secrets(ns).Get(context.Background(), "mpi-muster-ssh", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading Secret mpi-muster-ssh: %v", err)
+	}
+	for _, obj := range []metav1.Object{svc, files, keys} {
+		if owner := metav1.GetControllerOf(obj); owner == nil || owner.UID != pg.UID || owner.APIVersion != topology.UpstreamPodGroupVersion.String() {
+			t.Errorf("%s is controlled by %v, not by the %s PodGroup mpi", obj.GetName(), owner, topology.UpstreamPodGroupVersion)
+		}
+	}
+}
+
+// upstreamRolePod is the member of role and index of the
+// scheduling.k8s.io PodGroup group, named as muster names its hosts.
+func upstreamRolePod(namespace, group, role string, index int) *corev1.Pod {
+	pod := upstreamMember(namespace, group, index)
+	pod.Name = fmt.Sprintf("%s-%s-%d", group, role, index)
+	pod.Labels[topology.RoleLabel] = role
+	pod.Labels[topology.IndexLabel] = strconv.Itoa(index)
+	return pod
 }
 
 // upstreamMember is a pod of the test's pool, asking for 1 CPU, that

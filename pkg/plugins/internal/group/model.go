@@ -29,6 +29,7 @@ import (
 	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/topology"
+	"github.com/muster-dev/muster/pkg/workloadapi"
 )
 
 // MaxPermitWait is the framework's cap on a Permit wait: a longer timeout
@@ -159,7 +160,7 @@ func ModelFor(ctx context.Context, handle fwk.Handle) (*Model, error) {
 // the scheduler starts and syncs before it schedules.
 func (m *Model) readUpstreamIfServed(ctx context.Context, handle fwk.Handle) error {
 	sources := []string{v1alpha1.SchemeGroupVersion.String()}
-	served, err := servesUpstreamPodGroups(ctx, discovery.ToDiscoveryInterfaceWithContext(handle.ClientSet().Discovery()))
+	served, err := workloadapi.ServesPodGroups(ctx, discovery.ToDiscoveryInterfaceWithContext(handle.ClientSet().Discovery()))
 	if err != nil {
 		return err
 	}
@@ -173,24 +174,6 @@ func (m *Model) readUpstreamIfServed(ctx context.Context, handle fwk.Handle) err
 	}
 	klog.FromContext(ctx).Info("Reading groups from PodGroups", "apis", sources)
 	return nil
-}
-
-// servesUpstreamPodGroups reports whether the API server serves
-// scheduling.k8s.io's PodGroups.
-func servesUpstreamPodGroups(ctx context.Context, client discovery.ServerResourcesInterfaceWithContext) (bool, error) {
-	resources, err := client.ServerResourcesForGroupVersionWithContext(ctx, topology.UpstreamPodGroupVersion.String())
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("asking the API server whether it serves %s: %w", topology.UpstreamPodGroupVersion, err)
-	}
-	for _, r := range resources.APIResources {
-		if r.Name == "podgroups" {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // inOneShape hands handler scheduling.k8s.io PodGroups in the model's one

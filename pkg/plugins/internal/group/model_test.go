@@ -1,7 +1,6 @@
 package group
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -12,9 +11,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
-	fakediscovery "k8s.io/client-go/discovery/fake"
-	"k8s.io/client-go/kubernetes/fake"
 	schedulingv1beta1listers "k8s.io/client-go/listers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -22,27 +18,6 @@ import (
 
 	"github.com/muster-dev/muster/pkg/topology"
 )
-
-func TestServesUpstreamPodGroups(t *testing.T) {
-	tests := []struct {
-		name      string
-		resources []*metav1.APIResourceList
-		want      bool
-	}{
-		{"API absent", nil, false},
-		{"workloads only", []*metav1.APIResourceList{{GroupVersion: "scheduling.k8s.io/v1beta1", APIResources: []metav1.APIResource{{Name: "workloads"}}}}, false},
-		{"served", []*metav1.APIResourceList{{GroupVersion: "scheduling.k8s.io/v1beta1", APIResources: []metav1.APIResource{{Name: "workloads"}, {Name: "podgroups"}}}}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			client := fake.NewClientset().Discovery().(*fakediscovery.FakeDiscovery)
-			client.Resources = tt.resources
-			served, err := servesUpstreamPodGroups(context.Background(), discovery.ToDiscoveryInterfaceWithContext(client))
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, served)
-		})
-	}
-}
 
 // TestPodGroupReadsBothSources: a group is found in either API, in the one
 // shape, and scheduler-plugins' PodGroup is the group when both APIs hold
