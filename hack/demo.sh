@@ -123,7 +123,7 @@ bound_after_ready muster-demo upstream-launcher-0 upstream-worker-0 upstream-wor
 echo
 echo "What muster-controller gave the launcher, and the group's hostfile (ConfigMap upstream-muster):"
 kubectl get pod upstream-launcher-0 --namespace muster-demo \
-	-o jsonpath='{.metadata.labels.muster\.dev/upstream-pod-group}{" "}{.spec.hostname}.{.spec.subdomain}{"\n"}{range .spec.containers[0].env[?(@.name=="OMPI_MCA_orte_default_hostfile")]}{.name}={.value}{"\n"}{end}'
+	-o jsonpath='{"muster.dev/upstream-pod-group="}{.metadata.labels.muster\.dev/upstream-pod-group}{"\nhostname="}{.spec.hostname}.{.spec.subdomain}{"\n"}{range .spec.containers[0].env[?(@.name=="OMPI_MCA_orte_default_hostfile")]}{.name}={.value}{"\n"}{end}'
 kubectl get configmap upstream-muster --namespace muster-demo -o jsonpath='{.data.hostfile}'
 echo
 echo "The gang lives in a scheduling.k8s.io PodGroup: muster-scheduler admitted it"

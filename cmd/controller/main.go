@@ -198,6 +198,7 @@ func run(opts options) error {
 		Client:   mgr.GetClient(),
 		Rooms:    rooms,
 		Reader:   mgr.GetAPIReader(),
+		Groups:   groups,
 		Recorder: mgr.GetEventRecorderFor("muster-controller"),
 		Clock:    clock.RealClock{},
 		Window:   opts.elasticWindow,

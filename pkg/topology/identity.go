@@ -120,10 +120,11 @@ const (
 )
 
 // IdentityLabels are the labels a member's place (its group, role and
-// index) is read from, and IdentityAnnotations the annotations: an update
-// that changes none of them cannot move a pod within or into a group.
+// index) is read from, or found by (UpstreamMemberLabel), and
+// IdentityAnnotations the annotations: an update that changes none of
+// them cannot move a pod within or into a group.
 func IdentityLabels() []string {
-	return []string{GroupLabel, RoleLabel, KubeflowRoleLabel, KubeflowJobRoleLabel, JobSetReplicatedJobLabel,
+	return []string{GroupLabel, UpstreamMemberLabel, RoleLabel, KubeflowRoleLabel, KubeflowJobRoleLabel, JobSetReplicatedJobLabel,
 		IndexLabel, StatefulSetIndexLabel, KubeflowIndexLabel}
 }
 

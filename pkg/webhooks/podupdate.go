@@ -45,8 +45,8 @@ func (PodUpdateValidator) ValidateUpdate(_ context.Context, oldObj, newObj runti
 
 // placeChanges lists how an update moves a pod within or into a group.
 func placeChanges(old, pod *corev1.Pod) field.ErrorList {
-	oldGroup, wasGrouped := topology.LabeledGroupOf(old)
-	group, isGrouped := topology.LabeledGroupOf(pod)
+	oldGroup, wasGrouped := topology.GroupOf(old)
+	group, isGrouped := topology.GroupOf(pod)
 	switch {
 	case !wasGrouped && !isGrouped:
 		return nil
@@ -58,6 +58,10 @@ func placeChanges(old, pod *corev1.Pod) field.ErrorList {
 			fmt.Sprintf("a pod stays in the group it was created in (%s); create a new pod for another group", oldGroup.Name))}
 	}
 	var errs field.ErrorList
+	if was, is := old.Labels[topology.UpstreamMemberLabel], pod.Labels[topology.UpstreamMemberLabel]; was != is {
+		errs = append(errs, field.Forbidden(labelPath(topology.UpstreamMemberLabel),
+			fmt.Sprintf("muster gave this member the label %s=%s, by which its group's Service selects it; keep it as it was", topology.UpstreamMemberLabel, was)))
+	}
 	oldRole, _ := topology.RoleOf(old)
 	if role, _ := topology.RoleOf(pod); role != oldRole {
 		errs = append(errs, field.Forbidden(labelPath(topology.RoleLabel),

@@ -246,6 +246,10 @@ func TestPodUpdateValidator(t *testing.T) {
 	pod := func() *st.PodWrapper {
 		return st.MakePod().Namespace("team-a").Name("p").Label(topology.GroupLabel, "job").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0")
 	}
+	upstream := func() *st.PodWrapper {
+		return st.MakePod().Namespace("team-a").Name("p").PodGroupName("job").Label(topology.UpstreamMemberLabel, "job").
+			Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0")
+	}
 	plain := st.MakePod().Namespace("team-a").Name("p").Obj()
 	tests := []struct {
 		name        string
@@ -259,6 +263,15 @@ func TestPodUpdateValidator(t *testing.T) {
 		{"taken out of its group", pod().Obj(), st.MakePod().Namespace("team-a").Name("p").Obj(), "a pod stays in the group it was created in"},
 		{"a new role", pod().Obj(), pod().Label(topology.RoleLabel, "ps").Obj(), `metadata.labels[muster.dev/role]: Forbidden: a member keeps the role it was created with ("worker")`},
 		{"a new index", pod().Obj(), pod().Label(topology.IndexLabel, "1").Obj(), "metadata.labels[muster.dev/index]: Forbidden: a member keeps the index"},
+		{"an upstream member's other label", upstream().Obj(), upstream().Label("team", "a").Obj(), ""},
+		{"an upstream member's label taken away", upstream().Obj(), func() *corev1.Pod {
+			pod := upstream().Obj()
+			delete(pod.Labels, topology.UpstreamMemberLabel)
+			return pod
+		}(), "metadata.labels[muster.dev/upstream-pod-group]: Forbidden"},
+		{"an upstream member's label changed", upstream().Obj(), upstream().Label(topology.UpstreamMemberLabel, "other").Obj(),
+			"metadata.labels[muster.dev/upstream-pod-group]: Forbidden: muster gave this member the label muster.dev/upstream-pod-group=job"},
+		{"an upstream member's new role", upstream().Obj(), upstream().Label(topology.RoleLabel, "ps").Obj(), `a member keeps the role it was created with ("worker")`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -85,10 +85,11 @@ type ElasticScaler struct {
 	// owners; Rooms reads nodes and every bound pod that has not finished
 	// from NewRoomCache's cache, whose events tell when room is freed;
 	// Reader reads an operator's job from the API server when its owner's
-	// workers are scaled.
+	// workers are scaled; Groups reads groups of either API.
 	Client   client.Client
 	Rooms    cache.Cache
 	Reader   client.Reader
+	Groups   *Groups
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 	Window   time.Duration
@@ -120,7 +121,7 @@ func (r *ElasticScaler) SetupWithManager(mgr ctrl.Manager) error {
 	look := func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		q.AddAfter(lookForIdleRoom, idleRoomSettle)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("podgroup-elastic").
 		For(&v1alpha1.PodGroup{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(groupOfPod)).
@@ -139,8 +140,8 @@ func (r *ElasticScaler) SetupWithManager(mgr ctrl.Manager) error {
 					look(q)
 				}
 			},
-		})).
-		Complete(r)
+		}))
+	return r.Groups.watchUpstream(b).Complete(r)
 }
 
 // roomChanged reports whether a node's update may have freed room: what
@@ -158,8 +159,8 @@ func (r *ElasticScaler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if req == lookForIdleRoom {
 		return r.shareIdleRoom(ctx)
 	}
-	pg := &v1alpha1.PodGroup{}
-	if err := r.Client.Get(ctx, req.NamespacedName, pg); err != nil {
+	pg, err := r.Groups.PodGroup(ctx, req.NamespacedName)
+	if err != nil {
 		if !apierrors.IsNotFound(err) {
 			return reconcile.Result{}, err
 		}
@@ -170,14 +171,14 @@ func (r *ElasticScaler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if _, awaits := topology.AwaitsDerivation(pg); awaits || len(errs) > 0 {
 		return reconcile.Result{}, nil
 	}
-	var members corev1.PodList
-	if err := r.Client.List(ctx, &members, client.InNamespace(req.Namespace), client.MatchingFields{groupField: req.Name}); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing members of %s: %w", req.NamespacedName, err)
+	members, err := r.Groups.Members(ctx, req.NamespacedName)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	if topo.Elastic != nil {
-		r.noteGrowth(pg, topo, members.Items)
+		r.noteGrowth(pg, topo, members)
 	}
-	if need, pending, waits := waitingForRoom(pg, members.Items); waits {
+	if need, pending, waits := waitingForRoom(pg, members); waits {
 		r.mu.Lock()
 		r.waiting.Insert(req.NamespacedName)
 		r.mu.Unlock()
@@ -188,7 +189,7 @@ func (r *ElasticScaler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		// another pod got first is taken again after the window.
 		return reconcile.Result{RequeueAfter: r.Window}, nil
 	}
-	if topo.Elastic != nil && int32(len(boundWorkers(topo, members.Items))) < topo.Elastic.Max {
+	if topo.Elastic != nil && int32(len(boundWorkers(topo, members))) < topo.Elastic.Max {
 		// Too soon after the last look, the group is looked at again
 		// when the next may be; after a look, when room is freed.
 		return r.shareIdleRoom(ctx)
@@ -330,8 +331,8 @@ func (r *ElasticScaler) shrink(ctx context.Context, cut []shrink, gang types.Nam
 	r.mu.Lock()
 	delete(r.announced, group.key)
 	r.mu.Unlock()
-	victim := &v1alpha1.PodGroup{}
-	if err := r.Client.Get(ctx, group.key, victim); err != nil {
+	victim, err := r.Groups.PodGroup(ctx, group.key)
+	if err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	owner, err := ownerscale.Of(ctx, r.Client, r.Reader, group.key.Namespace, group.owner)
@@ -456,8 +457,7 @@ func (r *ElasticScaler) grow(ctx context.Context, groups []*elasticGroup, gains 
 		r.mu.Unlock()
 		elasticDecisions.WithLabelValues("grown").Add(float64(gain))
 		klog.FromContext(ctx).V(2).Info("Scaled an elastic group's owner up into idle room", "podGroup", g.key, "owner", owner.String(), "replicas", to)
-		pg := &v1alpha1.PodGroup{}
-		if err := r.Client.Get(ctx, g.key, pg); err == nil {
+		if pg, err := r.Groups.PodGroup(ctx, g.key); err == nil {
 			r.Recorder.Eventf(pg, corev1.EventTypeNormal, ReasonElasticGrown,
 				"scaled %s %s replicas %d → %d into idle room; fulfillment %.2f → %.2f",
 				owner, topology.ElasticRole, from, to, g.fulfillment(from), g.fulfillment(to))
@@ -497,12 +497,12 @@ func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]nodeRoom, error) {
 	if err := r.Rooms.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
-	var members corev1.PodList
-	if err := r.Client.List(ctx, &members, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing members: %w", err)
+	members, err := r.Groups.AllMembers(ctx)
+	if err != nil {
+		return nil, err
 	}
 	counted := sets.New[types.UID]()
-	for _, pod := range slices.Concat(pods.Items, members.Items) {
+	for _, pod := range slices.Concat(pods.Items, members) {
 		n, ok := at[pod.Spec.NodeName]
 		if !ok || !topology.IsActiveMember(&pod) || counted.Has(pod.UID) {
 			continue
@@ -560,31 +560,30 @@ func couldHold(nodes []nodeRoom, gang waitingGang) bool {
 // survey lists the admitted elastic groups, each with its bound workers,
 // and the gangs that wait for room.
 func (r *ElasticScaler) survey(ctx context.Context) (groups []*elasticGroup, waiting []waitingGang, err error) {
-	var pgs v1alpha1.PodGroupList
-	if err := r.Client.List(ctx, &pgs); err != nil {
-		return nil, nil, fmt.Errorf("listing PodGroups: %w", err)
+	pgs, err := r.Groups.PodGroups(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
-	for i := range pgs.Items {
-		pg := &pgs.Items[i]
+	for _, pg := range pgs {
 		key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
-		var members corev1.PodList
-		if err := r.Client.List(ctx, &members, client.InNamespace(pg.Namespace), client.MatchingFields{groupField: pg.Name}); err != nil {
-			return nil, nil, fmt.Errorf("listing members of %s: %w", key, err)
+		members, err := r.Groups.Members(ctx, key)
+		if err != nil {
+			return nil, nil, err
 		}
-		if need, pending, waits := waitingForRoom(pg, members.Items); waits {
+		if need, pending, waits := waitingForRoom(pg, members); waits {
 			waiting = append(waiting, waitingGang{need: need, pending: pending})
 		}
 		topo, errs := topology.FromPodGroup(pg)
 		if len(errs) > 0 || topo.Elastic == nil {
 			continue
 		}
-		workers := boundWorkers(topo, members.Items)
-		if bound := countBound(members.Items); bound < pg.Spec.MinMember || len(workers) == 0 {
+		workers := boundWorkers(topo, members)
+		if bound := countBound(members); bound < pg.Spec.MinMember || len(workers) == 0 {
 			continue
 		}
 		g := &elasticGroup{key: key, elastic: *topo.Elastic, workers: workers}
-		for j := range members.Items {
-			pod := &members.Items[j]
+		for j := range members {
+			pod := &members[j]
 			member, errs := topo.Identify(pod)
 			if len(errs) > 0 || member.Role != topology.ElasticRole || !topology.IsActiveMember(pod) {
 				continue

@@ -44,7 +44,7 @@ func TestAGroupBelowItsMaxIsLookedAtAgainAsSoonAsIdleRoomMayBeShared(t *testing.
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pg, worker("0"), worker("1")).
 		WithIndex(&corev1.Pod{}, groupField, podGroupIndex).Build()
 	clock := testingclock.NewFakeClock(epoch.Time)
-	r := &ElasticScaler{Client: c, Rooms: fakeCache{Reader: c}, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: clock, Window: 15 * time.Second,
+	r := &ElasticScaler{Client: c, Rooms: fakeCache{Reader: c}, Reader: c, Groups: &Groups{Client: c}, Recorder: record.NewFakeRecorder(10), Clock: clock, Window: 15 * time.Second,
 		madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{}}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "job"}}
 
@@ -95,7 +95,7 @@ func TestNoOwnerIsReadWhileNoRoomIsIdle(t *testing.T) {
 		reads := 0
 		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pg, worker("0"), worker("1"), node(tt.cpu)).
 			WithIndex(&corev1.Pod{}, groupField, podGroupIndex).WithInterceptorFuncs(ownerReads(&reads)).Build()
-		r := &ElasticScaler{Client: c, Rooms: fakeCache{Reader: c}, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(epoch.Time), Window: 15 * time.Second,
+		r := &ElasticScaler{Client: c, Rooms: fakeCache{Reader: c}, Reader: c, Groups: &Groups{Client: c}, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(epoch.Time), Window: 15 * time.Second,
 			madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{}}
 
 		// The fake client serves no scale subresource: what matters is
@@ -126,7 +126,7 @@ func TestRoomTheRoomCacheHasNotSeenTakenIsNotIdle(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pg, worker, justBound).
 		WithIndex(&corev1.Pod{}, groupField, podGroupIndex).WithInterceptorFuncs(ownerReads(&reads)).Build()
 	rooms := fake.NewClientBuilder().WithScheme(scheme).WithObjects(node, worker.DeepCopy()).Build()
-	r := &ElasticScaler{Client: c, Rooms: fakeCache{Reader: rooms}, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(epoch.Time), Window: 15 * time.Second,
+	r := &ElasticScaler{Client: c, Rooms: fakeCache{Reader: rooms}, Reader: c, Groups: &Groups{Client: c}, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(epoch.Time), Window: 15 * time.Second,
 		madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{}}
 
 	require.NoError(t, r.growIntoIdleRoom(context.Background()))
@@ -178,7 +178,7 @@ func TestAGangThatStopsWaitingSetsOffALook(t *testing.T) {
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&corev1.Pod{}, groupField, podGroupIndex).Build()
 	clock := testingclock.NewFakeClock(epoch.Time)
-	r := &ElasticScaler{Client: c, Rooms: fakeCache{Reader: c}, Reader: c, Recorder: record.NewFakeRecorder(10), Clock: clock, Window: 15 * time.Second,
+	r := &ElasticScaler{Client: c, Rooms: fakeCache{Reader: c}, Reader: c, Groups: &Groups{Client: c}, Recorder: record.NewFakeRecorder(10), Clock: clock, Window: 15 * time.Second,
 		madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{},
 		waiting: sets.New[types.NamespacedName]()}
 	key := types.NamespacedName{Namespace: ns, Name: "gone"}

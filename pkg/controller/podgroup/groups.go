@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -94,6 +95,51 @@ func (g *Groups) Members(ctx context.Context, key types.NamespacedName) ([]corev
 	var upstream corev1.PodList
 	if err := g.UpstreamMembers.List(ctx, &upstream, client.InNamespace(key.Namespace), client.MatchingFields{groupField: key.Name}); err != nil {
 		return nil, fmt.Errorf("listing members of %s: %w", key, err)
+	}
+	return append(members.Items, upstream.Items...), nil
+}
+
+// PodGroups lists every group's PodGroup, of both APIs; an upstream one
+// whose name scheduler-plugins' API also holds is not the group.
+func (g *Groups) PodGroups(ctx context.Context) ([]*v1alpha1.PodGroup, error) {
+	var ours v1alpha1.PodGroupList
+	if err := g.Client.List(ctx, &ours); err != nil {
+		return nil, fmt.Errorf("listing PodGroups: %w", err)
+	}
+	pgs := make([]*v1alpha1.PodGroup, 0, len(ours.Items))
+	names := sets.New[types.NamespacedName]()
+	for i := range ours.Items {
+		pgs = append(pgs, &ours.Items[i])
+		names.Insert(types.NamespacedName{Namespace: ours.Items[i].Namespace, Name: ours.Items[i].Name})
+	}
+	if !g.ServesUpstream() {
+		return pgs, nil
+	}
+	var upstream schedulingv1beta1.PodGroupList
+	if err := g.Client.List(ctx, &upstream); err != nil {
+		return nil, fmt.Errorf("listing %s PodGroups: %w", topology.UpstreamPodGroupVersion, err)
+	}
+	for i := range upstream.Items {
+		if !names.Has(types.NamespacedName{Namespace: upstream.Items[i].Namespace, Name: upstream.Items[i].Name}) {
+			pgs = append(pgs, topology.FromUpstream(&upstream.Items[i]))
+		}
+	}
+	return pgs, nil
+}
+
+// AllMembers lists the members of every group, read only: the caches'
+// objects are not copied.
+func (g *Groups) AllMembers(ctx context.Context) ([]corev1.Pod, error) {
+	var members corev1.PodList
+	if err := g.Client.List(ctx, &members, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing members: %w", err)
+	}
+	if !g.ServesUpstream() {
+		return members.Items, nil
+	}
+	var upstream corev1.PodList
+	if err := g.UpstreamMembers.List(ctx, &upstream, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing upstream members: %w", err)
 	}
 	return append(members.Items, upstream.Items...), nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -21,6 +22,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -290,6 +292,99 @@ func TestAnUpstreamMPIGroupsLauncherGetsMustersHostfile(t *testing.T) {
 			t.Errorf("%s is controlled by %v, not by the %s PodGroup mpi", obj.GetName(), owner, topology.UpstreamPodGroupVersion)
 		}
 	}
+
+	// The label the Service selects by stays.
+	unlabel := []byte(`{"metadata":{"labels":{"` + topology.UpstreamMemberLabel + `":null}}}`)
+	_, err = framework.Client.CoreV1().Pods(ns).Patch(context.Background(), "mpi-worker-0", types.MergePatchType, unlabel, metav1.PatchOptions{})
+	if want := "Forbidden: muster gave this member the label " + topology.UpstreamMemberLabel + "=mpi"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("removing the label %s: got %v, want an error saying %q", topology.UpstreamMemberLabel, err, want)
+	}
+}
+
+// TestAnUpstreamElasticGroupGrowsAndShrinksThroughItsStatefulSet: an
+// elastic group of 1 to 3 workers in a scheduling.k8s.io PodGroup, its
+// workers the pods of a StatefulSet at 1, on a node of 3 CPUs: the
+// elastic scaler grows the set to 3 into the idle room, and when an
+// upstream gang of two then waits for its min, scales it back to 1, and
+// the gang is bound whole.
+func TestAnUpstreamElasticGroupGrowsAndShrinksThroughItsStatefulSet(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-controller")
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "3")
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "el", Annotations: map[string]string{
+			topology.RolesAnnotation: "worker=3", topology.ElasticAnnotation: "1:3",
+		}},
+		Spec: schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 1}}},
+	}
+	if _, err := framework.Client.SchedulingV1beta1().PodGroups(ns).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating PodGroup el: %v", err)
+	}
+	template := upstreamMember(ns, "el", 0)
+	template.Labels = map[string]string{"app": "el", topology.RoleLabel: "worker"}
+	set := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "el-worker"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To[int32](1),
+			ServiceName:         "el",
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: map[string]string{"app": "el"}},
+			Template:            corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: template.Labels}, Spec: template.Spec},
+		},
+	}
+	if _, err := framework.Client.AppsV1().StatefulSets(ns).Create(context.Background(), set, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating StatefulSet el-worker: %v", err)
+	}
+	// Before the node pool's cleanup deletes the pods, which the set
+	// would create again.
+	t.Cleanup(func() {
+		if err := framework.Client.AppsV1().StatefulSets(ns).Delete(context.Background(), set.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting StatefulSet %s: %v", set.Name, err)
+		}
+	})
+	sized := func(want int32) {
+		t.Helper()
+		framework.Eventually(t, fmt.Sprintf("el-worker at %d replicas, all bound", want), func(ctx context.Context) (bool, error) {
+			set, err := framework.Client.AppsV1().StatefulSets(ns).Get(ctx, "el-worker", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=el"})
+			if err != nil {
+				return false, err
+			}
+			var bound []string
+			for _, pod := range pods.Items {
+				if framework.IsBound(&pod) && topology.IsActiveMember(&pod) {
+					bound = append(bound, pod.Name)
+				}
+			}
+			if *set.Spec.Replicas != want || len(bound) != int(want) {
+				return false, fmt.Errorf("%d replicas, bound %v", *set.Spec.Replicas, bound)
+			}
+			return true, nil
+		})
+	}
+	sized(3)
+	grown := waitForEvent(t, ns, "el", "ElasticGrown")
+	if want := "scaled StatefulSet " + ns + "/el-worker worker replicas 1 → 3 into idle room; fulfillment 0.00 → 1.00"; grown.Note != want || grown.Regarding.APIVersion != topology.UpstreamPodGroupVersion.String() {
+		t.Errorf("ElasticGrown says %q about %s; want %q about the upstream PodGroup", grown.Note, grown.Regarding.APIVersion, want)
+	}
+
+	createUpstreamGang(t, ns, "rigid", 2)
+	bound := watchBound(t, ns)
+	for i := range 2 {
+		framework.CreatePods(t, upstreamMember(ns, "rigid", i))
+	}
+	sized(1)
+	framework.Eventually(t, "gang rigid bound whole", func(context.Context) (bool, error) {
+		for i := range 2 {
+			if !bound.has(fmt.Sprintf("rigid-%d", i)) {
+				return false, fmt.Errorf("rigid-%d not bound", i)
+			}
+		}
+		return true, nil
+	})
 }
 
 // upstreamRolePod is the member of role and index of the
@@ -366,6 +461,12 @@ func watchBound(t *testing.T, namespace string) *boundWatch {
 		}
 	})
 	return w
+}
+
+func (w *boundWatch) has(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.names.Has(name)
 }
 
 func (w *boundWatch) count() int {
