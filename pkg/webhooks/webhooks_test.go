@@ -88,12 +88,19 @@ func TestPodDefaulter(t *testing.T) {
 			Spec:       schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 2}}},
 		},
 		&schedulingv1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "upstream-mpi", Annotations: mpi},
+			Spec:       schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 3}}},
+		},
+		&schedulingv1beta1.PodGroup{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "upstream-basic"},
 			Spec:       schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Basic: &schedulingv1beta1.BasicSchedulingPolicy{}}},
 		},
 	}
 	member := func(group string) *st.PodWrapper {
 		return st.MakePod().Namespace("team-a").Name("p").Label(topology.GroupLabel, group).Container("trainer:1")
+	}
+	upstreamMember := func(group string) *st.PodWrapper {
+		return st.MakePod().Namespace("team-a").Name("p").PodGroupName(group).Container("trainer:1")
 	}
 	existing := []client.Object{
 		member("mpi").Name("mpi-worker-0").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0").Obj(),
@@ -121,6 +128,9 @@ func TestPodDefaulter(t *testing.T) {
 		{"in a basic scheduling.k8s.io PodGroup too, as the Job controller makes", inUpstreamGroup(member("gang").Obj(), "upstream-basic"), true, false, ""},
 		{"naming a scheduling.k8s.io PodGroup not made yet", inUpstreamGroup(member("gang").Obj(), "upstream-later"), true, false, ""},
 		{"an index taken by a finished pod", member("mpi").Label(topology.RoleLabel, "launcher").Label(topology.IndexLabel, "0").Obj(), true, true, ""},
+		{"a member of a scheduling.k8s.io MPI group", upstreamMember("upstream-mpi").Label(topology.RoleLabel, "launcher").Label(topology.IndexLabel, "0").Obj(), true, true, ""},
+		{"no scheduling.k8s.io PodGroup yet, with a role", upstreamMember("upstream-later").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0").Obj(), false, false,
+			`spec.schedulingGroup.podGroupName: Invalid value: "upstream-later": PodGroup team-a/upstream-later does not exist`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,6 +147,9 @@ func TestPodDefaulter(t *testing.T) {
 			}
 			out := patched(t, tt.pod, resp)
 			assert.Contains(t, out.Spec.Containers[0].Env, corev1.EnvVar{Name: "OMPI_MCA_orte_default_hostfile", Value: "/etc/mpi/hostfile"})
+			if name := topology.UpstreamGroupName(tt.pod); name != "" {
+				assert.Equal(t, name, out.Labels[topology.UpstreamMemberLabel], "an upstream member is labelled for its group's Service")
+			}
 			again := m.Handle(context.Background(), request(t, admissionv1.Create, out, nil))
 			assert.True(t, again.Allowed)
 			assert.Empty(t, again.Patches, "a pod that has its environment is left as it is")
