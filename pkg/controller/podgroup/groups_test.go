@@ -9,16 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/record"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/envinject"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -29,19 +25,12 @@ import (
 // of upstream members; and the client of objs.
 func upstreamGroups(t *testing.T, objs []client.Object, members ...*corev1.Pod) (*Groups, client.Client) {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
-		WithStatusSubresource(&v1alpha1.PodGroup{}, &corev1.Pod{}).
-		WithIndex(&corev1.Pod{}, groupField, podGroupIndex).Build()
+	c := newFakeClient(t, objs...)
 	memberObjs := make([]client.Object, 0, len(members))
 	for _, pod := range members {
 		memberObjs = append(memberObjs, pod)
 	}
-	m := fake.NewClientBuilder().WithScheme(scheme).WithObjects(memberObjs...).
-		WithStatusSubresource(&corev1.Pod{}).
-		WithIndex(&corev1.Pod{}, groupField, podGroupIndex).Build()
+	m := newFakeClient(t, memberObjs...)
 	return &Groups{Client: c, UpstreamMembers: fakeCache{Reader: m}}, m
 }
 

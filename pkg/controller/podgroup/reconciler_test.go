@@ -22,14 +22,21 @@ import (
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
-func newReconciler(t *testing.T, objs ...client.Object) (*StatusReconciler, client.Client) {
+// newFakeClient serves objs as the manager's cache does: PodGroups and
+// pods with their status subresource, pods indexed by group.
+func newFakeClient(t *testing.T, objs ...client.Object) client.Client {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.PodGroup{}, &corev1.Pod{}).
 		WithIndex(&corev1.Pod{}, groupField, podGroupIndex).Build()
+}
+
+func newReconciler(t *testing.T, objs ...client.Object) (*StatusReconciler, client.Client) {
+	t.Helper()
+	c := newFakeClient(t, objs...)
 	return &StatusReconciler{Client: c, Groups: &Groups{Client: c}, Recorder: record.NewFakeRecorder(100), Clock: testingclock.NewFakeClock(epoch.Time)}, c
 }
 

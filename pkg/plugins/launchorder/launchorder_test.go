@@ -79,6 +79,16 @@ func newFixture(t *testing.T, annotations map[string]string, pods ...*corev1.Pod
 	return f
 }
 
+// turnReady has the worker pod turn Ready, in the pods' cache and in the
+// plugin's pod handler, as an informer would.
+func (f *fixture) turnReady(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	nowReady := ready(&st.PodWrapper{Pod: *pod.DeepCopy()}).Obj()
+	require.NoError(t, f.pods.Update(nowReady))
+	handler := f.plugin.podHandler(f.logger).(cache.ResourceEventHandlerFuncs)
+	handler.UpdateFunc(pod, nowReady)
+}
+
 func rolePod(role, name string) *st.PodWrapper {
 	return st.MakePod().Namespace(ns).Name(name).UID(name).
 		Label(topology.GroupLabel, "job").Label(topology.RoleLabel, role)
@@ -106,10 +116,7 @@ func TestPermitHoldsTheLauncherUntilTheWorkersAreReady(t *testing.T) {
 	f.plugin.release(f.logger, types.NamespacedName{Namespace: ns, Name: "job"}, time.Now())
 	assert.NotNil(t, f.fw.GetWaitingPod(launcher.UID), "still held")
 
-	nowReady := ready(rolePod("worker", "w1")).Obj()
-	require.NoError(t, f.pods.Update(nowReady))
-	handler := f.plugin.podHandler(f.logger).(cache.ResourceEventHandlerFuncs)
-	handler.UpdateFunc(notReady, nowReady)
+	f.turnReady(t, notReady)
 	assert.True(t, f.fw.WaitOnPermit(f.ctx, launcher).IsSuccess(), "released when the last worker turns Ready")
 	assert.Contains(t, <-f.events.Events, "LaunchReleased released after")
 }
@@ -126,10 +133,7 @@ func TestAnElasticGroupsLauncherWaitsForTheMinWorkers(t *testing.T) {
 	require.Equal(t, fwk.Wait, plugintest.Permit(f.ctx, f.fw, framework.NewCycleState(), launcher, "node-1").Code())
 	assert.Equal(t, "Normal LaunchHeld held until worker is Ready (1/2)", <-f.events.Events)
 
-	nowReady := ready(rolePod("worker", "w1")).Obj()
-	require.NoError(t, f.pods.Update(nowReady))
-	handler := f.plugin.podHandler(f.logger).(cache.ResourceEventHandlerFuncs)
-	handler.UpdateFunc(notReady, nowReady)
+	f.turnReady(t, notReady)
 	assert.True(t, f.fw.WaitOnPermit(f.ctx, launcher).IsSuccess(), "released at the min, with worker 2 not created")
 	assert.Contains(t, <-f.events.Events, "worker is Ready (2/2)")
 }

@@ -648,3 +648,19 @@ func IsRunning(pod *corev1.Pod) bool { return pod.Status.Phase == corev1.PodRunn
 
 // IsBound reports whether the pod has been bound to a node.
 func IsBound(pod *corev1.Pod) bool { return pod.Spec.NodeName != "" }
+
+// BoundActive lists the names of the namespace's pods that selector
+// selects, are bound, and have neither finished nor are being deleted.
+func BoundActive(ctx context.Context, namespace, selector string) ([]string, error) {
+	pods, err := Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	var bound []string
+	for _, pod := range pods.Items {
+		if IsBound(&pod) && topology.IsActiveMember(&pod) {
+			bound = append(bound, pod.Name)
+		}
+	}
+	return bound, nil
+}

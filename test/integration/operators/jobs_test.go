@@ -247,17 +247,25 @@ spec:
 func TestElasticPyTorchJobIsScaledThroughItsScale(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "3")
-	workers := createElasticPyTorchJob(t, ns)
+	growThenGiveBack(t, ns, "PyTorchJob", "ept", createElasticPyTorchJob(t, ns))
+}
+
+// growThenGiveBack waits until muster-controller has grown the elastic
+// job kind/name, whose group is named after it, from 1 worker to 3 into
+// idle room; then creates a rigid gang of two and waits until the job is
+// scaled back to 1 for it. It checks the event of each.
+func growThenGiveBack(t *testing.T, ns, kind, name string, workers func(want int64)) {
+	t.Helper()
 	workers(3)
-	note := framework.WaitForEvent(t, ns, "ept", podgroup.ReasonElasticGrown)
-	if want := "scaled PyTorchJob " + ns + "/ept worker replicas 1 → 3 into idle room; fulfillment 0.00 → 1.00"; note != want {
+	note := framework.WaitForEvent(t, ns, name, podgroup.ReasonElasticGrown)
+	if want := "scaled " + kind + " " + ns + "/" + name + " worker replicas 1 → 3 into idle room; fulfillment 0.00 → 1.00"; note != want {
 		t.Errorf("%s says %q; want %q", podgroup.ReasonElasticGrown, note, want)
 	}
 
 	createGangOfTwo(t, ns, "rigid", "")
 	workers(1)
-	note = framework.WaitForEvent(t, ns, "ept", podgroup.ReasonElasticShrunk)
-	if want := "scaled PyTorchJob " + ns + "/ept worker replicas 3 → 1 for gang " + ns + "/rigid (priority 0), which waits for its min; fulfillment 1.00 → 0.00"; note != want {
+	note = framework.WaitForEvent(t, ns, name, podgroup.ReasonElasticShrunk)
+	if want := "scaled " + kind + " " + ns + "/" + name + " worker replicas 3 → 1 for gang " + ns + "/rigid (priority 0), which waits for its min; fulfillment 1.00 → 0.00"; note != want {
 		t.Errorf("%s says %q; want %q", podgroup.ReasonElasticShrunk, note, want)
 	}
 }
@@ -340,19 +348,7 @@ spec:
 func TestElasticMPIJobIsScaledInItsWorkerReplicas(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "4")
-	workers := createElasticJob(t, ns, fmt.Sprintf(elasticMPIJob, ns, framework.PoolLabel), "mpijobs")
-	workers(3)
-	note := framework.WaitForEvent(t, ns, "empi", podgroup.ReasonElasticGrown)
-	if want := "scaled MPIJob " + ns + "/empi worker replicas 1 → 3 into idle room; fulfillment 0.00 → 1.00"; note != want {
-		t.Errorf("%s says %q; want %q", podgroup.ReasonElasticGrown, note, want)
-	}
-
-	createGangOfTwo(t, ns, "rigid", "")
-	workers(1)
-	note = framework.WaitForEvent(t, ns, "empi", podgroup.ReasonElasticShrunk)
-	if want := "scaled MPIJob " + ns + "/empi worker replicas 3 → 1 for gang " + ns + "/rigid (priority 0), which waits for its min; fulfillment 1.00 → 0.00"; note != want {
-		t.Errorf("%s says %q; want %q", podgroup.ReasonElasticShrunk, note, want)
-	}
+	growThenGiveBack(t, ns, "MPIJob", "empi", createElasticJob(t, ns, fmt.Sprintf(elasticMPIJob, ns, framework.PoolLabel), "mpijobs"))
 }
 
 // TestAHighPriorityGangShrinksAnElasticMPIJobInItsWorkerReplicas: an
@@ -419,15 +415,9 @@ func createElasticJob(t *testing.T, ns, manifest, resource string) (workers func
 				return false, err
 			}
 			replicas, _, _ := unstructured.NestedInt64(got.Object, replicasPath...)
-			pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=" + name + "," + topology.KubeflowRoleLabel + "=" + topology.ElasticRole})
+			bound, err := framework.BoundActive(ctx, ns, topology.GroupLabel+"="+name+","+topology.KubeflowRoleLabel+"="+topology.ElasticRole)
 			if err != nil {
 				return false, err
-			}
-			var bound []string
-			for _, pod := range pods.Items {
-				if framework.IsBound(&pod) && topology.IsActiveMember(&pod) {
-					bound = append(bound, pod.Name)
-				}
 			}
 			if replicas != want || int64(len(bound)) != want {
 				return false, fmt.Errorf("worker replicas %d, bound %v", replicas, bound)

@@ -349,15 +349,9 @@ func TestAnUpstreamElasticGroupGrowsAndShrinksThroughItsStatefulSet(t *testing.T
 			if err != nil {
 				return false, err
 			}
-			pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=el"})
+			bound, err := framework.BoundActive(ctx, ns, "app=el")
 			if err != nil {
 				return false, err
-			}
-			var bound []string
-			for _, pod := range pods.Items {
-				if framework.IsBound(&pod) && topology.IsActiveMember(&pod) {
-					bound = append(bound, pod.Name)
-				}
 			}
 			if *set.Spec.Replicas != want || len(bound) != int(want) {
 				return false, fmt.Errorf("%d replicas, bound %v", *set.Spec.Replicas, bound)
