@@ -171,10 +171,12 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 // that others wait for to Complete (an initializer) leave it.
 //
 // Either way, such a replicated job runs, and finishes, before the group
-// does, so its pods are in no group.
+// does, so its pods are in no group. A pod that names a scheduling.k8s.io
+// PodGroup is left to that group.
 func (d *PodDefaulter) placeJobSetPod(ctx context.Context, pod *corev1.Pod) (bool, error) {
 	name := pod.Labels[topology.JobSetNameLabel]
-	if name == "" {
+	// A pod that names a scheduling.k8s.io PodGroup is in that group.
+	if name == "" || topology.UpstreamGroupName(pod) != "" {
 		return false, nil
 	}
 	if group := pod.Labels[topology.GroupLabel]; group != "" && group != name {

@@ -335,6 +335,10 @@ func TestPodDefaulterGroupsTheJobSetsPods(t *testing.T) {
 		jobSet("opted-out", map[string]string{topology.JobSetPodGroupAnnotation: "none"}, "Ready"),
 		jobSet("initialized", nil, "Complete"),
 		podGroup("own", 3, nil),
+		&schedulingv1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "upstream"},
+			Spec:       schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 2}}},
+		},
 	).Build()
 	m := admission.WithCustomDefaulter(s, &corev1.Pod{}, &PodDefaulter{Client: c, Reader: c, ClusterDomain: "cluster.local"})
 	pod := func(jobSet string) *st.PodWrapper {
@@ -352,6 +356,7 @@ func TestPodDefaulterGroupsTheJobSetsPods(t *testing.T) {
 			pod("initialized").Name("initialized-launcher-0-0").Label(topology.JobSetReplicatedJobLabel, "launcher").Obj()},
 		{"a JobSet that does not exist any more", "", pod("gone").Obj()},
 		{"a pod that names a group already", "own", pod("js").Label(topology.GroupLabel, "own").Obj()},
+		{"a pod that names a scheduling.k8s.io PodGroup", "", pod("js").PodGroupName("upstream").Obj()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
