@@ -21,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -663,4 +664,21 @@ func BoundActive(ctx context.Context, namespace, selector string) ([]string, err
 		}
 	}
 	return bound, nil
+}
+
+// PriorityClass creates a PriorityClass of the value for the test, named
+// after its namespace and the value, deletes it when the test ends, and
+// returns its name.
+func PriorityClass(t *testing.T, namespace string, value int32) string {
+	t.Helper()
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", namespace, value)}, Value: value}
+	if _, err := Client.SchedulingV1().PriorityClasses().Create(context.Background(), pc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating PriorityClass %s: %v", pc.Name, err)
+	}
+	t.Cleanup(func() {
+		if err := Client.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting PriorityClass %s: %v", pc.Name, err)
+		}
+	})
+	return pc.Name
 }

@@ -61,7 +61,7 @@ func takenOf(t *testing.T, namespace string, where map[string]string) map[string
 func TestAGangOnOneHostPortTakesOneVictimPerNode(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 4, "4")
-	low, high := priorityClass(t, ns, 10), priorityClass(t, ns, 1000)
+	low, high := framework.PriorityClass(t, ns, 10), framework.PriorityClass(t, ns, 1000)
 	where := fillWithLowPods(t, ns, 16, low)
 
 	framework.CreatePodGroup(t, ns, "ported", 4, nil)
@@ -95,7 +95,7 @@ func TestAGangOnOneHostPortTakesOneVictimPerNode(t *testing.T) {
 func TestAPodWithRequiredAffinityTakesItsVictimBesideItsPeer(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 4, "4")
-	low, high := priorityClass(t, ns, 10), priorityClass(t, ns, 1000)
+	low, high := framework.PriorityClass(t, ns, 10), framework.PriorityClass(t, ns, 1000)
 	peer := plainPod(ns, "peer", "1")
 	peer.Labels["app"] = "peer"
 	peer.Spec.PriorityClassName = high
@@ -130,7 +130,7 @@ func TestAPodWithRequiredAffinityTakesItsVictimBesideItsPeer(t *testing.T) {
 func TestAPreemptorNeverTakesRoomHeldForALateMember(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "4")
-	low, mid, high := priorityClass(t, ns, 10), priorityClass(t, ns, 500), priorityClass(t, ns, 1000)
+	low, mid, high := framework.PriorityClass(t, ns, 10), framework.PriorityClass(t, ns, 500), framework.PriorityClass(t, ns, 1000)
 	launcher := framework.InPool(&corev1.Pod{}, ns)
 	late, err := json.Marshal(map[string]topology.LateMember{"launcher": {
 		Requests:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},

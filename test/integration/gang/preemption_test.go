@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -20,22 +19,6 @@ import (
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
-
-// priorityClass creates a PriorityClass of the value for the test and
-// returns its name.
-func priorityClass(t *testing.T, namespace string, value int32) string {
-	t.Helper()
-	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", namespace, value)}, Value: value}
-	if _, err := framework.Client.SchedulingV1().PriorityClasses().Create(context.Background(), pc, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating PriorityClass %s: %v", pc.Name, err)
-	}
-	t.Cleanup(func() {
-		if err := framework.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), pc.Name, metav1.DeleteOptions{}); err != nil {
-			t.Errorf("deleting PriorityClass %s: %v", pc.Name, err)
-		}
-	})
-	return pc.Name
-}
 
 // createPriorityGang creates a gang of size members asking for cpu each,
 // of the PriorityClass, on the test's node pool.
@@ -56,7 +39,7 @@ func createPriorityGang(t *testing.T, namespace, group string, size int, cpu, cl
 func TestAHighPriorityGangPreemptsExactlyOneWholeGang(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 2, "4")
-	low, high := priorityClass(t, ns, 10), priorityClass(t, ns, 1000)
+	low, high := framework.PriorityClass(t, ns, 10), framework.PriorityClass(t, ns, 1000)
 	createPriorityGang(t, ns, "low-a", 2, "2", low)
 	waitForBound(t, ns, "low-a", 2)
 	createPriorityGang(t, ns, "low-b", 2, "2", low)
@@ -88,7 +71,7 @@ func TestAHighPriorityGangPreemptsExactlyOneWholeGang(t *testing.T) {
 func TestNothingIsPreemptedForAGangThatWouldStillNotFit(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 2, "4")
-	low, high := priorityClass(t, ns, 10), priorityClass(t, ns, 1000)
+	low, high := framework.PriorityClass(t, ns, 10), framework.PriorityClass(t, ns, 1000)
 	createPriorityGang(t, ns, "low", 2, "2", low)
 	waitForBound(t, ns, "low", 2)
 	createPriorityGang(t, ns, "high", 3, "4", high)
@@ -116,7 +99,7 @@ func TestNothingIsPreemptedForAGangThatWouldStillNotFit(t *testing.T) {
 func TestAPodOfNoGroupTakesAVictimGangWhole(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "4")
-	low, high := priorityClass(t, ns, 10), priorityClass(t, ns, 1000)
+	low, high := framework.PriorityClass(t, ns, 10), framework.PriorityClass(t, ns, 1000)
 	createPriorityGang(t, ns, "low", 2, "2", low)
 	waitForBound(t, ns, "low", 2)
 	solo := plainPod(ns, "solo", "2")
@@ -139,7 +122,7 @@ func TestAPodOfNoGroupTakesAVictimGangWhole(t *testing.T) {
 func TestAnElasticVictimIsShrunkRatherThanTakenWhole(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "4")
-	high := priorityClass(t, ns, 1000)
+	high := framework.PriorityClass(t, ns, 1000)
 	createElastic(t, ns, "e", 4)
 	waitForBound(t, ns, "e", 4)
 	createPriorityGang(t, ns, "high", 2, "1", high)
@@ -164,7 +147,7 @@ func TestAnElasticVictimsOwnerIsShrunk(t *testing.T) {
 	framework.LogTailOnFailure(t, "muster-controller")
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "4")
-	high := priorityClass(t, ns, 1000)
+	high := framework.PriorityClass(t, ns, 1000)
 	createElasticSet(t, ns, "e", 4, 4)
 	waitForBound(t, ns, "e", 4)
 	createPriorityGang(t, ns, "high", 2, "1", high)
@@ -196,7 +179,7 @@ func TestAnElasticVictimsOwnerIsShrunk(t *testing.T) {
 func TestAGangWhosePodDisruptionBudgetAllowsNoDisruptionIsTakenLast(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 2, "4")
-	low, high := priorityClass(t, ns, 10), priorityClass(t, ns, 1000)
+	low, high := framework.PriorityClass(t, ns, 10), framework.PriorityClass(t, ns, 1000)
 	createPriorityGang(t, ns, "older", 2, "2", low)
 	waitForBound(t, ns, "older", 2)
 	createPriorityGang(t, ns, "guarded", 2, "2", low)
@@ -232,7 +215,7 @@ func TestAGangWhosePodDisruptionBudgetAllowsNoDisruptionIsTakenLast(t *testing.T
 func TestAPodOfNoGroupGoesBeforeAGangOfTheSamePriority(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "4")
-	low, high := priorityClass(t, ns, 10), priorityClass(t, ns, 1000)
+	low, high := framework.PriorityClass(t, ns, 10), framework.PriorityClass(t, ns, 1000)
 	lone := plainPod(ns, "lone", "2")
 	lone.Spec.PriorityClassName = low
 	framework.CreatePods(t, lone)
@@ -257,7 +240,7 @@ func TestAPodOfNoGroupGoesBeforeAGangOfTheSamePriority(t *testing.T) {
 func TestAPreemptedGangsOwnerRecreatesItAndItWaitsWhole(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "4")
-	low, high := priorityClass(t, ns, 10), priorityClass(t, ns, 1000)
+	low, high := framework.PriorityClass(t, ns, 10), framework.PriorityClass(t, ns, 1000)
 	framework.CreatePodGroup(t, ns, "victim", 2, nil)
 	template := framework.InPool(framework.MemberPod(ns, "victim", 0, "2").Obj(), ns)
 	template.Spec.PriorityClassName = low

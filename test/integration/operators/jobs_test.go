@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -282,24 +281,8 @@ func TestAHighPriorityGangShrinksAnElasticPyTorchJobThroughItsScale(t *testing.T
 	workers := createElasticPyTorchJob(t, ns)
 	workers(3)
 
-	createGangOfTwo(t, ns, "high", highPriorityClass(t, ns))
+	createGangOfTwo(t, ns, "high", framework.PriorityClass(t, ns, 1000))
 	workers(1)
-}
-
-// highPriorityClass creates the PriorityClass <ns>-high, of value 1000,
-// for the test, and returns its name.
-func highPriorityClass(t *testing.T, ns string) string {
-	t.Helper()
-	class := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-high"}, Value: 1000}
-	if _, err := framework.Client.SchedulingV1().PriorityClasses().Create(context.Background(), class, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating PriorityClass %s: %v", class.Name, err)
-	}
-	t.Cleanup(func() {
-		if err := framework.Client.SchedulingV1().PriorityClasses().Delete(context.Background(), class.Name, metav1.DeleteOptions{}); err != nil {
-			t.Errorf("deleting PriorityClass %s: %v", class.Name, err)
-		}
-	})
-	return class.Name
 }
 
 // An elastic MPIJob of training-operator's v1 API, for Horovod elastic:
@@ -362,7 +345,7 @@ func TestAHighPriorityGangShrinksAnElasticMPIJobInItsWorkerReplicas(t *testing.T
 	framework.NodePool(t, ns, 1, "4")
 	workers := createElasticJob(t, ns, fmt.Sprintf(elasticMPIJob, ns, framework.PoolLabel), "mpijobs")
 	workers(3)
-	createGangOfTwo(t, ns, "high", highPriorityClass(t, ns))
+	createGangOfTwo(t, ns, "high", framework.PriorityClass(t, ns, 1000))
 	workers(1)
 }
 
