@@ -127,21 +127,23 @@ func (g *Groups) PodGroups(ctx context.Context) ([]*v1alpha1.PodGroup, error) {
 	return pgs, nil
 }
 
-// AllMembers lists the members of every group, read only: the caches'
-// objects are not copied.
-func (g *Groups) AllMembers(ctx context.Context) ([]corev1.Pod, error) {
-	var members corev1.PodList
-	if err := g.Client.List(ctx, &members, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing members: %w", err)
+// EachMember calls fn with each member of every group, read only: the
+// caches' objects are neither copied nor to be changed.
+func (g *Groups) EachMember(ctx context.Context, fn func(*corev1.Pod)) error {
+	readers := []client.Reader{g.Client}
+	if g.ServesUpstream() {
+		readers = append(readers, g.UpstreamMembers)
 	}
-	if !g.ServesUpstream() {
-		return members.Items, nil
+	for _, r := range readers {
+		var members corev1.PodList
+		if err := r.List(ctx, &members, client.UnsafeDisableDeepCopy); err != nil {
+			return fmt.Errorf("listing members: %w", err)
+		}
+		for i := range members.Items {
+			fn(&members.Items[i])
+		}
 	}
-	var upstream corev1.PodList
-	if err := g.UpstreamMembers.List(ctx, &upstream, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing upstream members: %w", err)
-	}
-	return append(members.Items, upstream.Items...), nil
+	return nil
 }
 
 // watchUpstream has b reconcile a group of scheduling.k8s.io when its
