@@ -229,7 +229,6 @@ func run(opts options) error {
 // watches it.
 func readGroups(ctx context.Context, mgr ctrl.Manager) (*podgroup.Groups, error) {
 	groups := &podgroup.Groups{Client: mgr.GetClient()}
-	sources := []string{v1alpha1.SchemeGroupVersion.String()}
 	discoveryClient, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, fmt.Errorf("creating a discovery client: %w", err)
@@ -249,9 +248,8 @@ func readGroups(ctx context.Context, mgr ctrl.Manager) (*podgroup.Groups, error)
 			return nil, fmt.Errorf("adding the cache of upstream members: %w", err)
 		}
 		groups.UpstreamMembers = members
-		sources = append(sources, topology.UpstreamPodGroupVersion.String())
 	}
-	klog.InfoS("Serving groups from PodGroups", "apis", sources)
+	klog.InfoS("Serving groups from PodGroups", "apis", workloadapi.GroupAPIs(served))
 	return groups, nil
 }
 

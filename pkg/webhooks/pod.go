@@ -260,29 +260,35 @@ func markAdded(pod *corev1.Pod, what string) {
 // (topology.FromUpstream). It is NotFound when missing, and when the
 // cluster does not serve upstream's API.
 func (d *PodDefaulter) podGroup(ctx context.Context, key types.NamespacedName, labelled bool) (*v1alpha1.PodGroup, error) {
-	if !labelled {
-		upstream := &schedulingv1beta1.PodGroup{}
-		err := d.Reader.Get(ctx, key, upstream)
-		if meta.IsNoMatchError(err) {
-			err = apierrors.NewNotFound(schedulingv1beta1.Resource("podgroups"), key.Name)
-		}
-		if err != nil {
-			if !apierrors.IsNotFound(err) {
-				err = fmt.Errorf("reading PodGroup %s of %s: %w", key, topology.UpstreamGroupField, err)
-			}
+	if labelled {
+		pg := &v1alpha1.PodGroup{}
+		if err := d.read(ctx, key, pg); err != nil {
 			return nil, err
 		}
-		return topology.FromUpstream(upstream), nil
+		return pg, nil
 	}
-	pg := &v1alpha1.PodGroup{}
+	upstream := &schedulingv1beta1.PodGroup{}
+	if err := d.read(ctx, key, upstream); err != nil {
+		return nil, err
+	}
+	return topology.FromUpstream(upstream), nil
+}
+
+// read reads a PodGroup from the cache, or from the API server when the
+// cache has not seen it yet (one created a moment ago); NotFound when
+// neither holds it, or its API is not served.
+func (d *PodDefaulter) read(ctx context.Context, key types.NamespacedName, pg client.Object) error {
 	err := d.Client.Get(ctx, key, pg)
 	if apierrors.IsNotFound(err) {
 		err = d.Reader.Get(ctx, key, pg)
 	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("reading PodGroup %s: %w", key, err)
+	switch {
+	case meta.IsNoMatchError(err):
+		return apierrors.NewNotFound(schedulingv1beta1.Resource("podgroups"), key.Name)
+	case err != nil && !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading PodGroup %s: %w", key, err)
 	}
-	return pg, err
+	return err
 }
 
 // labelUpstreamMember gives a member of a scheduling.k8s.io PodGroup the

@@ -11,8 +11,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
 
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
 	"github.com/muster-dev/muster/pkg/topology"
 )
+
+// GroupAPIs are the APIs groups are read from, as both programs log them
+// at start: scheduler-plugins' always, and upstream's where it is served.
+func GroupAPIs(servesPodGroups bool) []string {
+	apis := []string{v1alpha1.SchemeGroupVersion.String()}
+	if servesPodGroups {
+		apis = append(apis, topology.UpstreamPodGroupVersion.String())
+	}
+	return apis
+}
 
 // ServesPodGroups reports whether the API server serves scheduling.k8s.io's
 // PodGroups, as it does with the GenericWorkload gate on.

@@ -159,7 +159,6 @@ func ModelFor(ctx context.Context, handle fwk.Handle) (*Model, error) {
 // no request beyond that one. The informer is the scheduler's own, which
 // the scheduler starts and syncs before it schedules.
 func (m *Model) readUpstreamIfServed(ctx context.Context, handle fwk.Handle) error {
-	sources := []string{v1alpha1.SchemeGroupVersion.String()}
 	served, err := workloadapi.ServesPodGroups(ctx, discovery.ToDiscoveryInterfaceWithContext(handle.ClientSet().Discovery()))
 	if err != nil {
 		return err
@@ -170,9 +169,8 @@ func (m *Model) readUpstreamIfServed(ctx context.Context, handle fwk.Handle) err
 		if _, err := m.upstreamInformer.AddEventHandler(inOneShape(cache.ResourceEventHandlerFuncs{DeleteFunc: m.forgetGroup})); err != nil {
 			return fmt.Errorf("watching %s PodGroups: %w", topology.UpstreamPodGroupVersion, err)
 		}
-		sources = append(sources, topology.UpstreamPodGroupVersion.String())
 	}
-	klog.FromContext(ctx).Info("Reading groups from PodGroups", "apis", sources)
+	klog.FromContext(ctx).Info("Reading groups from PodGroups", "apis", workloadapi.GroupAPIs(served))
 	return nil
 }
 
