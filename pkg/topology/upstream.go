@@ -1,8 +1,12 @@
 package topology
 
 import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
@@ -43,4 +47,39 @@ func FromUpstream(pg *schedulingv1beta1.PodGroup) *v1alpha1.PodGroup {
 // IsUpstream reports whether pg came from FromUpstream.
 func IsUpstream(pg *v1alpha1.PodGroup) bool {
 	return pg.APIVersion == UpstreamPodGroupVersion.String()
+}
+
+// Priority is an upstream PodGroup's priority: spec.priority, resolved
+// from its priorityClassName by the API server; 0 when unset, as
+// kube-scheduler reads it.
+func Priority(pg *schedulingv1beta1.PodGroup) int32 {
+	if pg.Spec.Priority == nil {
+		return 0
+	}
+	return *pg.Spec.Priority
+}
+
+// PriorityMismatch says why a member of an upstream PodGroup may not run
+// with its own priority, or "" when it has its group's. A gang's members
+// are scheduled, preempt and are preempted at one priority, the
+// PodGroup's, as kube-scheduler requires of them; a pod's priority is
+// resolved from its own priorityClassName, so the fix is there.
+func PriorityMismatch(pod *corev1.Pod, pg *schedulingv1beta1.PodGroup) string {
+	own, group := corev1helpers.PodPriority(pod), Priority(pg)
+	if own == group {
+		return ""
+	}
+	fix := fmt.Sprintf("set the pod's spec.priorityClassName to the PodGroup's, %q", pg.Spec.PriorityClassName)
+	if pg.Spec.PriorityClassName == "" {
+		fix = "remove the pod's spec.priorityClassName, or give the PodGroup the pod's"
+	}
+	return fmt.Sprintf("the pod's priority %d differs from the priority %d of its PodGroup %s/%s (%s); a gang runs at its PodGroup's priority: %s", own, group, pg.Namespace, pg.Name, UpstreamGroupField, fix)
+}
+
+// DisruptedOneByOne reports whether an upstream PodGroup's members may be
+// preempted one at a time, as its disruptionMode single (the API's
+// default) allows. With all, the group goes whole, as every muster gang
+// does.
+func DisruptedOneByOne(pg *schedulingv1beta1.PodGroup) bool {
+	return pg.Spec.DisruptionMode == nil || pg.Spec.DisruptionMode.All == nil
 }

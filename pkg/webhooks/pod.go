@@ -82,7 +82,7 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	}
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod), "generateName", pod.GenerateName, "podGroup", key)
 
-	pg, err := d.podGroup(ctx, key, labelled)
+	pg, err := d.podGroup(ctx, pod, key, labelled)
 	if apierrors.IsNotFound(err) {
 		if _, hasRole := topology.RoleOf(pod); hasRole {
 			return invalidPod(pod, field.ErrorList{field.Invalid(groupPath(pod), key.Name,
@@ -257,9 +257,10 @@ func markAdded(pod *corev1.Pod, what string) {
 
 // podGroup reads the group's PodGroup in the one shape: scheduler-plugins'
 // when its members are labelled, else scheduling.k8s.io's
-// (topology.FromUpstream). It is NotFound when missing, and when the
-// cluster does not serve upstream's API.
-func (d *PodDefaulter) podGroup(ctx context.Context, key types.NamespacedName, labelled bool) (*v1alpha1.PodGroup, error) {
+// (topology.FromUpstream), whose members must have its priority. It is
+// NotFound when missing, and when the cluster does not serve upstream's
+// API.
+func (d *PodDefaulter) podGroup(ctx context.Context, pod *corev1.Pod, key types.NamespacedName, labelled bool) (*v1alpha1.PodGroup, error) {
 	if labelled {
 		pg := &v1alpha1.PodGroup{}
 		if err := d.read(ctx, key, pg); err != nil {
@@ -270,6 +271,9 @@ func (d *PodDefaulter) podGroup(ctx context.Context, key types.NamespacedName, l
 	upstream := &schedulingv1beta1.PodGroup{}
 	if err := d.read(ctx, key, upstream); err != nil {
 		return nil, err
+	}
+	if mismatch := topology.PriorityMismatch(pod, upstream); mismatch != "" {
+		return nil, invalidPod(pod, field.ErrorList{field.Invalid(field.NewPath("spec", "priorityClassName"), pod.Spec.PriorityClassName, mismatch)})
 	}
 	return topology.FromUpstream(upstream), nil
 }

@@ -129,6 +129,8 @@ func TestPodDefaulter(t *testing.T) {
 		{"naming a scheduling.k8s.io PodGroup not made yet", inUpstreamGroup(member("gang").Obj(), "upstream-later"), true, false, ""},
 		{"an index taken by a finished pod", member("mpi").Label(topology.RoleLabel, "launcher").Label(topology.IndexLabel, "0").Obj(), true, true, ""},
 		{"a member of a scheduling.k8s.io MPI group", upstreamMember("upstream-mpi").Label(topology.RoleLabel, "launcher").Label(topology.IndexLabel, "0").Obj(), true, true, ""},
+		{"not at its scheduling.k8s.io PodGroup's priority", upstreamMember("upstream-gang").Priority(1000).Obj(), false, false,
+			`spec.priorityClassName: Invalid value: "": the pod's priority 1000 differs from the priority 0 of its PodGroup team-a/upstream-gang`},
 		{"no scheduling.k8s.io PodGroup yet, with a role", upstreamMember("upstream-later").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0").Obj(), false, false,
 			`spec.schedulingGroup.podGroupName: Invalid value: "upstream-later": PodGroup team-a/upstream-later does not exist`},
 	}

@@ -3,10 +3,12 @@
 package podgroup
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,13 +105,22 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 	}
 	message := waitingMessage(pg, members, c, req.NamespacedName)
+	upstream, err := r.upstreamPodGroup(ctx, pg)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	marked := 0
 	for i := range members {
-		changed, err := r.markMember(ctx, &members[i], message)
+		memberMessage := message
+		// Gang's PreEnqueue keeps such a member out for good.
+		if upstream != nil {
+			memberMessage = cmp.Or(topology.PriorityMismatch(&members[i], upstream), message)
+		}
+		changed, err := r.markMember(ctx, &members[i], memberMessage)
 		if err != nil {
 			return requeueOnConflict(err)
 		}
-		if changed && message != "" {
+		if changed && message != "" && memberMessage == message {
 			marked++
 		}
 	}
@@ -118,6 +129,19 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	logger.V(4).Info("Reconciled", "active", c.active, "scheduled", c.scheduled, "waiting", message)
 	return reconcile.Result{}, nil
+}
+
+// upstreamPodGroup reads the scheduling.k8s.io PodGroup that pg, the
+// group in the one shape, was read from; nil for scheduler-plugins' own.
+func (r *StatusReconciler) upstreamPodGroup(ctx context.Context, pg *v1alpha1.PodGroup) (*schedulingv1beta1.PodGroup, error) {
+	if pg == nil || !topology.IsUpstream(pg) {
+		return nil, nil
+	}
+	upstream := &schedulingv1beta1.PodGroup{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(pg), upstream); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return upstream, nil
 }
 
 // requeueOnConflict retries a reconcile whose write lost to a newer one

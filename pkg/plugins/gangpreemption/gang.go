@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
-	"github.com/muster-dev/muster/pkg/topology"
 )
 
 // A gang short of its quorum needs room for all its missing members at
@@ -270,7 +269,7 @@ func (s *gangSearch) firstFit(state fwk.CycleState, member *corev1.Pod, nodes []
 // take removes the victims' pods from the snapshot, as whole units, and
 // tells the PreFilter state of every member placed before.
 func (s *gangSearch) take(pods []*corev1.Pod) error {
-	for _, u := range unitsByName(pods) {
+	for _, u := range s.pl.unitsByName(pods) {
 		if err := s.remove(u); err != nil {
 			return err
 		}
@@ -362,14 +361,13 @@ func (s *gangSearch) giveBack() error {
 }
 
 // unitsByName groups victim pods into the units they were taken as: a
-// gang by its group, any other pod alone.
-func unitsByName(pods []*corev1.Pod) []*unit {
+// gang taken whole by its group (gangOf), any other pod alone.
+func (pl *GangPreemption) unitsByName(pods []*corev1.Pod) []*unit {
 	var units []*unit
 	byName := map[string]*unit{}
 	for _, p := range pods {
 		name, keyType := p.Namespace+"/"+p.Name, fwk.PodKeyType
-		key, grouped := topology.GroupOf(p)
-		if grouped {
+		if key, whole := pl.gangOf(p); whole {
 			name, keyType = key.String(), fwk.PodGroupKeyType
 		}
 		u, ok := byName[name]

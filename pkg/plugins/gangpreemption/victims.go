@@ -98,9 +98,24 @@ func compareStart(a, b *metav1.Time) int {
 	return a.Time.Compare(b.Time)
 }
 
+// gangOf returns the gang a victim goes with, whole: its group, unless the
+// model knows no such group, or it is an upstream PodGroup whose members
+// may be preempted one by one (disruptionMode single, the API's default),
+// as kube-scheduler takes them.
+func (pl *GangPreemption) gangOf(pod *corev1.Pod) (types.NamespacedName, bool) {
+	key, grouped := topology.GroupOf(pod)
+	if !grouped || pl.groups.PodGroup(key) == nil {
+		return key, false
+	}
+	if upstream := pl.groups.UpstreamPodGroup(key); upstream != nil && topology.DisruptedOneByOne(upstream) {
+		return key, false
+	}
+	return key, true
+}
+
 // unitsOf regroups the framework's victims on a node into muster's units:
-// a pod of a muster gang stands for its whole gang, and for each of its
-// members above an elastic min. Only units of priority below the
+// a pod of a gang taken whole (gangOf) stands for its whole gang, and for
+// each of its members above an elastic min. Only units of priority below the
 // preemptor's, never of its own gang, are returned.
 func (pl *GangPreemption) unitsOf(victims []*preemption.DomainVictim, preemptor *corev1.Pod) []*unit {
 	priority := corev1helpers.PodPriority(preemptor)
@@ -109,8 +124,8 @@ func (pl *GangPreemption) unitsOf(victims []*preemption.DomainVictim, preemptor 
 	var units []*unit
 	for _, v := range victims {
 		pod := v.Pods()[0].GetPod()
-		key, grouped := topology.GroupOf(pod)
-		if !grouped || len(v.Pods()) > 1 || pl.groups.PodGroup(key) == nil {
+		key, whole := pl.gangOf(pod)
+		if !whole || len(v.Pods()) > 1 {
 			if v.Priority() < priority {
 				u := &unit{name: pod.Namespace + "/" + pod.Name, priority: v.Priority(), pods: v.Pods(), start: v.EarliestStartTime(), keyType: v.Type()}
 				units = append(units, u)

@@ -19,6 +19,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -142,6 +143,123 @@ func TestBadInputAboutUpstreamGroupsIsRefused(t *testing.T) {
 	if want := "spec.schedulingGroup.podGroupName: Forbidden: the pod is in two gangs"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("creating a pod in two gangs: got %v, want an error saying %q", err, want)
 	}
+}
+
+// TestAnUpstreamGangRunsAtItsPodGroupsPriority: a member whose priority
+// is not its PodGroup's is refused, naming the field to fix; one created
+// before its PodGroup, which the webhook could not check, is never
+// scheduled, while a member at the group's priority is.
+func TestAnUpstreamGangRunsAtItsPodGroupsPriority(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "2")
+	low, high := framework.PriorityClass(t, ns, 100), framework.PriorityClass(t, ns, 1000)
+	early := upstreamMember(ns, "train", 0)
+	early.Spec.PriorityClassName = high
+	framework.CreatePods(t, early)
+
+	pg := upstreamGang(ns, "train", 1)
+	pg.Spec.PriorityClassName = low
+	createPodGroup(t, pg)
+	pod := upstreamMember(ns, "train", 1)
+	pod.Spec.PriorityClassName = high
+	_, err := framework.Client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
+	want := fmt.Sprintf(`spec.priorityClassName: Invalid value: %q: the pod's priority 1000 differs from the priority 100 of its PodGroup %s/train`, high, ns)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("creating a member of priority 1000 in a PodGroup of priority 100: got %v, want an error saying %q", err, want)
+	}
+	pod.Spec.PriorityClassName = low
+	framework.CreatePods(t, pod)
+	framework.WaitForPod(t, ns, pod.Name, "bound", framework.IsBound)
+	// The PodGroup's creation woke the early member before this one was
+	// created, and there is room for both.
+	says := fmt.Sprintf("the pod's priority 1000 differs from the priority 100 of its PodGroup %s/train", ns)
+	got := framework.WaitForPod(t, ns, early.Name, "told why it waits", func(pod *corev1.Pod) bool {
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled && strings.HasPrefix(c.Message, says) {
+				return true
+			}
+		}
+		return false
+	})
+	if framework.IsBound(got) {
+		t.Errorf("the member created at priority 1000 before its PodGroup of priority 100 was bound to %s", got.Spec.NodeName)
+	}
+}
+
+// TestAnUpstreamGangsDisruptionModeDecidesItsVictims: on two nodes of one
+// CPU, each held by a member of a low-priority upstream gang of two, a
+// high-priority gang of one needs one node. A victim gang whose
+// disruptionMode is single loses only the member on that node; one whose
+// mode is all goes whole, as muster's own gangs do.
+func TestAnUpstreamGangsDisruptionModeDecidesItsVictims(t *testing.T) {
+	for _, tc := range []struct {
+		mode    schedulingv1beta1.DisruptionMode
+		victims int
+	}{
+		{schedulingv1beta1.DisruptionMode{Single: &schedulingv1beta1.SingleDisruptionMode{}}, 1},
+		{schedulingv1beta1.DisruptionMode{All: &schedulingv1beta1.AllDisruptionMode{}}, 2},
+	} {
+		name := "single"
+		if tc.mode.All != nil {
+			name = "all"
+		}
+		t.Run(name, func(t *testing.T) {
+			framework.LogTailOnFailure(t, "muster-scheduler")
+			ns := framework.NewNamespace(t)
+			framework.NodePool(t, ns, 2, "1")
+			low, high := framework.PriorityClass(t, ns, 100), framework.PriorityClass(t, ns, 1000)
+			victim := upstreamGang(ns, "victim", 2)
+			victim.Spec.PriorityClassName, victim.Spec.DisruptionMode = low, &tc.mode
+			createPodGroup(t, victim)
+			var members []*corev1.Pod
+			for i := range 2 {
+				member := upstreamMember(ns, "victim", i)
+				member.Spec.PriorityClassName = low
+				members = append(members, member)
+			}
+			framework.CreatePods(t, members...)
+			for _, m := range members {
+				framework.WaitForPod(t, ns, m.Name, "bound", framework.IsBound)
+			}
+
+			preemptor := upstreamGang(ns, "urgent", 1)
+			preemptor.Spec.PriorityClassName = high
+			createPodGroup(t, preemptor)
+			urgent := upstreamMember(ns, "urgent", 0)
+			urgent.Spec.PriorityClassName = high
+			framework.CreatePods(t, urgent)
+			framework.WaitForPod(t, ns, urgent.Name, "bound", framework.IsBound)
+
+			// Every victim's deletion is sent at once, before the room
+			// they free lets the preemptor bind: once it is bound, the
+			// victims taken are gone or going.
+			framework.Eventually(t, fmt.Sprintf("%d victims gone", tc.victims), func(ctx context.Context) (int, error) {
+				gone, err := goneMembers(ctx, ns, members)
+				if err == nil && gone != tc.victims {
+					err = fmt.Errorf("%d of the victim gang's 2 members are gone or going", gone)
+				}
+				return gone, err
+			})
+		})
+	}
+}
+
+// goneMembers counts the members deleted or being deleted.
+func goneMembers(ctx context.Context, namespace string, members []*corev1.Pod) (int, error) {
+	gone := 0
+	for _, m := range members {
+		pod, err := framework.Client.CoreV1().Pods(namespace).Get(ctx, m.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			gone++
+		case err != nil:
+			return 0, err
+		case pod.DeletionTimestamp != nil:
+			gone++
+		}
+	}
+	return gone, nil
 }
 
 // TestALabelledJobKeepsItsGroupBesideTheJobControllersBasicPodGroup: with
@@ -428,14 +546,23 @@ func createJob(t *testing.T, job *batchv1.Job) {
 
 func createUpstreamGang(t *testing.T, namespace, name string, minCount int32) {
 	t.Helper()
-	pg := &schedulingv1beta1.PodGroup{
+	createPodGroup(t, upstreamGang(namespace, name, minCount))
+}
+
+// upstreamGang is a scheduling.k8s.io PodGroup with a gang policy.
+func upstreamGang(namespace, name string, minCount int32) *schedulingv1beta1.PodGroup {
+	return &schedulingv1beta1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: schedulingv1beta1.PodGroupSpec{
 			SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: minCount}},
 		},
 	}
-	if _, err := framework.Client.SchedulingV1beta1().PodGroups(namespace).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating PodGroup %s/%s: %v", namespace, name, err)
+}
+
+func createPodGroup(t *testing.T, pg *schedulingv1beta1.PodGroup) {
+	t.Helper()
+	if _, err := framework.Client.SchedulingV1beta1().PodGroups(pg.Namespace).Create(context.Background(), pg, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating PodGroup %s/%s: %v", pg.Namespace, pg.Name, err)
 	}
 }
 

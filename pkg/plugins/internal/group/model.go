@@ -260,6 +260,23 @@ func (m *Model) PodGroup(key types.NamespacedName) *v1alpha1.PodGroup {
 	return topology.FromUpstream(upstream)
 }
 
+// UpstreamPodGroup returns the group's PodGroup as scheduling.k8s.io
+// serves it, for what the one shape does not hold (its priority and
+// disruption mode); nil when the group is scheduler-plugins' or missing.
+func (m *Model) UpstreamPodGroup(key types.NamespacedName) *schedulingv1beta1.PodGroup {
+	if m.upstream == nil {
+		return nil
+	}
+	if pg := m.PodGroup(key); pg == nil || !topology.IsUpstream(pg) {
+		return nil
+	}
+	upstream, err := m.upstream.PodGroups(key.Namespace).Get(key.Name)
+	if err != nil {
+		return nil
+	}
+	return upstream
+}
+
 // Members returns the pods of the group that the scheduler sees.
 func (m *Model) Members(key types.NamespacedName) ([]*corev1.Pod, error) {
 	return Members(m.pods, key)

@@ -47,6 +47,9 @@ func TestPodGroupReadsBothSources(t *testing.T) {
 	assert.False(t, topology.IsUpstream(both))
 	assert.Equal(t, int32(2), both.Spec.MinMember)
 	assert.Nil(t, m.PodGroup(types.NamespacedName{Namespace: "ns", Name: "none"}))
+
+	assert.Equal(t, "train", m.UpstreamPodGroup(types.NamespacedName{Namespace: "ns", Name: "train"}).Name, "an upstream group's own PodGroup is read for its priority and disruption mode")
+	assert.Nil(t, m.UpstreamPodGroup(types.NamespacedName{Namespace: "ns", Name: "both"}), "where scheduler-plugins' PodGroup is the group, the upstream one of its name is not")
 }
 
 // TestHandlersSeeOneShape: a handler of PodGroup events gets upstream
