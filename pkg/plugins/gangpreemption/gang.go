@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
@@ -412,23 +411,23 @@ func (pl *GangPreemption) actuate(logger klog.Logger, pg *v1alpha1.PodGroup, pod
 	for _, p := range search.placed {
 		preemptor.members = append(preemptor.members, p.member)
 	}
+	// The victims go with the scheduler's parallelism, as kube-scheduler's
+	// own executor sends them: a gang may take a thousand pods, and as many
+	// calls at once would flood the API server and its watchers.
 	go func() {
 		ctx := klog.NewContext(context.Background(), logger)
-		var wg sync.WaitGroup
-		for _, victim := range victims {
-			wg.Go(func() {
-				c := &gangCandidate{node: victim.Spec.NodeName, victims: &extenderv1.Victims{Pods: victims}}
-				inMemory, err := pl.executor.PreemptPod(ctx, c, preemptor, victim, Name)
-				if err != nil {
-					logger.Error(err, "Preempting a victim", "pod", klog.KObj(victim), "podGroup", klog.KObj(pg))
-				}
-				// No deletion will tell the gang this victim is gone.
-				if err != nil || inMemory {
-					pl.gone(victim.UID)
-				}
-			})
-		}
-		wg.Wait()
+		pl.handle.Parallelizer().Until(ctx, len(victims), func(i int) {
+			victim := victims[i]
+			c := &gangCandidate{node: victim.Spec.NodeName, victims: &extenderv1.Victims{Pods: victims}}
+			inMemory, err := pl.executor.PreemptPod(ctx, c, preemptor, victim, Name)
+			if err != nil {
+				logger.Error(err, "Preempting a victim", "pod", klog.KObj(victim), "podGroup", klog.KObj(pg))
+			}
+			// No deletion will tell the gang this victim is gone.
+			if err != nil || inMemory {
+				pl.gone(victim.UID)
+			}
+		}, Name)
 	}()
 	unitNames := names(search.taken)
 	reportPreemption(len(search.taken), len(victims))
