@@ -267,7 +267,8 @@ func (m *Model) UpstreamPodGroup(key types.NamespacedName) *schedulingv1beta1.Po
 	if m.upstream == nil {
 		return nil
 	}
-	if pg := m.PodGroup(key); pg == nil || !topology.IsUpstream(pg) {
+	// scheduler-plugins' PodGroup of the name is the group (PodGroup).
+	if _, err := m.podGroups.PodGroups(key.Namespace).Get(key.Name); !apierrors.IsNotFound(err) {
 		return nil
 	}
 	upstream, err := m.upstream.PodGroups(key.Namespace).Get(key.Name)
