@@ -96,11 +96,11 @@ bench-tools: ## Build bin/scheduler-plugins, Coscheduling's scheduler, for make 
 	@hack/build-scheduler-plugins.sh $(SCHEDULER_PLUGINS)
 
 .PHONY: bench
-bench: tools bench-tools ## Benchmarks: default, Coscheduling and muster side by side; writes docs/benchmarks.md (BENCH_ROUNDS, BENCH_LABELS, BENCH_CASES, BENCH_DOC, BENCH_FINDINGS, BENCH_TITLE).
+bench: tools build bench-tools ## Benchmarks: default, Coscheduling and muster side by side, then upstream's own gang benchmarks, in-tree against muster; writes docs/benchmarks.md (BENCH_ROUNDS, BENCH_LABELS, BENCH_CASES, BENCH_UPSTREAM, BENCH_DOC, BENCH_FINDINGS, BENCH_TITLE).
 	hack/bench.sh
 
 .PHONY: bench-quick
-bench-quick: tools bench-tools ## A reduced benchmark run, one round of small workloads, for development.
+bench-quick: tools build bench-tools ## A reduced benchmark run, one round of small workloads, for development.
 	BENCH_ROUNDS=1 BENCH_LABELS=quick hack/bench.sh
 
 .PHONY: bench-elastic

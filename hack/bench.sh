@@ -8,10 +8,20 @@
 # Writes the benchstat-compatible results to _output/bench/results.txt, a
 # CPU profile of muster in one workload to _output/bench/cpu-muster.pprof, and
 # the ratio table to docs/benchmarks.md.
+# It then runs upstream's own gang benchmarks, unmodified from
+# k8s.io/kubernetes's module (test/perf/upstream_test.go), for the
+# in-tree profile (default) and muster, interleaved the same way.
 #   BENCH_ROUNDS   rounds (default 3)
 #   BENCH_LABELS   the workloads' label filter: performance, quick or large
 #   BENCH_CASES    the workloads to run (default: all of them); the CPU
 #                  profile is taken only when BENCH_PROFILE_CASE is among them
+#   BENCH_UPSTREAM upstream's test cases to run, each Case or Case/Workload
+#                  (default: the issue's two GangScheduling workloads at
+#                  5000 nodes and every workload_preemption case); none
+#                  with BENCH_LABELS=quick
+#   BENCH_UPSTREAM_PROFILE the upstream Case/Workload of muster-scheduler's
+#                  CPU profile, _output/bench/cpu-muster-upstream.pprof
+#                  (default GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup)
 #   BENCH_PROFILE_CASE the workload of muster's CPU profile (default GangFit10)
 #   BENCH_DOC      the page to write (default docs/benchmarks.md)
 #   BENCH_FINDINGS the hand-written findings it includes
@@ -21,7 +31,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${BENCH_ROUNDS:-3}
 labels=${BENCH_LABELS:-performance}
-cases=${BENCH_CASES:-SchedulingBasic GangFit3 GangFit10 GangFit64 GangContention10 Mixed10 LaunchOrder9 LaunchOrder9Ready2s LaunchOrder9Paced LateLauncher9 PreemptionBasic GangPreemption50}
+cases=${BENCH_CASES-SchedulingBasic GangFit3 GangFit10 GangFit64 GangContention10 Mixed10 LaunchOrder9 LaunchOrder9Ready2s LaunchOrder9Paced LateLauncher9 PreemptionBasic GangPreemption50}
+upstream_default="GangScheduling/5000Nodes_1000Gangs_3000Pods GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup GangPreemptionBasic GangPreemptionPodGroups GangPreemptionAffinity"
+[[ $labels == quick ]] && upstream_default=""
+upstream=${BENCH_UPSTREAM-$upstream_default}
 out=$root/_output/bench
 mkdir -p "$out"
 : >"$out/results.txt"
@@ -29,20 +42,39 @@ mkdir -p "$out"
 export PATH=$root/bin:$PATH # the harness starts bin/etcd
 cd "$root/test/perf"
 go test -tags bench -c -o "$out/perf.test" .
+upstream_dir=$(go list -m -f '{{.Dir}}' k8s.io/kubernetes)/test/integration/scheduler_perf
 
-run() { # run <results> <case> <profile> <log> [extra test flags]
-	local results=$1 case=$2 profile=$3 log=$4
-	shift 4
-	"$out/perf.test" -test.run '^$' -test.bench "^BenchmarkPerfScheduling\$/^$case-$profile\$/" -test.benchtime=1ns \
-		-test.timeout 60m -perf-scheduling-label-filter="$labels" -data-items-dir "$out" "$@" 2>"$log" \
+run() { # run <results> <benchmark pattern> <log> [extra test flags]
+	local results=$1 pattern=$2 log=$3
+	shift 3
+	"$out/perf.test" -test.run '^$' -test.bench "$pattern" -test.benchtime=1ns \
+		-test.timeout 60m -perf-scheduling-label-filter="$labels" -data-items-dir "$out" \
+		-upstream-perf-dir "$upstream_dir" "$@" 2>"$log" \
 		| tee -a "$results" | grep -E '^(Benchmark|FAIL|---|PASS)' | cut -c1-160 >&2 || true
+}
+
+# upstream_benchmark <Case>: the benchmark that runs upstream's test case.
+upstream_benchmark() {
+	case $1 in
+	GangScheduling) echo BenchmarkUpstreamGangScheduling ;;
+	GangPreemption*) echo BenchmarkUpstreamWorkloadPreemption ;;
+	*) echo "hack/bench.sh: no upstream benchmark runs $1" >&2; exit 1 ;;
+	esac
 }
 
 for round in $(seq 1 "$rounds"); do
 	for case in $cases; do
 		for profile in default coscheduling muster; do
 			echo "round $round of $rounds: $case-$profile" >&2
-			run "$out/results.txt" "$case" "$profile" "$out/log-$round-$case-$profile.txt"
+			run "$out/results.txt" "^BenchmarkPerfScheduling\$/^$case-$profile\$/" "$out/log-$round-$case-$profile.txt"
+		done
+	done
+	for entry in $upstream; do
+		case=${entry%%/*} workload=
+		[[ $entry == */* ]] && workload=${entry#*/}
+		for profile in default muster; do
+			echo "round $round of $rounds: upstream $entry-$profile" >&2
+			run "$out/results.txt" "^$(upstream_benchmark "$case")\$/^$case-$profile\$/${workload:+^$workload\$}" "$out/log-$round-${entry//\//-}-$profile.txt"
 		done
 	done
 done
@@ -53,12 +85,19 @@ profile_case=${BENCH_PROFILE_CASE:-GangFit10}
 profile=()
 if [[ " $cases " == *" $profile_case "* ]]; then
 	echo "CPU profile: $profile_case-muster" >&2
-	run "$out/profile-run.txt" "$profile_case" muster "$out/log-profile.txt" -test.cpuprofile "$out/cpu-muster.pprof"
+	run "$out/profile-run.txt" "^BenchmarkPerfScheduling\$/^$profile_case-muster\$/" "$out/log-profile.txt" -test.cpuprofile "$out/cpu-muster.pprof"
 	profile=(-profile "$out/cpu-muster.pprof" -profile-workload "$profile_case")
+fi
+
+upstream_profile=${BENCH_UPSTREAM_PROFILE-GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup}
+if [[ -n $upstream_profile && " $upstream " == *" $upstream_profile "* ]]; then
+	echo "CPU profile of muster-scheduler: upstream $upstream_profile" >&2
+	run "$out/profile-run.txt" "^$(upstream_benchmark "${upstream_profile%%/*}")\$/^${upstream_profile%%/*}-muster\$/^${upstream_profile#*/}\$" \
+		"$out/log-profile-upstream.txt" -muster-cpu-profile "$out/cpu-muster-upstream.pprof"
 fi
 
 cd "$root"
 go run ./hack/benchtable -in "$out/results.txt" "${profile[@]}" -findings "$findings" -title "${BENCH_TITLE:-Benchmarks}" \
 	-out "$doc" \
-	-command "make $([[ $labels == quick ]] && echo bench-quick || echo bench) (BENCH_ROUNDS=$rounds BENCH_LABELS=$labels${BENCH_CASES:+ BENCH_CASES=\"$cases\"}${BENCH_DOC:+ BENCH_DOC=$doc})"
+	-command "make $([[ $labels == quick ]] && echo bench-quick || echo bench) (BENCH_ROUNDS=$rounds BENCH_LABELS=$labels${BENCH_CASES+ BENCH_CASES=\"$cases\"}${BENCH_DOC:+ BENCH_DOC=$doc})"
 echo "wrote $doc from $out/results.txt" >&2

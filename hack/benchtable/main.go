@@ -40,7 +40,7 @@ var metrics = []metric{
 	{"gang_admission_ms/Perc99", "Gang admission latency from bind times, p99 (ms)", 1, false},
 	{"muster_gang_admission_duration_ms/Perc50", "muster's own gang admission histogram, p50 (ms; bucket resolution 2×)", 1, false},
 	{"muster_gang_admission_duration_ms/Perc99", "muster's own gang admission histogram, p99 (ms)", 1, false},
-	{"preempted_pods", "Pods preempted: deleted by a scheduler's preemption, marked DisruptionTarget (count; fewer is better)", 1, false},
+	{"preempted_pods", "Pods preempted: deleted by a scheduler's preemption, marked DisruptionTarget, or, where the simulator's watch was dropped, bound and deleted by no one else (count; fewer is better)", 1, false},
 	{"gangs", "Gangs in the workload (count)", 1, false},
 	{"partial_gangs", "Partially bound gangs: a member finished before the gang's quorum was bound, or the quorum was never bound", 1, false},
 	{"completion_s", "Completion time (s): first gang pod created to last quorum bound", 1, false},
@@ -64,14 +64,32 @@ var metrics = []metric{
 
 var profiles = []string{"default", "coscheduling", "muster"}
 
-// line is "BenchmarkPerfScheduling/<Case>-<profile>/<workload>-<procs> 1 v unit v unit ...".
-var line = regexp.MustCompile(`^BenchmarkPerfScheduling/([A-Za-z0-9]+)-(default|coscheduling|muster)/(\S+?)(-\d+)?\s+\d+\s+(.*)$`)
+// line is "Benchmark<Suite>/<Case>-<profile>/<workload>-<procs> 1 v unit v unit ...";
+// the suite is test/perf's own workloads (PerfScheduling) or upstream's
+// (Upstream...).
+var line = regexp.MustCompile(`^Benchmark(PerfScheduling|Upstream[A-Za-z]+)/([A-Za-z0-9]+)-(default|coscheduling|muster)/(\S+?)(-\d+)?\s+\d+\s+(.*)$`)
 
 type key struct{ workload, profile, unit string }
 
 type results struct {
 	samples   map[key][]float64
 	workloads []string
+	// upstream holds the workloads of upstream's own gang benchmarks.
+	upstream map[string]bool
+}
+
+// fewestVictims is, for each of upstream's preemption workloads, the
+// fewest pods any scheduler must preempt, from the workload's own
+// comments in workload_preemption/performance-config.yaml: every
+// preemptor pod needs a node's worth of CPU, so every lower-priority pod
+// on the nodes it needs goes.
+var fewestVictims = map[string]float64{
+	"GangPreemptionBasic/100Nodes_1PreemptorGang_100Pods_Evicting_1000InitPods":            1000,
+	"GangPreemptionBasic/100Nodes_10PreemptorGangs_10Pods_Evicting_1000InitPods":           1000,
+	"GangPreemptionPodGroups/100Nodes_1PreemptorGang_100Pods_Evicting_5LowPriorityGangs":   500,
+	"GangPreemptionPodGroups/100Nodes_10PreemptorGangs_10Pods_Evicting_50LowPriorityGangs": 500,
+	"GangPreemptionAffinity/100Nodes_1PreemptorGang_100Pods_Evicting_1000InitPods":         1000,
+	"GangPreemptionAffinity/100Nodes_10PreemptorGangs_10Pods_Evicting_1000InitPods":        1000,
 }
 
 func main() {
@@ -141,7 +159,8 @@ const intro = "Each workload ran under three schedulers in the upstream harness 
 	"- `PreemptionBasic`: upstream's default_preemption workload: 1,000 nodes of 4 CPUs, each filled by four low-priority pods of 900m, then 1,000 high-priority pods of 3970m, each needing a node emptied by preemption.\n" +
 	"- `GangPreemption50`: the same full nodes, then 20 high-priority gangs of 50 members of 3 CPUs; a member fits once three of its node's four pods are gone, so the fewest victims are 3,000.\n" +
 	"- `LateLauncher9`: MPI jobs of 8 GPU workers whose launcher is created only once every worker is Ready (mpi-operator's `WaitForWorkersReady`, played by the simulator with each profile's PodGroup: minMember = workers for Coscheduling, mpi-operator's workers + launcher with the launcher as a late member for muster), 4 jobs every 2 s into 16 nodes of 8 GPUs kept busy by churning CPU-only pods.\n\n" +
-	"Gang admission, partial gangs, completion time and the launcher's release delay come from test/perf/simulator_test.go, which watches the pods and computes them the same way for every profile.\n\n"
+	"Upstream's own gang benchmarks (the `upstream` rows): the test cases of k8s.io/kubernetes v1.37.2's `test/integration/scheduler_perf/podgroup/gangscheduling` and `workload_preemption`, read with their templates from the module cache and run unmodified (test/perf/upstream_test.go). Their pods name `scheduling.k8s.io` PodGroups through `spec.schedulingGroup`. Two profiles: `default` is the in-tree one, the harness's scheduler with `GenericWorkload` on, so `GangScheduling`, the PodGroup scheduling cycle and `DefaultPreemption`; `muster` is bin/muster-scheduler as it ships, `GenericWorkload` off and muster's profile, as a process of its own against the harness's API server, as Coscheduling runs (the harness has one set of feature gates for its API server and its scheduler, and its API server needs the gate on). The gang workloads run on 5,000 nodes; upstream's preemption workloads top out at 100.\n\n" +
+	"Gang admission, partial gangs, completion time, pods preempted and the launcher's release delay come from test/perf/simulator_test.go, which watches the pods and computes them the same way for every profile.\n\n"
 
 type row struct {
 	workload string
@@ -182,7 +201,7 @@ func read(in string) (results, error) {
 		return results{}, err
 	}
 	defer f.Close()
-	r := results{samples: map[key][]float64{}}
+	r := results{samples: map[key][]float64{}, upstream: map[string]bool{}}
 	scanner := bufio.NewScanner(f)
 	scanner.Buffer(make([]byte, 1<<20), 1<<20)
 	for scanner.Scan() {
@@ -190,17 +209,18 @@ func read(in string) (results, error) {
 		if m == nil {
 			continue
 		}
-		workload := m[1] + "/" + m[3]
+		workload := m[2] + "/" + m[4]
 		if !slices.Contains(r.workloads, workload) {
 			r.workloads = append(r.workloads, workload)
 		}
-		fields := strings.Fields(m[5])
+		r.upstream[workload] = m[1] != "PerfScheduling"
+		fields := strings.Fields(m[6])
 		for i := 0; i+1 < len(fields); i += 2 {
 			v, err := strconv.ParseFloat(fields[i], 64)
 			if err != nil {
 				continue
 			}
-			k := key{workload, m[2], fields[i+1]}
+			k := key{workload, m[3], fields[i+1]}
 			r.samples[k] = append(r.samples[k], v)
 		}
 	}
@@ -219,7 +239,7 @@ func writeTargets(b *strings.Builder, r results) {
 	b.WriteString("## Targets\n\n| target | figure | met |\n|---|---|---|\n")
 	throughput := metricByUnit("SchedulingThroughput/Average")
 	for _, w := range r.workloads {
-		if !strings.HasPrefix(w, "GangFit") {
+		if r.upstream[w] || !strings.HasPrefix(w, "GangFit") {
 			continue
 		}
 		def, cos, mus := r.median(w, "default", throughput), r.median(w, "coscheduling", throughput), r.median(w, "muster", throughput)
@@ -231,7 +251,7 @@ func writeTargets(b *strings.Builder, r results) {
 			number(r.median(w, "default", hints)), number(r.median(w, "default", attempts))), number(musH)+" of "+number(musA), musH > 0)
 	}
 	for _, w := range r.workloads {
-		if !strings.HasPrefix(w, "GangContention") {
+		if r.upstream[w] || !strings.HasPrefix(w, "GangContention") {
 			continue
 		}
 		partial := metricByUnit("partial_gangs")
@@ -242,14 +262,14 @@ func writeTargets(b *strings.Builder, r results) {
 		target(b, fmt.Sprintf("%s: muster's attempts per pod ≤ coscheduling's (%s)", w, number(cosA)), number(musA), musA >= 0 && cosA >= 0 && musA <= cosA)
 	}
 	for _, w := range r.workloads {
-		if !strings.HasPrefix(w, "PreemptionBasic") {
+		if r.upstream[w] || !strings.HasPrefix(w, "PreemptionBasic") {
 			continue
 		}
 		def, mus := r.median(w, "default", throughput), r.median(w, "muster", throughput)
 		target(b, fmt.Sprintf("%s throughput: muster ≥ 0.9 × default", w), ratio(mus, def), def > 0 && mus >= 0.9*def)
 	}
 	for _, w := range r.workloads {
-		if !strings.HasPrefix(w, "GangPreemption") {
+		if r.upstream[w] || !strings.HasPrefix(w, "GangPreemption") {
 			continue
 		}
 		partial, gangs := metricByUnit("partial_gangs"), metricByUnit("gangs")
@@ -271,7 +291,7 @@ func writeTargets(b *strings.Builder, r results) {
 		target(b, fmt.Sprintf("%s: scheduling-attempt p99 reported (default: %s ms, coscheduling: %s ms)", w, number(r.median(w, "default", duration)), number(r.median(w, "coscheduling", duration))), number(d)+" ms", d >= 0)
 	}
 	for _, w := range r.workloads {
-		if !strings.HasPrefix(w, "LaunchOrder") {
+		if r.upstream[w] || !strings.HasPrefix(w, "LaunchOrder") {
 			continue
 		}
 		release := metricByUnit("launch_release_ms/Perc99")
@@ -282,7 +302,7 @@ func writeTargets(b *strings.Builder, r results) {
 		target(b, fmt.Sprintf("%s: no launcher bound before its workers were Ready (coscheduling: %s, default: %s)", w, number(r.median(w, "coscheduling", early)), number(r.median(w, "default", early))), number(e), e == 0)
 	}
 	for _, w := range r.workloads {
-		if !strings.HasPrefix(w, "LateLauncher") {
+		if r.upstream[w] || !strings.HasPrefix(w, "LateLauncher") {
 			continue
 		}
 		never := metricByUnit("never_launched")
@@ -295,7 +315,31 @@ func writeTargets(b *strings.Builder, r results) {
 		mus, best := r.median(w, "muster", idle), min(r.median(w, "coscheduling", idle), r.median(w, "default", idle))
 		target(b, fmt.Sprintf("%s: idle worker GPU-seconds ≤ 10%% of the best other profile's (%s)", w, number(best)), ratio(mus, best), mus >= 0 && best > 0 && mus <= 0.1*best)
 	}
+	writeUpstreamTargets(b, r)
 	b.WriteString("\n")
+}
+
+// writeUpstreamTargets checks the targets on upstream's own gang
+// benchmarks, where muster runs against the in-tree profile (default).
+func writeUpstreamTargets(b *strings.Builder, r results) {
+	throughput, admission := metricByUnit("SchedulingThroughput/Average"), metricByUnit("gang_admission_ms/Perc99")
+	partial, gangs, victims := metricByUnit("partial_gangs"), metricByUnit("gangs"), metricByUnit("preempted_pods")
+	for _, w := range r.workloads {
+		if !r.upstream[w] {
+			continue
+		}
+		p, g := r.median(w, "muster", partial), r.median(w, "muster", gangs)
+		target(b, fmt.Sprintf("upstream %s: no partially bound gang with muster (in-tree: %s)", w, number(r.median(w, "default", partial))), number(p)+" of "+number(g), p == 0 && g > 0)
+		if fewest, ok := fewestVictims[w]; ok {
+			mus, def := r.median(w, "muster", victims), r.median(w, "default", victims)
+			target(b, fmt.Sprintf("upstream %s: victims ≤ in-tree's (%s; the fewest possible %s)", w, number(def), number(fewest)), number(mus), mus >= 0 && def >= 0 && mus <= def)
+			continue
+		}
+		def, mus := r.median(w, "default", throughput), r.median(w, "muster", throughput)
+		target(b, fmt.Sprintf("upstream %s throughput: muster ≥ 1.0 × in-tree", w), ratio(mus, def), def > 0 && mus >= def)
+		defA, musA := r.median(w, "default", admission), r.median(w, "muster", admission)
+		target(b, fmt.Sprintf("upstream %s: gang admission p99 ≤ 1.0 × in-tree's (%s ms)", w, number(defA)), number(musA)+" ms, "+ratio(musA, defA), musA >= 0 && defA > 0 && musA <= defA)
+	}
 }
 
 func target(b *strings.Builder, what, figure string, met bool) {

@@ -41,51 +41,65 @@ const coschedulingBinary = "scheduler-plugins"
 // coschedulingConfig is its KubeSchedulerConfiguration. The harness's own
 // scheduler runs config/elsewhere.yaml in those workloads, a profile no pod
 // names, so that every pod is this process's.
-const coschedulingConfig = "config/coscheduling.yaml"
+var coschedulingConfig = inPerfDir("config/coscheduling.yaml")
 
 // startCoscheduling runs scheduler-plugins' scheduler for the workload and,
 // when it ends, reports the figures of its /metrics that the harness
 // reports of its own scheduler, under the same names.
 func startCoscheduling(tCtx ktesting.TContext) error {
-	binary, err := exec.LookPath(coschedulingBinary)
+	collected, err := collectedMetrics(tCtx.TB().Name())
 	if err != nil {
-		return fmt.Errorf("finding %s (make bench-tools builds it into bin/): %w", coschedulingBinary, err)
+		return err
+	}
+	_, err = startScheduler(tCtx, coschedulingBinary, coschedulingConfig, nil, collected)
+	return err
+}
+
+// startScheduler runs a scheduler binary of bin/ as a process of its own
+// for the workload, with the configuration at configPath given the
+// harness's API server; when the workload ends, it reports the collected
+// histograms of its /metrics as the harness reports its own scheduler's.
+// It returns the scheduler's endpoint, on loopback.
+func startScheduler(tCtx ktesting.TContext, name, configPath string, args []string, collected map[string][]labelFilter) (string, error) {
+	binary, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("finding %s (make bench-tools and make build build it into bin/): %w", name, err)
 	}
 	dir := tCtx.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := writeKubeconfig(tCtx.RESTConfig(), kubeconfig); err != nil {
-		return err
+		return "", err
 	}
-	config, err := coschedulingConfiguration(kubeconfig)
+	config, err := schedulerConfiguration(configPath, kubeconfig)
 	if err != nil {
-		return err
+		return "", err
 	}
-	configPath := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(configPath, config, 0o600); err != nil {
-		return err
+	written := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(written, config, 0o600); err != nil {
+		return "", err
 	}
 	port, err := freePort()
 	if err != nil {
-		return err
+		return "", err
 	}
-	log, err := os.Create(filepath.Join(dir, "scheduler-plugins.log"))
+	log, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
-		return err
+		return "", err
 	}
-	cmd := exec.Command(binary,
-		"--config="+configPath,
-		"--authentication-kubeconfig="+kubeconfig,
-		"--authorization-kubeconfig="+kubeconfig,
+	cmd := exec.Command(binary, append([]string{
+		"--config=" + written,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
 		// Read by the harness only, on loopback.
-		"--authorization-always-allow-paths=/healthz,/metrics",
+		"--authorization-always-allow-paths=/healthz,/metrics,/debug/pprof/*",
 		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
+		"--secure-port=" + strconv.Itoa(port),
 		"--v=1",
-	)
+	}, args...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		log.Close()
-		return fmt.Errorf("starting %s: %w", binary, err)
+		return "", fmt.Errorf("starting %s: %w", binary, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -102,20 +116,20 @@ func startCoscheduling(tCtx ktesting.TContext) error {
 	}
 	if err := waitHealthy(tCtx, endpoint, exited); err != nil {
 		stop()
-		return fmt.Errorf("%s did not become healthy (its log: %s): %w", coschedulingBinary, log.Name(), err)
+		return "", fmt.Errorf("%s did not become healthy (its log: %s): %w", name, log.Name(), err)
 	}
 	tCtx.Cleanup(func() {
 		defer stop()
 		if tCtx.TB().Failed() {
-			tCtx.Logf("the end of %s's log:\n%s", coschedulingBinary, tail(log.Name(), 40))
+			tCtx.Logf("the end of %s's log:\n%s", name, tail(log.Name(), 40))
 		}
 		if b, ok := tCtx.TB().(*testing.B); ok {
-			if err := reportSchedulerMetrics(tCtx, b, endpoint); err != nil {
-				tCtx.Errorf("reading %s's metrics: %v", coschedulingBinary, err)
+			if err := reportSchedulerMetrics(tCtx, b, endpoint, collected); err != nil {
+				tCtx.Errorf("reading %s's metrics: %v", name, err)
 			}
 		}
 	})
-	return nil
+	return endpoint, nil
 }
 
 // tail returns the last lines of a file.
@@ -128,16 +142,17 @@ func tail(path string, lines int) string {
 	return strings.Join(all[max(0, len(all)-lines):], "\n")
 }
 
-// coschedulingConfiguration is config/coscheduling.yaml with the harness's
-// API server, and the client rate the harness gives its own scheduler.
-func coschedulingConfiguration(kubeconfig string) ([]byte, error) {
-	data, err := os.ReadFile(coschedulingConfig)
+// schedulerConfiguration is the KubeSchedulerConfiguration at path with
+// the harness's API server, the client rate the harness gives its own
+// scheduler, and no leader election.
+func schedulerConfiguration(path, kubeconfig string) ([]byte, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	config := map[string]any{}
 	if err := yaml.Unmarshal(data, &config); err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", coschedulingConfig, err)
+		return nil, fmt.Errorf("decoding %s: %w", path, err)
 	}
 	config["clientConnection"] = map[string]any{"kubeconfig": kubeconfig, "qps": 5000, "burst": 5000}
 	config["leaderElection"] = map[string]any{"leaderElect": false}
@@ -198,11 +213,7 @@ func waitHealthy(ctx context.Context, endpoint string, exited <-chan error) erro
 // reports its own scheduler's: Perc50 to Perc99 and Average, times 1000,
 // "_seconds" read as "_ms". Both cover the whole workload, each run in a
 // process of its own.
-func reportSchedulerMetrics(ctx context.Context, b *testing.B, endpoint string) error {
-	collected, err := collectedMetrics(b.Name())
-	if err != nil {
-		return err
-	}
+func reportSchedulerMetrics(ctx context.Context, b *testing.B, endpoint string, collected map[string][]labelFilter) error {
 	gathered, err := scrape(ctx, endpoint)
 	if err != nil {
 		return err

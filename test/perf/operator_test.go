@@ -30,7 +30,7 @@ import (
 const launcherAfterAnnotation = "muster.dev/bench-launcher-after"
 
 // launcherTemplatePath is the pod template of those jobs' launchers.
-const launcherTemplatePath = "config/late-launcher.yaml"
+var launcherTemplatePath = inPerfDir("config/late-launcher.yaml")
 
 // lateJob is one such job as the simulator runs it.
 type lateJob struct {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -27,12 +28,14 @@ import (
 	"k8s.io/klog/v2"
 	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	schedulinginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 
 	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
+	"github.com/muster-dev/muster/pkg/workloadapi"
 )
 
 // gateLabel marks the one pod that ends a workload whose finished pods are
@@ -176,16 +179,22 @@ func startSimulator(tCtx ktesting.TContext) error {
 			tCtx.Errorf("the simulator's figures would miss binds: %v", err)
 		}
 		shapes := map[types.NamespacedName]groupShape{}
-		if pgs, err := groups.List(labels.Everything()); err == nil {
-			for _, pg := range pgs {
-				shape := groupShape{minMember: pg.Spec.MinMember}
-				if t, errs := topology.Parse(pg.Annotations); len(errs) == 0 && len(t.Roles) > 0 {
-					shape.topology = t
-				}
-				key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
-				_, shape.lateLauncher = s.jobs[key]
-				shapes[key] = shape
+		pgs, err := groups.List(labels.Everything())
+		if err != nil {
+			tCtx.Errorf("listing PodGroups: %v", err)
+		}
+		upstream, err := upstreamPodGroups(ctx, client)
+		if err != nil {
+			tCtx.Errorf("listing %s PodGroups: %v", topology.UpstreamPodGroupVersion, err)
+		}
+		for _, pg := range append(pgs, upstream...) {
+			shape := groupShape{minMember: pg.Spec.MinMember}
+			if t, errs := topology.Parse(pg.Annotations); len(errs) == 0 && len(t.Roles) > 0 {
+				shape.topology = t
 			}
+			key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
+			_, shape.lateLauncher = s.jobs[key]
+			shapes[key] = shape
 		}
 		end := time.Now()
 		s.queue.ShutDown()
@@ -201,6 +210,24 @@ func startSimulator(tCtx ktesting.TContext) error {
 		}
 	})
 	return nil
+}
+
+// upstreamPodGroups lists scheduling.k8s.io's PodGroups, in the group
+// model's shape, where the workload's API server serves them.
+func upstreamPodGroups(ctx context.Context, client kubernetes.Interface) ([]*v1alpha1.PodGroup, error) {
+	served, err := workloadapi.ServesPodGroups(ctx, discovery.ToDiscoveryInterfaceWithContext(client.Discovery()))
+	if err != nil || !served {
+		return nil, err
+	}
+	list, err := client.SchedulingV1beta1().PodGroups(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	pgs := make([]*v1alpha1.PodGroup, 0, len(list.Items))
+	for i := range list.Items {
+		pgs = append(pgs, topology.FromUpstream(&list.Items[i]))
+	}
+	return pgs, nil
 }
 
 // catchUp waits until the simulator has seen every bind the API server
@@ -295,7 +322,8 @@ func (s *simulator) observe(obj any) {
 }
 
 func (s *simulator) forget(obj any) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+	tombstone, lastSeen := obj.(cache.DeletedFinalStateUnknown)
+	if lastSeen {
 		obj = tombstone.Obj
 	}
 	pod, ok := obj.(*corev1.Pod)
@@ -304,11 +332,22 @@ func (s *simulator) forget(obj any) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if preemptedByScheduler(pod) {
+	// A tombstone, after the API server dropped a watcher that fell behind,
+	// holds the pod as last seen, maybe before a preemption marked it. Then
+	// a bound pod the simulator did not end went by a scheduler's
+	// preemption: nothing else deletes pods during a workload.
+	if preemptedByScheduler(pod) || lastSeen && s.boundAndNotEnded(pod.UID) {
 		s.preempted++
 	}
 	s.pending.Delete(pod.UID)
 	s.openGateIfDone()
+}
+
+// boundAndNotEnded reports whether the pod was seen bound and was not
+// ended by the simulator.
+func (s *simulator) boundAndNotEnded(uid types.UID) bool {
+	p, seen := s.pods[uid]
+	return seen && !p.bound.IsZero() && p.finished.IsZero()
 }
 
 // preemptedByScheduler reports whether a scheduler's preemption deleted
