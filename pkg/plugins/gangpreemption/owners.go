@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,11 +40,16 @@ func (o *owners) shrink(ctx context.Context, victim *corev1.Pod, index int32) er
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	scale, err := ownerscale.Of(ctx, o.client, o.client, victim.Namespace, ref)
-	if err != nil || scale == nil || scale.Replicas <= index {
-		return err
-	}
-	return scale.Set(ctx, o.client, index)
+	// The owner's controller writes its status as the members before this
+	// victim go, and each write is a conflict for a scale read before it:
+	// read again, and decide again.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		scale, err := ownerscale.Of(ctx, o.client, o.client, victim.Namespace, ref)
+		if err != nil || scale == nil || scale.Replicas <= index {
+			return err
+		}
+		return scale.Set(ctx, o.client, index)
+	})
 }
 
 // takenFrom says what the victims take of the victim's gang: how many of
