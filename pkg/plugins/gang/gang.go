@@ -107,9 +107,11 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	if pg == nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod)))
 	}
-	if upstream := g.groups.UpstreamPodGroup(key); upstream != nil {
-		if mismatch := topology.PriorityMismatch(pod, upstream); mismatch != "" {
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, mismatch)
+	if topology.IsUpstream(pg) {
+		if upstream := g.groups.UpstreamPodGroup(key); upstream != nil {
+			if mismatch := topology.PriorityMismatch(pod, upstream); mismatch != "" {
+				return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, mismatch)
+			}
 		}
 	}
 	if status := g.heldElsewhere(pod); status != nil {

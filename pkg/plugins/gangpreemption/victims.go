@@ -104,13 +104,13 @@ func compareStart(a, b *metav1.Time) int {
 // as kube-scheduler takes them.
 func (pl *GangPreemption) gangOf(pod *corev1.Pod) (types.NamespacedName, bool) {
 	key, grouped := topology.GroupOf(pod)
-	if !grouped || pl.groups.PodGroup(key) == nil {
+	if !grouped {
 		return key, false
 	}
-	if upstream := pl.groups.UpstreamPodGroup(key); upstream != nil && topology.DisruptedOneByOne(upstream) {
-		return key, false
+	if upstream := pl.groups.UpstreamPodGroup(key); upstream != nil {
+		return key, !topology.DisruptedOneByOne(upstream)
 	}
-	return key, true
+	return key, pl.groups.PodGroup(key) != nil
 }
 
 // unitsOf regroups the framework's victims on a node into muster's units:
