@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/muster-dev/muster/pkg/topology"
 )
 
 // Annotations that script a pod's life on a simulated node. Both take a Go
@@ -41,7 +43,7 @@ const (
 const SimulatedNodeEphemeralStorage = "100Gi"
 
 // SchedulerName is the profile of muster-scheduler's configuration.
-const SchedulerName = "muster-scheduler"
+const SchedulerName = topology.SchedulerName
 
 const (
 	stateFile          = "state.json"

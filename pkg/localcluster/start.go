@@ -535,7 +535,8 @@ func ControllerReplica(i int) string {
 }
 
 // registerWebhooks creates the webhook configurations of manifests/, each
-// pointed at url plus its service path instead of at a Service.
+// pointed at url plus its service path instead of at a Service, and the
+// admission policy beside them.
 func (s *starter) registerWebhooks(ctx context.Context, url string) error {
 	configs, err := manifests.Objects(manifests.WebhookConfigurations)
 	if err != nil {
@@ -553,9 +554,13 @@ func (s *starter) registerWebhooks(ctx context.Context, url string) error {
 			_, err = s.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{})
 		case *admissionregistrationv1.ValidatingWebhookConfiguration:
 			_, err = s.client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{})
+		case *admissionregistrationv1.ValidatingAdmissionPolicy:
+			_, err = s.client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, config, metav1.CreateOptions{})
+		case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+			_, err = s.client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, config, metav1.CreateOptions{})
 		}
 		if err != nil {
-			return fmt.Errorf("registering muster-controller's webhooks: %w", err)
+			return fmt.Errorf("registering muster's admission: %w", err)
 		}
 	}
 	return nil

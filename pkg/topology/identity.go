@@ -4,6 +4,8 @@
 package topology
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
@@ -53,17 +56,62 @@ func UpstreamGroupName(pod *corev1.Pod) string {
 }
 
 // UpstreamMemberLabel is given by muster-controller to each member of a
-// scheduling.k8s.io PodGroup, naming it as spec.schedulingGroup does, so
-// that a label selects the group's members as GroupLabel selects a
-// scheduler-plugins group's: its Service, and muster-controller's cache.
+// scheduling.k8s.io PodGroup, its value UpstreamMemberValue of the group's
+// name, so that a label selects the group's members as GroupLabel selects
+// a scheduler-plugins group's: its Service, and muster-controller's cache.
 const UpstreamMemberLabel = "muster.dev/upstream-pod-group"
 
-// MemberLabel is the label that selects the members of pg.
-func MemberLabel(pg *v1alpha1.PodGroup) string {
-	if IsUpstream(pg) {
-		return UpstreamMemberLabel
+// UpstreamMemberValue is UpstreamMemberLabel's value for the members of
+// the PodGroup name: the name itself when it is a label value (at most 63
+// characters), else its first 30 characters, an underscore and 32 hex
+// digits of its SHA-256. A PodGroup's name may be 253 characters (the Job
+// controller names one from its Job's name twice); the value depends on
+// the name alone, so every member, and a member created before its
+// PodGroup, gets the same one; and no name has an underscore, so a
+// shortened value is never another PodGroup's whole name.
+func UpstreamMemberValue(name string) string {
+	if len(validation.IsValidLabelValue(name)) == 0 {
+		return name
 	}
-	return GroupLabel
+	sum := sha256.Sum256([]byte(name))
+	return name[:30] + "_" + hex.EncodeToString(sum[:16])
+}
+
+// SchedulerName is the name pods give muster-scheduler's profile
+// (spec.schedulerName); muster-controller's webhooks match it
+// (manifests/webhook-configurations.yaml).
+const SchedulerName = "muster-scheduler"
+
+// BuiltForAnnotation records on a member the UID of the PodGroup muster
+// built it for: its environment, files and mounts come from that
+// PodGroup's topology.
+const BuiltForAnnotation = "muster.dev/pod-group-uid"
+
+// NotAMember says why a pod that names a group does not count as one of
+// its members, or returns "" when it does. A group has one scheduler, as
+// upstream requires (ours says which names are its): a pod for another
+// one is left out of every count. And a member muster built for an
+// earlier PodGroup of the same name (pg, nil when there is none now)
+// carries that topology's environment and mounts, so it is not taken into
+// the new one.
+func NotAMember(pod *corev1.Pod, pg *v1alpha1.PodGroup, ours func(schedulerName string) bool) string {
+	group, _ := GroupOf(pod)
+	if !ours(pod.Spec.SchedulerName) {
+		return fmt.Sprintf("pod %s is for scheduler %q (spec.schedulerName), so it is not counted in group %s, whose members are muster-scheduler's", pod.Name, pod.Spec.SchedulerName, group)
+	}
+	if uid, ok := pod.Annotations[BuiltForAnnotation]; ok && pg != nil && uid != string(pg.UID) {
+		return fmt.Sprintf("pod %s was built for an earlier PodGroup %s (UID %s, annotation %s), deleted since; its environment and mounts are that group's, so it does not join the new one (UID %s): delete the pod and create it again",
+			pod.Name, group, uid, BuiltForAnnotation, pg.UID)
+	}
+	return ""
+}
+
+// MemberSelector is the label selector of pg's members.
+func MemberSelector(pg *v1alpha1.PodGroup) map[string]string {
+	if IsUpstream(pg) {
+		return map[string]string{UpstreamMemberLabel: UpstreamMemberValue(pg.Name)}
+	}
+	return map[string]string{GroupLabel: pg.Name}
 }
 
 // Where a pod names its group, for messages.

@@ -1,6 +1,9 @@
 package topology
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -8,6 +11,7 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -180,6 +184,62 @@ func TestIdentify(t *testing.T) {
 			if tt.wantFix != "" {
 				assert.Contains(t, errs.ToAggregate().Error(), tt.wantFix)
 			}
+		})
+	}
+}
+
+func TestUpstreamMemberValue(t *testing.T) {
+	jobs := "distributed-training-run-7db8b58bb-distributed-training-run-pgt-0-5fdcb7f699"
+	tests := []struct {
+		name string
+		want string
+	}{
+		{"mpi", "mpi"},
+		{strings.Repeat("a", 63), strings.Repeat("a", 63)},
+		{jobs, jobs[:30] + "_" + hashOf(jobs)},
+		{strings.Repeat("b", 253), strings.Repeat("b", 30) + "_" + hashOf(strings.Repeat("b", 253))},
+	}
+	for _, tt := range tests {
+		got := UpstreamMemberValue(tt.name)
+		assert.Equal(t, tt.want, got, "the value for %q", tt.name)
+		assert.Empty(t, validation.IsValidLabelValue(got), "%q is a label value", got)
+	}
+	assert.NotEqual(t, UpstreamMemberValue(jobs), UpstreamMemberValue(jobs+"x"), "two long names that share a start")
+	short := UpstreamMemberValue(jobs)
+	assert.NotEqual(t, short, UpstreamMemberValue(strings.ReplaceAll(short, "_", "-")), "a shortened value is no name's own")
+}
+
+func hashOf(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:16])
+}
+
+func TestNotAMember(t *testing.T) {
+	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "spd", UID: "new"}}
+	musters := func(name string) bool { return name == SchedulerName }
+	member := func() *st.PodWrapper {
+		return st.MakePod().Namespace("ns").Name("spd-worker-0").SchedulerName(SchedulerName).Label(GroupLabel, "spd")
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		pg   *v1alpha1.PodGroup
+		want string
+	}{
+		{"muster's pod", member().Obj(), pg, ""},
+		{"built for this PodGroup", member().Annotation(BuiltForAnnotation, "new").Obj(), pg, ""},
+		{"of no PodGroup yet", member().Annotation(BuiltForAnnotation, "old").Obj(), nil, ""},
+		{"another scheduler's pod", member().SchedulerName("default-scheduler").Obj(), pg, `is for scheduler "default-scheduler" (spec.schedulerName)`},
+		{"built for an earlier PodGroup", member().Annotation(BuiltForAnnotation, "old").Obj(), pg, "built for an earlier PodGroup ns/spd (UID old, annotation muster.dev/pod-group-uid), deleted since"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := NotAMember(tt.pod, tt.pg, musters)
+			if tt.want == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Contains(t, got, tt.want)
 		})
 	}
 }

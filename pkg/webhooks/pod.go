@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -126,10 +127,13 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if len(errs) > 0 {
 		return errors.New(topology.InvalidMessage(key, errs))
 	}
-	siblings, err := d.members(ctx, key, topology.MemberLabel(pg))
+	siblings, err := d.members(ctx, key, topology.MemberSelector(pg))
 	if err != nil {
 		return err
 	}
+	siblings = slices.DeleteFunc(siblings, func(other corev1.Pod) bool {
+		return topology.NotAMember(&other, pg, func(name string) bool { return name == pod.Spec.SchedulerName }) != ""
+	})
 	if errs := duplicateOf(pod, member, siblings, topo); len(errs) > 0 {
 		return invalidPod(pod, errs)
 	}
@@ -148,6 +152,7 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if errs := envinject.Apply(pod, group, member, d.ClusterDomain); len(errs) > 0 {
 		return invalidPod(pod, errs)
 	}
+	metav1.SetMetaDataAnnotation(&pod.ObjectMeta, topology.BuiltForAnnotation, string(pg.UID))
 	added := "hostname, subdomain, environment, files"
 	if !labelled {
 		added += ", and the label " + topology.UpstreamMemberLabel
@@ -298,22 +303,23 @@ func (d *PodDefaulter) read(ctx context.Context, key types.NamespacedName, pg cl
 // labelUpstreamMember gives a member of a scheduling.k8s.io PodGroup the
 // label that selects its group's members (topology.UpstreamMemberLabel).
 func labelUpstreamMember(pod *corev1.Pod, name string) {
-	if pod.Labels[topology.UpstreamMemberLabel] == name {
+	value := topology.UpstreamMemberValue(name)
+	if pod.Labels[topology.UpstreamMemberLabel] == value {
 		return
 	}
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
-	pod.Labels[topology.UpstreamMemberLabel] = name
-	markAdded(pod, "the label "+topology.UpstreamMemberLabel+", which names the PodGroup of "+topology.UpstreamGroupField+" for the group's Service and muster-controller")
+	pod.Labels[topology.UpstreamMemberLabel] = value
+	markAdded(pod, "the label "+topology.UpstreamMemberLabel+", by which the group's Service and muster-controller select the members of the PodGroup of "+topology.UpstreamGroupField)
 }
 
-// members lists the group's members, which label selects.
-func (d *PodDefaulter) members(ctx context.Context, key types.NamespacedName, label string) ([]corev1.Pod, error) {
+// members lists the pods the group's selector selects.
+func (d *PodDefaulter) members(ctx context.Context, key types.NamespacedName, selector map[string]string) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	// From the API server, not the cache: a member created a moment ago
 	// must already hold its index against the next one.
-	if err := d.Reader.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingLabels{label: key.Name}); err != nil {
+	if err := d.Reader.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingLabels(selector)); err != nil {
 		return nil, fmt.Errorf("listing the members of %s: %w", key, err)
 	}
 	return pods.Items, nil

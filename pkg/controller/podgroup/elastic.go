@@ -171,7 +171,7 @@ func (r *ElasticScaler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if _, awaits := topology.AwaitsDerivation(pg); awaits || len(errs) > 0 {
 		return reconcile.Result{}, nil
 	}
-	members, err := r.Groups.Members(ctx, req.NamespacedName)
+	members, err := r.Groups.Members(ctx, pg)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -569,7 +569,7 @@ func (r *ElasticScaler) survey(ctx context.Context) (groups []*elasticGroup, wai
 	}
 	for _, pg := range pgs {
 		key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
-		members, err := r.Groups.Members(ctx, key)
+		members, err := r.Groups.Members(ctx, pg)
 		if err != nil {
 			return nil, nil, err
 		}

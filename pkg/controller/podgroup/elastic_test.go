@@ -116,7 +116,7 @@ func TestRoomTheRoomCacheHasNotSeenTakenIsNotIdle(t *testing.T) {
 	worker := member("job-worker-0").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0").Node("n1").
 		Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}).Obj()
 	worker.OwnerReferences = []metav1.OwnerReference{*set}
-	justBound := st.MakePod().Namespace(ns).Name("gang-0").UID("gang-0").Label(topology.GroupLabel, "gang").Node("n1").
+	justBound := st.MakePod().Namespace(ns).Name("gang-0").UID("gang-0").SchedulerName(topology.SchedulerName).Label(topology.GroupLabel, "gang").Node("n1").
 		Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}).Obj()
 	node := st.MakeNode().Name("n1").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "2", corev1.ResourcePods: "110"}).Obj()
 	scheme := runtime.NewScheme()

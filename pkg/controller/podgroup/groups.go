@@ -3,6 +3,7 @@ package podgroup
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -82,9 +83,24 @@ func (g *Groups) PodGroup(ctx context.Context, key types.NamespacedName) (*v1alp
 	return topology.FromUpstream(upstream), nil
 }
 
-// Members lists the pods of the group, of both sources: a name is one
-// group in its namespace, whichever API holds it.
-func (g *Groups) Members(ctx context.Context, key types.NamespacedName) ([]corev1.Pod, error) {
+// Members lists the members of pg's group: the pods that name it, but
+// those topology.NotAMember leaves out.
+func (g *Groups) Members(ctx context.Context, pg *v1alpha1.PodGroup) ([]corev1.Pod, error) {
+	named, err := g.named(ctx, types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name})
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(named, func(pod corev1.Pod) bool { return topology.NotAMember(&pod, pg, isMusters) != "" }), nil
+}
+
+// isMusters reports whether the pods that name the scheduler are
+// muster's: muster-controller's webhooks serve the profile
+// topology.SchedulerName.
+func isMusters(schedulerName string) bool { return schedulerName == topology.SchedulerName }
+
+// named lists the pods that name the group, of both sources: a name is
+// one group in its namespace, whichever API holds it.
+func (g *Groups) named(ctx context.Context, key types.NamespacedName) ([]corev1.Pod, error) {
 	var members corev1.PodList
 	if err := g.Client.List(ctx, &members, client.InNamespace(key.Namespace), client.MatchingFields{groupField: key.Name}); err != nil {
 		return nil, fmt.Errorf("listing members of %s: %w", key, err)

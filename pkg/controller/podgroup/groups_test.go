@@ -42,7 +42,7 @@ func upstreamPodGroup(minCount int32, annotations map[string]string) *scheduling
 }
 
 func upstreamMember(name string) *st.PodWrapper {
-	return st.MakePod().Namespace(ns).Name(name).UID(name).PodGroupName("job").Label(topology.UpstreamMemberLabel, "job")
+	return st.MakePod().Namespace(ns).Name(name).UID(name).SchedulerName(topology.SchedulerName).PodGroupName("job").Label(topology.UpstreamMemberLabel, "job")
 }
 
 // TestTheResourcesOfAnUpstreamGroup: an MPI group of scheduling.k8s.io

@@ -5,6 +5,7 @@ package podgroup
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,16 +88,16 @@ func groupOfPod(_ context.Context, obj client.Object) []reconcile.Request {
 // in line with what its pods show.
 func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	logger := klog.FromContext(ctx).WithValues("podGroup", req.NamespacedName)
-	members, err := r.Groups.Members(ctx, req.NamespacedName)
+	named, err := r.Groups.named(ctx, req.NamespacedName)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	c := countMembers(members)
-
 	pg, err := r.Groups.PodGroup(ctx, req.NamespacedName)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, err
 	}
+	members, stale := r.tellStale(ctx, named, pg)
+	c := countMembers(members)
 	// scheduling.k8s.io's PodGroup has no phase or counts: its status is
 	// muster-scheduler's PodGroupInitiallyScheduled condition.
 	if pg != nil && !topology.IsUpstream(pg) {
@@ -127,8 +128,35 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if pg != nil && marked > 0 {
 		r.Recorder.Eventf(pg, corev1.EventTypeNormal, "WaitingForMembers", "%s; told %d pending members", message, marked)
 	}
+	if stale != nil {
+		return requeueOnConflict(stale)
+	}
 	logger.V(4).Info("Reconciled", "active", c.active, "scheduled", c.scheduled, "waiting", message)
 	return reconcile.Result{}, nil
+}
+
+// tellStale returns the pods that name the group and are its members
+// (topology.NotAMember); a pod of muster-scheduler's that is not, built
+// for an earlier PodGroup of the name, is told why on its PodScheduled
+// condition, which is its user's to read. A pod of another scheduler is
+// left alone.
+func (r *StatusReconciler) tellStale(ctx context.Context, named []corev1.Pod, pg *v1alpha1.PodGroup) ([]corev1.Pod, error) {
+	members := make([]corev1.Pod, 0, len(named))
+	var errs []error
+	for i := range named {
+		pod := &named[i]
+		why := topology.NotAMember(pod, pg, isMusters)
+		if why == "" {
+			members = append(members, *pod)
+			continue
+		}
+		if isMusters(pod.Spec.SchedulerName) {
+			if _, err := r.markMember(ctx, pod, why); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return members, errors.Join(errs...)
 }
 
 // upstreamPodGroup reads the scheduling.k8s.io PodGroup that pg, the

@@ -120,7 +120,7 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if len(topo.Roles) == 0 || topo.DerivedFrom != "" {
 		return reconcile.Result{}, nil
 	}
-	members, err := r.Groups.Members(ctx, req.NamespacedName)
+	members, err := r.Groups.Members(ctx, pg)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -138,7 +138,7 @@ func (r *ResourceReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	var desired []client.Object
 	// A JobSet's members resolve each other through its own Service.
 	if names == nil {
-		desired = append(desired, desiredService(g, topology.MemberLabel(pg)))
+		desired = append(desired, desiredService(g, topology.MemberSelector(pg)))
 	}
 	configMap, err := desiredConfigMap(g, running)
 	if err != nil {
@@ -233,12 +233,12 @@ func workers(t *topology.Topology, pods []corev1.Pod) (*corev1.Pod, []int32) {
 
 // desiredService is the group's headless Service, which selects its
 // members by memberLabel (topology.MemberLabel).
-func desiredService(g envinject.Group, memberLabel string) *corev1.Service {
+func desiredService(g envinject.Group, members map[string]string) *corev1.Service {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: g.Namespace, Name: g.ServiceName()},
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
-			Selector:  map[string]string{memberLabel: g.Name},
+			Selector:  members,
 			// Members find each other before they are Ready: a launcher
 			// reaches workers that are still starting sshd.
 			PublishNotReadyAddresses: true,

@@ -166,7 +166,7 @@ func TestOwnUpdatesAreNotReportedAsRestored(t *testing.T) {
 	events(recorder)
 
 	// A worker starts running: discover_hosts.sh lists it now.
-	worker := st.MakePod().Namespace(ns).Name("job-worker-0").Label(topology.GroupLabel, "job").
+	worker := st.MakePod().Namespace(ns).Name("job-worker-0").SchedulerName(topology.SchedulerName).Label(topology.GroupLabel, "job").
 		Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0").Phase(corev1.PodRunning).Obj()
 	require.NoError(t, c.Create(context.Background(), worker))
 	reconcileResources(t, r)

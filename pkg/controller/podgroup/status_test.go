@@ -22,7 +22,7 @@ var (
 )
 
 func member(name string) *st.PodWrapper {
-	return st.MakePod().Namespace(ns).Name(name).UID(name).Label(topology.GroupLabel, "job")
+	return st.MakePod().Namespace(ns).Name(name).UID(name).SchedulerName(topology.SchedulerName).Label(topology.GroupLabel, "job")
 }
 
 func pods(wrappers ...*st.PodWrapper) []corev1.Pod {

@@ -107,6 +107,9 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	if pg == nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod)))
 	}
+	if why := g.groups.NotAMember(pod, pg); why != "" {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, why)
+	}
 	if topology.IsUpstream(pg) {
 		if upstream := g.groups.UpstreamPodGroup(key); upstream != nil {
 			if mismatch := topology.PriorityMismatch(pod, upstream); mismatch != "" {
@@ -200,7 +203,7 @@ func queuedPod(entity fwk.QueuedEntityInfo) (*corev1.Pod, bool) {
 }
 
 // isPartlyBound reports whether the pod's gang has members bound, but fewer
-// than its minMember.
+// than its minMember, and never had its quorum (Model.HadQuorum).
 func (g *Gang) isPartlyBound(pod *corev1.Pod) bool {
 	key, ok := topology.GroupOf(pod)
 	if !ok {
@@ -211,7 +214,7 @@ func (g *Gang) isPartlyBound(pod *corev1.Pod) bool {
 		return false
 	}
 	pg := g.podGroup(key)
-	return pg != nil && bound < pg.Spec.MinMember
+	return pg != nil && bound < pg.Spec.MinMember && !g.groups.HadQuorum(key, pg)
 }
 
 // queueOrder is the time, the time its gang was ready, and the key a pod

@@ -102,7 +102,7 @@ func newFixtureOn(t *testing.T, nodes []*corev1.Node, args Args, podGroups []*v1
 	if args.PermitTimeoutSeconds == 0 {
 		args.PermitTimeoutSeconds = defaultPermitTimeoutSeconds
 	}
-	model := group.NewModel(schedulinglisters.NewPodGroupLister(f.podGroups), f.pods)
+	model := group.NewModel(schedulinglisters.NewPodGroupLister(f.podGroups), f.pods, topology.SchedulerName)
 	factory := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		f.gang = newGang(h, args, model, f.clock)
 		return f.gang, nil
@@ -168,7 +168,7 @@ func (p *podGroupWrapper) Elastic(roles, elastic string) *podGroupWrapper {
 func (p *podGroupWrapper) Obj() *v1alpha1.PodGroup { return &p.PodGroup }
 
 func member(group, name string) *st.PodWrapper {
-	return st.MakePod().Namespace(ns).Name(name).UID(name).Label(topology.GroupLabel, group)
+	return st.MakePod().Namespace(ns).Name(name).UID(name).SchedulerName(topology.SchedulerName).Label(topology.GroupLabel, group)
 }
 
 // reserveAndPermit runs a member through Reserve and Permit as the

@@ -26,10 +26,12 @@ const evictTimeout = 30 * time.Second
 // once its schedule timeout has passed since its last bind, if it still
 // has members waiting and fewer than minMember placed, its bound members
 // are evicted. The decision reads only API objects (the bind times are
-// the pods' PodScheduled conditions), so it survives a restart.
+// the pods' PodScheduled conditions), so it survives a restart. A gang
+// that once had its quorum is not partly bound (Model.HadQuorum): members
+// added later, for a raised minMember, wait, and nothing running is taken.
 func (g *Gang) expirePartlyBound(logger klog.Logger, key types.NamespacedName, now time.Time) {
 	pg := g.podGroup(key)
-	if pg == nil {
+	if pg == nil || g.groups.HadQuorum(key, pg) {
 		return
 	}
 	bound, lastBind := g.groups.Bound(key)
@@ -70,8 +72,12 @@ func (g *Gang) evictIfStranded(logger klog.Logger, key types.NamespacedName, now
 
 // strandedMembers returns the bound members of a gang that cannot complete
 // (members pending, fewer than minMember bound, reserved or succeeded),
-// and why; none when the gang is whole or on its way.
+// and why; none when the gang is whole, on its way, or once had its
+// quorum.
 func (g *Gang) strandedMembers(key types.NamespacedName, pg *v1alpha1.PodGroup) ([]*corev1.Pod, string) {
+	if g.groups.HadQuorum(key, pg) {
+		return nil, ""
+	}
 	pods, err := g.groups.Members(key)
 	if err != nil {
 		return nil, ""

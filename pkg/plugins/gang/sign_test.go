@@ -40,9 +40,9 @@ func TestSignPodSharesASignatureOnlyWhereHeldRoomsCannotTellPodsApart(t *testing
 		return oneCPU(member(group, name).Label(topology.RoleLabel, "worker"))
 	}
 
-	plain := sign(oneCPU(st.MakePod().Namespace(ns).Name("p0")))
+	plain := sign(oneCPU(st.MakePod().Namespace(ns).Name("p0").SchedulerName(topology.SchedulerName)))
 	require.NotNil(t, plain, "a profile whose filters all sign batches its pods")
-	assert.Equal(t, plain, sign(oneCPU(st.MakePod().Namespace(ns).Name("p1"))), "pods of no group share one")
+	assert.Equal(t, plain, sign(oneCPU(st.MakePod().Namespace(ns).Name("p1").SchedulerName(topology.SchedulerName))), "pods of no group share one")
 	assert.Equal(t, plain, sign(worker("a", "a0")), "a rigid gang's member is filtered as a pod of no group")
 	assert.Equal(t, sign(worker("a", "a0")), sign(worker("b", "b0")), "so are the members of two rigid gangs")
 	assert.Equal(t, plain, sign(worker("mpi", "w0")), "and the workers of a gang whose launcher comes late")

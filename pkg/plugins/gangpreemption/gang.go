@@ -114,7 +114,7 @@ func (pl *GangPreemption) makeRoomForGang(ctx context.Context, state fwk.CycleSt
 	if err := snapshot.StartMutations(); err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
 	}
-	search := &gangSearch{pl: pl, ctx: ctx, logger: logger, snapshot: snapshot, pdbs: pdbs, promised: pl.going.promised(key, pl.groups.Attempts().IsAdmitted), alike: newAlike()}
+	search := &gangSearch{pl: pl, ctx: ctx, logger: logger, snapshot: snapshot, pdbs: pdbs, promised: pl.going.promised(key, pl.waitsForRoomMade), alike: newAlike()}
 	status := search.run(key, members)
 	if err := snapshot.EndMutations(); err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))

@@ -68,16 +68,23 @@ func (g *going) start(key types.NamespacedName, victims []*corev1.Pod, now time.
 }
 
 // promised returns the nodes of the victims preempted for other gangs
-// that are not admitted yet (admitted says): the room there is theirs, and
-// another gang's search leaves it alone. It stays theirs after the victims
-// are gone, until their members hold it: a search that saw the freed room
-// as free would take it, and the gang it was made for would preempt again.
-func (g *going) promised(except types.NamespacedName, admitted func(types.NamespacedName) bool) sets.Set[string] {
+// that still wait for that room (waits says): the room there is theirs,
+// and another gang's search leaves it alone. It stays theirs after the
+// victims are gone, until their members hold it: a search that saw the
+// freed room as free would take it, and the gang it was made for would
+// preempt again. A gang that no longer waits (admitted, bound, or gone) is
+// forgotten here, so its room is promised to nobody.
+func (g *going) promised(except types.NamespacedName, waits func(types.NamespacedName) bool) sets.Set[string] {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	nodes := sets.New[string]()
 	for key, p := range g.byGang {
-		if key == except || admitted(key) {
+		if key == except {
+			continue
+		}
+		if !waits(key) {
+			g.forgetUnlocked(p)
+			delete(g.byGang, key)
 			continue
 		}
 		for _, v := range p.victims {
@@ -189,4 +196,12 @@ func (pl *GangPreemption) waitingForVictims(_ context.Context, pod *corev1.Pod) 
 func (pl *GangPreemption) exists(pod *corev1.Pod) bool {
 	p, err := pl.evaluator.PodLister.Pods(pod.Namespace).Get(pod.Name)
 	return err == nil && p.UID == pod.UID
+}
+
+// waitsForRoomMade reports whether a gang victims were preempted for still
+// waits for that room: its PodGroup exists, it is not admitted, and it
+// lacks members for its minMember.
+func (pl *GangPreemption) waitsForRoomMade(key types.NamespacedName) bool {
+	pg := pl.groups.PodGroup(key)
+	return pg != nil && !pl.groups.Attempts().IsAdmitted(key) && len(pl.groups.LackingMembers(key, pg.Spec.MinMember)) > 0
 }

@@ -165,13 +165,15 @@ func TestTheNodesOfVictimsAnotherGangWaitsForAreLeftAlone(t *testing.T) {
 	mine, theirs := types.NamespacedName{Namespace: "ns", Name: "mine"}, types.NamespacedName{Namespace: "ns", Name: "theirs"}
 	victims := victimPods([]*unit{victim("low", 1, 0, 1)})
 	victims[0].Spec.NodeName = "node-1"
-	admitted := false
-	isAdmitted := func(types.NamespacedName) bool { return admitted }
+	waiting := true
+	waits := func(types.NamespacedName) bool { return waiting }
 	g.start(theirs, victims, epoch, func(*corev1.Pod) bool { return true })
-	assert.True(t, g.promised(mine, isAdmitted).Has("node-1"), "another gang's room")
-	assert.False(t, g.promised(theirs, isAdmitted).Has("node-1"), "a gang's own room")
+	assert.True(t, g.promised(mine, waits).Has("node-1"), "another gang's room")
+	assert.False(t, g.promised(theirs, waits).Has("node-1"), "a gang's own room")
 	g.deleted(victims[0].UID)
-	assert.True(t, g.promised(mine, isAdmitted).Has("node-1"), "the victim is gone, but the gang's members do not hold the room yet")
-	admitted = true
-	assert.False(t, g.promised(mine, isAdmitted).Has("node-1"), "admitted: its members hold the room, which is no longer promised")
+	assert.True(t, g.promised(mine, waits).Has("node-1"), "the victim is gone, but the gang's members do not hold the room yet")
+	waiting = false
+	assert.False(t, g.promised(mine, waits).Has("node-1"), "admitted: its members hold the room, which is no longer promised")
+	waiting = true
+	assert.False(t, g.promised(mine, waits).Has("node-1"), "a gang that stopped waiting is forgotten: a later look at it (its attempt forgotten, its PodGroup made again) promises it nothing")
 }

@@ -62,7 +62,7 @@ func newFixture(t *testing.T, annotations map[string]string, pods ...*corev1.Pod
 		require.NoError(t, f.pods.Add(pod))
 	}
 	factory := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		f.plugin = newLaunchOrder(h, group.NewModel(schedulinglisters.NewPodGroupLister(podGroups), f.pods), testingclock.NewFakeClock(time.Now()))
+		f.plugin = newLaunchOrder(h, group.NewModel(schedulinglisters.NewPodGroupLister(podGroups), f.pods, topology.SchedulerName), testingclock.NewFakeClock(time.Now()))
 		return f.plugin, nil
 	}
 	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
@@ -90,7 +90,7 @@ func (f *fixture) turnReady(t *testing.T, pod *corev1.Pod) {
 }
 
 func rolePod(role, name string) *st.PodWrapper {
-	return st.MakePod().Namespace(ns).Name(name).UID(name).
+	return st.MakePod().Namespace(ns).Name(name).UID(name).SchedulerName(topology.SchedulerName).
 		Label(topology.GroupLabel, "job").Label(topology.RoleLabel, role)
 }
 

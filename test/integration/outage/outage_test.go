@@ -82,6 +82,16 @@ func TestAControllerOutageStopsNothingAlreadyRunning(t *testing.T) {
 		return list.Items, nil
 	})
 
+	// A PodGroup of muster's, which muster-controller validates, kept by
+	// its owner with a finalizer.
+	annotated := framework.CreatePodGroup(t, ns, "annotated", 2, map[string]string{
+		topology.FrameworkAnnotation: "pytorch", topology.RolesAnnotation: "master=1,worker=1",
+	})
+	if _, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns).Patch(ctx, annotated.Name, types.MergePatchType,
+		[]byte(`{"metadata":{"finalizers":["`+holdFinalizer+`"]}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("giving the PodGroup a finalizer: %v", err)
+	}
+
 	resume, err := framework.Cluster().Pause("muster-controller")
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +141,26 @@ func TestAControllerOutageStopsNothingAlreadyRunning(t *testing.T) {
 		}
 		framework.Eventually(t, "the grouped pod gone", func(ctx context.Context) (bool, error) {
 			_, err := pods.Get(ctx, solo.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, nil
+			}
+			return false, fmt.Errorf("still there: %v", err)
+		})
+	})
+
+	t.Run("muster's PodGroup is labelled, deleted and its owner's finalizer removed: it goes", func(t *testing.T) {
+		podGroups := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns)
+		if _, err := podGroups.Patch(ctx, annotated.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}}}`), metav1.PatchOptions{}); err != nil {
+			t.Errorf("labelling muster's PodGroup: %v", err)
+		}
+		if err := podGroups.Delete(ctx, annotated.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("deleting muster's PodGroup: %v", err)
+		}
+		if _, err := podGroups.Patch(ctx, annotated.Name, types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{}); err != nil {
+			t.Fatalf("removing the finalizer of muster's PodGroup: %v", err)
+		}
+		framework.Eventually(t, "muster's PodGroup gone", func(ctx context.Context) (bool, error) {
+			_, err := podGroups.Get(ctx, annotated.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return true, nil
 			}

@@ -7,6 +7,7 @@ package workloadapi
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -623,4 +624,117 @@ func waitForEvent(t *testing.T, namespace, regarding, reason string) eventsv1.Ev
 		}
 		return eventsv1.Event{}, fmt.Errorf("no %s event about %s/%s", reason, namespace, regarding)
 	})
+}
+
+// TestJobsWithLongNamesStart: the Job controller names a Job's PodGroup
+// from the Job's name twice, plus hashes, past the 63 characters of a
+// label value. A gang Job and a plain Job of muster-scheduler, each with a
+// name of 24 or more characters, start: every pod is created, labelled
+// for its group's Service with one value of at most 63 characters, and
+// bound.
+func TestJobsWithLongNamesStart(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-controller")
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "4")
+	template := framework.InPool(framework.MemberPod(ns, "unused", 0, "1").Obj(), ns)
+	delete(template.Labels, topology.GroupLabel)
+	gang := indexedJob(template, "distributed-training-run", 2)
+	gang.Spec.Scheduling = &batchv1.JobSchedulingConfiguration{
+		SchedulingPolicy: &schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy{
+			Gang: &schedulingv1alpha3.WorkloadPodGroupGangSchedulingPolicy{MinCount: ptr.To[int32](2)},
+		},
+	}
+	createJob(t, gang)
+	createJob(t, indexedJob(template, "nightly-data-preprocessing", 2))
+
+	for _, job := range []string{gang.Name, "nightly-data-preprocessing"} {
+		pods := framework.Eventually(t, "Job "+job+"'s pods bound", func(ctx context.Context) ([]corev1.Pod, error) {
+			list, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
+			if err != nil {
+				return nil, err
+			}
+			if bound := slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return !framework.IsBound(&p) }); len(bound) != 2 {
+				return nil, fmt.Errorf("%d of 2 pods bound; %s", len(bound), jobFailure(ctx, ns, job))
+			}
+			return list.Items, nil
+		})
+		group := topology.UpstreamGroupName(&pods[0])
+		if len(group) <= 63 {
+			t.Errorf("Job %s's PodGroup %q fits a label value: the test shows nothing", job, group)
+		}
+		for _, pod := range pods {
+			if got, want := pod.Labels[topology.UpstreamMemberLabel], topology.UpstreamMemberValue(group); got != want || len(got) > 63 {
+				t.Errorf("pod %s is labelled %s=%q, want %q", pod.Name, topology.UpstreamMemberLabel, got, want)
+			}
+		}
+	}
+}
+
+// jobFailure says why the Job's pods are not created, from its events.
+func jobFailure(ctx context.Context, namespace, job string) string {
+	events, err := framework.Client.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", "FailedCreate").String()})
+	if err != nil || len(events.Items) == 0 {
+		return "no FailedCreate event"
+	}
+	return events.Items[len(events.Items)-1].Note
+}
+
+// TestAPodOfAnotherSchedulerIsNoMember: a gang of 3 of a
+// scheduling.k8s.io PodGroup has two pods of muster-scheduler and one of
+// another scheduler. The other pod is no member: muster's two wait
+// outside the queue, told 2/3, holding no room, and are bound once a
+// third pod of muster-scheduler comes; the other pod is left as it was.
+// A pod of another scheduler that carries muster's member label is
+// refused at the door, naming spec.schedulerName.
+func TestAPodOfAnotherSchedulerIsNoMember(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "4")
+	createUpstreamGang(t, ns, "mixed", 3)
+	const gated = `scheduler_pending_pods{queue="gated"}`
+	gatedBefore := framework.SchedulerMetrics(t)[gated]
+	foreign := upstreamMember(ns, "mixed", 9)
+	foreign.Spec.SchedulerName = corev1.DefaultSchedulerName
+	framework.CreatePods(t, foreign, upstreamMember(ns, "mixed", 0), upstreamMember(ns, "mixed", 1))
+
+	framework.Eventually(t, "muster's two members kept out of the queue", func(context.Context) (float64, error) {
+		if n := framework.SchedulerMetrics(t)[gated]; n < gatedBefore+2 {
+			return n, fmt.Errorf("%s is %v, was %v", gated, n, gatedBefore)
+		}
+		return 0, nil
+	})
+	want := topology.WaitingForMembersMessage(types.NamespacedName{Namespace: ns, Name: "mixed"}, 2, 3)
+	for _, name := range []string{"mixed-0", "mixed-1"} {
+		framework.WaitForPod(t, ns, name, want, func(pod *corev1.Pod) bool {
+			c := framework.Condition(pod, corev1.PodScheduled)
+			return c != nil && c.Message == want && !framework.IsBound(pod)
+		})
+	}
+
+	framework.CreatePods(t, upstreamMember(ns, "mixed", 2))
+	for _, name := range []string{"mixed-0", "mixed-1", "mixed-2"} {
+		framework.WaitForPod(t, ns, name, "bound", framework.IsBound)
+	}
+	other, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), foreign.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, labelled := other.Labels[topology.UpstreamMemberLabel]; labelled || len(other.Status.Conditions) > 0 {
+		t.Errorf("the other scheduler's pod was changed: labels %v, conditions %v", other.Labels, other.Status.Conditions)
+	}
+
+	impostor := framework.InPool(plainUpstreamless(ns, "impostor"), ns)
+	impostor.Labels[topology.UpstreamMemberLabel] = topology.UpstreamMemberValue("mixed")
+	impostor.Labels[topology.RoleLabel], impostor.Labels[topology.IndexLabel] = "worker", "0"
+	_, err = framework.Client.CoreV1().Pods(ns).Create(context.Background(), impostor, metav1.CreateOptions{})
+	if want := "spec.schedulerName"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), topology.UpstreamMemberLabel) {
+		t.Errorf("creating a default-scheduler pod with %s: got %v, want a refusal naming %s", topology.UpstreamMemberLabel, err, want)
+	}
+}
+
+// plainUpstreamless is a pod of the default scheduler, in no group.
+func plainUpstreamless(namespace, name string) *corev1.Pod {
+	pod := framework.MemberPod(namespace, name, 0, "100m").Name(name).SchedulerName(corev1.DefaultSchedulerName).Obj()
+	delete(pod.Labels, topology.GroupLabel)
+	return pod
 }

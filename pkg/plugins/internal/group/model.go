@@ -8,12 +8,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -65,6 +67,14 @@ type Model struct {
 	// list; nil when it always does (NewModel's callers fill the indexer
 	// first).
 	boundObserved func() bool
+	// quorumHad holds, by group, the UID of its PodGroup once minMember
+	// of its members were bound: the gang is admitted for good.
+	quorumHad map[types.NamespacedName]types.UID
+	// schedulers are the names of the scheduler's profiles: a group's
+	// members are the pods that name one (topology.NotAMember). Each
+	// profile adds its name as it is built; the set is replaced, never
+	// changed, so that it is read without a lock.
+	schedulers atomic.Pointer[sets.Set[string]]
 
 	// The scheduler's own state of its groups, which no API object holds.
 	attempts *Attempts
@@ -81,16 +91,20 @@ type parsedTopology struct {
 }
 
 // NewModel returns a model over a PodGroup lister and a pod indexer that
-// has the group index; the plugins' unit tests build theirs this way.
-func NewModel(podGroups schedulinglisters.PodGroupLister, pods cache.Indexer) *Model {
+// has the group index, for the pods of the named schedulers; the plugins'
+// unit tests build theirs this way.
+func NewModel(podGroups schedulinglisters.PodGroupLister, pods cache.Indexer, schedulers ...string) *Model {
 	m := &Model{
 		podGroups: podGroups, pods: pods,
-		parsed:   map[types.NamespacedName]parsedTopology{},
-		bound:    map[types.NamespacedName]map[types.UID]time.Time{},
-		attempts: NewAttempts(reportWaitingGangs),
-		rooms:    NewRooms(),
-		heldTold: told{pods: sets.New[types.UID]()},
+		parsed:    map[types.NamespacedName]parsedTopology{},
+		bound:     map[types.NamespacedName]map[types.UID]time.Time{},
+		quorumHad: map[types.NamespacedName]types.UID{},
+		attempts:  NewAttempts(reportWaitingGangs),
+		rooms:     NewRooms(),
+		heldTold:  told{pods: sets.New[types.UID]()},
 	}
+	names := sets.New(schedulers...)
+	m.schedulers.Store(&names)
 	for _, obj := range pods.List() {
 		m.observePod(obj)
 	}
@@ -112,6 +126,8 @@ func ModelFor(ctx context.Context, handle fwk.Handle) (*Model, error) {
 	modelsMu.Lock()
 	defer modelsMu.Unlock()
 	if m, ok := models[handle.SharedInformerFactory()]; ok {
+		names := m.schedulers.Load().Clone().Insert(handle.ProfileName())
+		m.schedulers.Store(&names)
 		return m, nil
 	}
 	registerMetrics()
@@ -125,7 +141,7 @@ func ModelFor(ctx context.Context, handle fwk.Handle) (*Model, error) {
 	}
 	factory := schedulinginformers.NewSharedInformerFactory(client, 0)
 	podGroups := factory.Scheduling().V1alpha1().PodGroups()
-	m := NewModel(podGroups.Lister(), podInformer.GetIndexer())
+	m := NewModel(podGroups.Lister(), podInformer.GetIndexer(), handle.ProfileName())
 	m.podGroupInformer, m.podInformer = podGroups.Informer(), podInformer
 	if _, err := m.podGroupInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: m.forgetGroup}); err != nil {
 		return nil, fmt.Errorf("watching PodGroups: %w", err)
@@ -278,9 +294,45 @@ func (m *Model) UpstreamPodGroup(key types.NamespacedName) *schedulingv1beta1.Po
 	return upstream
 }
 
-// Members returns the pods of the group that the scheduler sees.
+// Members returns the group's members that the scheduler sees: the pods
+// that name it, but those NotAMember leaves out.
 func (m *Model) Members(key types.NamespacedName) ([]*corev1.Pod, error) {
-	return Members(m.pods, key)
+	pods, err := Members(m.pods, key)
+	if err != nil {
+		return nil, err
+	}
+	pg := m.PodGroup(key)
+	return slices.DeleteFunc(pods, func(pod *corev1.Pod) bool { return m.NotAMember(pod, pg) != "" }), nil
+}
+
+// NotAMember says why a pod that names the group of pg (nil when it has
+// no PodGroup) is not one of its members, or returns "" when it is.
+func (m *Model) NotAMember(pod *corev1.Pod, pg *v1alpha1.PodGroup) string {
+	return topology.NotAMember(pod, pg, m.isOurs)
+}
+
+func (m *Model) isOurs(schedulerName string) bool {
+	return m.schedulers.Load().Has(schedulerName)
+}
+
+// HadQuorum reports whether the group's gang once had its quorum: minMember
+// members bound at once, seen by this scheduler, or, for an upstream
+// PodGroup, its PodGroupInitiallyScheduled condition True. Such a gang is
+// admitted for good, as upstream's terminal condition says: a later change
+// (a raised minMember) never makes it partly bound, and never evicts what
+// runs.
+func (m *Model) HadQuorum(key types.NamespacedName, pg *v1alpha1.PodGroup) bool {
+	m.mu.Lock()
+	had := m.quorumHad[key] == pg.UID || int32(len(m.boundOf(key))) >= pg.Spec.MinMember
+	m.mu.Unlock()
+	if had {
+		return true
+	}
+	if !topology.IsUpstream(pg) {
+		return false
+	}
+	upstream := m.UpstreamPodGroup(key)
+	return upstream != nil && upstream.UID == pg.UID && apimeta.IsStatusConditionTrue(upstream.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled)
 }
 
 // Topology returns the group's topology: nil when its PodGroup does not
@@ -325,6 +377,7 @@ func (m *Model) forgetGroup(obj any) {
 	if key, ok := KeyOf(obj); ok {
 		m.mu.Lock()
 		delete(m.parsed, key)
+		delete(m.quorumHad, key)
 		m.mu.Unlock()
 		m.attempts.Forget(key)
 		m.rooms.Release(key)
@@ -418,9 +471,11 @@ func (m *Model) observePod(obj any) {
 	if !ok {
 		return
 	}
+	pg := m.PodGroup(key)
+	notAMember := m.NotAMember(pod, pg) != ""
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if pod.Spec.NodeName == "" || !topology.IsActiveMember(pod) {
+	if notAMember || pod.Spec.NodeName == "" || !topology.IsActiveMember(pod) {
 		m.dropBound(key, pod.UID)
 		return
 	}
@@ -428,6 +483,9 @@ func (m *Model) observePod(obj any) {
 		m.bound[key] = map[types.UID]time.Time{}
 	}
 	m.bound[key][pod.UID] = boundAt(pod)
+	if pg != nil && int32(len(m.bound[key])) >= pg.Spec.MinMember {
+		m.quorumHad[key] = pg.UID
+	}
 }
 
 func (m *Model) forgetPod(obj any) {

@@ -109,13 +109,13 @@ func TestInitiallyScheduled(t *testing.T) {
 // handler has caught up.
 func TestBoundMembersAreCountedFromTheStoreUntilTheHandlerCaughtUp(t *testing.T) {
 	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexName: IndexFunc})
-	m := NewModel(schedulinglisters.NewPodGroupLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), pods)
+	m := NewModel(schedulinglisters.NewPodGroupLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), pods, topology.SchedulerName)
 	key := types.NamespacedName{Namespace: "ns", Name: "late"}
 	for i, node := range []string{"n1", "n2", ""} {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("late-%d", i), UID: types.UID(fmt.Sprintf("u%d", i)),
 				Labels: map[string]string{topology.GroupLabel: "late"}},
-			Spec: corev1.PodSpec{NodeName: node},
+			Spec: corev1.PodSpec{NodeName: node, SchedulerName: topology.SchedulerName},
 		}
 		// In the store, not yet observed by the model's handler.
 		require.NoError(t, pods.Add(pod))
@@ -126,4 +126,118 @@ func TestBoundMembersAreCountedFromTheStoreUntilTheHandlerCaughtUp(t *testing.T)
 
 	caughtUp = true
 	assert.Equal(t, int32(0), m.BoundCount(key), "the handler's count, once it has the initial list (none observed here)")
+}
+
+// testGroup is a model of one scheduler-plugins PodGroup, ns/train of
+// minMember min, whose pods the test adds with add.
+type testGroup struct {
+	m         *Model
+	podGroups cache.Indexer
+	pods      cache.Indexer
+	pg        *v1alpha1.PodGroup
+	key       types.NamespacedName
+}
+
+func newTestGroup(t *testing.T, min int32) *testGroup {
+	g := &testGroup{
+		podGroups: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
+		pods:      cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexName: IndexFunc}),
+		pg:        &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train", UID: "first"}, Spec: v1alpha1.PodGroupSpec{MinMember: min}},
+		key:       types.NamespacedName{Namespace: "ns", Name: "train"},
+	}
+	require.NoError(t, g.podGroups.Add(g.pg))
+	g.m = NewModel(schedulinglisters.NewPodGroupLister(g.podGroups), g.pods, topology.SchedulerName)
+	return g
+}
+
+// add adds a member of the group, bound to node unless it is "", for
+// scheduler, built for the PodGroup of UID builtFor unless it is "".
+func (g *testGroup) add(t *testing.T, name, node, scheduler, builtFor string) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name), Labels: map[string]string{topology.GroupLabel: "train"}},
+		Spec:       corev1.PodSpec{NodeName: node, SchedulerName: scheduler},
+	}
+	if builtFor != "" {
+		pod.Annotations = map[string]string{topology.BuiltForAnnotation: builtFor}
+	}
+	require.NoError(t, g.pods.Add(pod))
+	g.m.observePod(pod)
+	return pod
+}
+
+func (g *testGroup) setPodGroup(t *testing.T, change func(*v1alpha1.PodGroup)) {
+	pg := g.pg.DeepCopy()
+	change(pg)
+	require.NoError(t, g.podGroups.Update(pg))
+	g.pg = pg
+}
+
+func names(pods []*corev1.Pod) []string {
+	var out []string
+	for _, pod := range pods {
+		out = append(out, pod.Name)
+	}
+	return out
+}
+
+// TestMembersAreTheGroupsSchedulersPodsBuiltForItsPodGroup: a pod of
+// another scheduler, and one built for an earlier PodGroup of the name,
+// name the group but are not among its members, nor counted bound.
+func TestMembersAreTheGroupsSchedulersPodsBuiltForItsPodGroup(t *testing.T) {
+	g := newTestGroup(t, 2)
+	g.add(t, "ours", "n1", topology.SchedulerName, "first")
+	g.add(t, "gang-only", "", topology.SchedulerName, "")
+	foreign := g.add(t, "foreign", "n1", corev1.DefaultSchedulerName, "")
+	stale := g.add(t, "stale", "n1", topology.SchedulerName, "earlier")
+
+	members, err := g.m.Members(g.key)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"ours", "gang-only"}, names(members))
+	assert.Equal(t, int32(1), g.m.BoundCount(g.key), "only muster's member built for this PodGroup is counted bound")
+	assert.Contains(t, g.m.NotAMember(foreign, g.pg), "spec.schedulerName")
+	assert.Contains(t, g.m.NotAMember(stale, g.pg), "built for an earlier PodGroup")
+}
+
+// TestAGangThatHadItsQuorumKeepsIt: once minMember members were bound, the
+// gang had its quorum, through a raised minMember and the loss of a
+// member; a PodGroup made again under the name has not.
+func TestAGangThatHadItsQuorumKeepsIt(t *testing.T) {
+	g := newTestGroup(t, 2)
+	g.add(t, "a", "n1", topology.SchedulerName, "")
+	assert.False(t, g.m.HadQuorum(g.key, g.pg), "1 of 2 bound")
+	g.add(t, "b", "n1", topology.SchedulerName, "")
+	assert.True(t, g.m.HadQuorum(g.key, g.pg), "2 of 2 bound")
+
+	g.setPodGroup(t, func(pg *v1alpha1.PodGroup) { pg.Spec.MinMember = 3 })
+	g.add(t, "c", "", topology.SchedulerName, "")
+	assert.True(t, g.m.HadQuorum(g.key, g.pg), "minMember raised to 3: the gang still had its quorum")
+
+	g.m.forgetPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b", Labels: map[string]string{topology.GroupLabel: "train"}}})
+	assert.True(t, g.m.HadQuorum(g.key, g.pg), "a member gone: the gang still had its quorum")
+
+	g.m.forgetGroup(g.pg)
+	g.setPodGroup(t, func(pg *v1alpha1.PodGroup) { pg.UID = "second" })
+	assert.False(t, g.m.HadQuorum(g.key, g.pg), "a PodGroup made again under the name starts anew")
+}
+
+// TestAnUpstreamGangInitiallyScheduledHadItsQuorum: upstream's terminal
+// PodGroupInitiallyScheduled condition says so for a scheduler that never
+// saw the gang bound, as after a restart.
+func TestAnUpstreamGangInitiallyScheduledHadItsQuorum(t *testing.T) {
+	upstream := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "up", UID: "up"},
+		Spec:       schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 3}}},
+	}
+	require.NoError(t, upstream.Add(pg))
+	m := NewModel(schedulinglisters.NewPodGroupLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})),
+		cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexName: IndexFunc}), topology.SchedulerName)
+	m.upstream = schedulingv1beta1listers.NewPodGroupLister(upstream)
+	key := types.NamespacedName{Namespace: "ns", Name: "up"}
+	assert.False(t, m.HadQuorum(key, topology.FromUpstream(pg)))
+
+	scheduled := pg.DeepCopy()
+	apimeta.SetStatusCondition(&scheduled.Status.Conditions, metav1.Condition{Type: schedulingv1beta1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue, Reason: "Scheduled"})
+	require.NoError(t, upstream.Update(scheduled))
+	assert.True(t, m.HadQuorum(key, topology.FromUpstream(scheduled)))
 }
