@@ -2,14 +2,18 @@ package topology
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -287,9 +291,23 @@ func (t *Topology) parseLate(annotations map[string]string) field.ErrorList {
 		if _, known := t.Replicas[role]; !known {
 			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("names role %q, which %s does not list", role, RolesAnnotation)))
 		}
+		requests := t.Late[role].Requests
+		for _, name := range slices.Sorted(maps.Keys(requests)) {
+			switch q := requests[name]; {
+			case q.Sign() < 0:
+				errs = append(errs, field.Invalid(path, v, fmt.Sprintf("role %s requests %s of %s; a request is never negative", role, q.String(), name)))
+			case name == corev1.ResourceCPU && q.Cmp(maxLateCPU) > 0:
+				errs = append(errs, field.Invalid(path, v, fmt.Sprintf("role %s requests %s CPUs, more than the %s any node has: its room could never be held; write what one pod of the role requests", role, q.String(), maxLateCPU.String())))
+			}
+		}
 	}
 	return errs
 }
+
+// maxLateCPU bounds the CPUs a late member may request: no node has more,
+// so a larger request is a mistake (a count of millicores written as
+// cores, say), not a room to hold.
+var maxLateCPU = resource.MustParse("4096")
 
 // IsLate reports whether role's pods are created only after others are
 // Ready: the group holds their room until they come.
@@ -341,6 +359,10 @@ func (t *Topology) parseRoles(annotations map[string]string) field.ErrorList {
 			continue
 		}
 		n, err := strconv.ParseInt(count, 10, 32)
+		if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(count, "-") {
+			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("role %s has %s replicas, more than the %d a role may have", role, count, math.MaxInt32)))
+			continue
+		}
 		if err != nil || n < 1 {
 			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("role %s has replicas %q; it must be a positive whole number", role, count)))
 			continue
@@ -351,6 +373,32 @@ func (t *Topology) parseRoles(annotations map[string]string) field.ErrorList {
 		}
 		t.Roles = append(t.Roles, role)
 		t.Replicas[role] = int32(n)
+	}
+	return errs
+}
+
+// misspelledOrderRoles refuses a role that is a likely misspelling (at
+// most two edits) of a role the framework's default order names and the
+// group lacks: that order would silently lose the role, and a launcher
+// written "lancher" would bind before its workers.
+func (t *Topology) misspelledOrderRoles() field.ErrorList {
+	known := sets.New[string]()
+	for _, chain := range defaultOrders[t.Framework] {
+		known.Insert(chain...)
+	}
+	var errs field.ErrorList
+	for _, role := range t.Roles {
+		if known.Has(role) {
+			continue
+		}
+		for _, want := range sets.List(known) {
+			if _, has := t.Replicas[want]; !has && editDistance(role, want) <= 2 {
+				errs = append(errs, field.Invalid(annotationPath(RolesAnnotation), role, fmt.Sprintf(
+					"role %q is not one of %s's, and its launch order waits for a role %q the group lacks; rename the role %s, or set %s (none for no order)",
+					role, t.Framework, want, want, LaunchOrderAnnotation)))
+				break
+			}
+		}
 	}
 	return errs
 }
@@ -371,7 +419,7 @@ func (t *Topology) parseOrder(annotations map[string]string) field.ErrorList {
 			}
 			t.addChain(present)
 		}
-		return nil
+		return t.misspelledOrderRoles()
 	}
 	var errs field.ErrorList
 	for _, spec := range strings.Split(v, ",") {

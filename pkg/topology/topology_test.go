@@ -158,6 +158,26 @@ func TestParseErrors(t *testing.T) {
 			want:        []string{`role worker has replicas "zero"; it must be a positive whole number`},
 		},
 		{
+			name:        "a count past a whole number's range",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=9223372036854775807"},
+			want:        []string{`role worker has 9223372036854775807 replicas, more than the 2147483647 a role may have`},
+		},
+		{
+			name:        "a misspelled launcher, which the default order would lose",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "lancher=1,worker=2"},
+			want:        []string{`metadata.annotations[muster.dev/roles]: Invalid value: "lancher": role "lancher" is not one of mpi's, and its launch order waits for a role "launcher" the group lacks; rename the role launcher, or set muster.dev/launch-order (none for no order)`},
+		},
+		{
+			name:        "a negative late request",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", LateMembersAnnotation: `{"launcher":{"requests":{"cpu":"-5"}}}`},
+			want:        []string{`role launcher requests -5 of cpu; a request is never negative`},
+		},
+		{
+			name:        "an absurd late request",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", LateMembersAnnotation: `{"launcher":{"requests":{"cpu":"100000"}}}`},
+			want:        []string{`metadata.annotations[muster.dev/late-members]: Invalid value: "{\"launcher\":{\"requests\":{\"cpu\":\"100000\"}}}": role launcher requests 100k CPUs, more than the 4096 any node has`},
+		},
+		{
 			name:        "a zero count",
 			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=0"},
 			want:        []string{`role launcher has replicas "0"`},

@@ -96,6 +96,10 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if err != nil {
 		return err
 	}
+	if pg.DeletionTimestamp != nil {
+		return invalidPod(pod, field.ErrorList{field.Invalid(groupPath(pod), key.Name,
+			fmt.Sprintf("PodGroup %s is being deleted, so no member joins it; create the pod once the PodGroup is gone and made again, or name another group", key))})
+	}
 	// The operator's members keep its hostnames, Service and environment;
 	// muster adds nothing to them, even before their topology is derived.
 	if owner, awaits := topology.AwaitsDerivation(pg); awaits {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/stretchr/testify/assert"
@@ -83,6 +84,7 @@ func TestPodDefaulter(t *testing.T) {
 		podGroup("mpi", 3, mpi),
 		podGroup("gang", 3, nil),
 		podGroup("cyclic", 2, map[string]string{topology.RolesAnnotation: "a=1,b=1", topology.LaunchOrderAnnotation: "a>b>a"}),
+		terminating(podGroup("going", 1, nil)),
 		&schedulingv1beta1.PodGroup{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "upstream-gang"},
 			Spec:       schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 2}}},
@@ -105,6 +107,8 @@ func TestPodDefaulter(t *testing.T) {
 	existing := []client.Object{
 		member("mpi").Name("mpi-worker-0").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0").Obj(),
 		member("mpi").Name("old-launcher").Label(topology.RoleLabel, "launcher").Label(topology.IndexLabel, "0").Phase(corev1.PodFailed).Obj(),
+		member("mpi").Name("stale-launcher").Label(topology.RoleLabel, "launcher").Label(topology.IndexLabel, "0").Annotation(topology.BuiltForAnnotation, "uid-earlier").Obj(),
+		member("mpi").Name("def-worker-1").SchedulerName(corev1.DefaultSchedulerName).Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "1").Obj(),
 	}
 	tests := []struct {
 		name        string
@@ -115,9 +119,11 @@ func TestPodDefaulter(t *testing.T) {
 	}{
 		{"not grouped", st.MakePod().Namespace("team-a").Name("p").Container("c").Obj(), true, false, ""},
 		{"gang only", member("gang").Obj(), true, false, ""},
+		{"in a PodGroup being deleted", member("going").Obj(), false, false,
+			`metadata.labels[scheduling.x-k8s.io/pod-group]: Invalid value: "going": PodGroup team-a/going is being deleted, so no member joins it`},
 		{"no PodGroup yet, no role", member("later").Obj(), true, false, ""},
 		{"no PodGroup yet, with a role", member("later").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0").Obj(), false, false, "create the PodGroup before its pods"},
-		{"a member", member("mpi").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "1").Obj(), true, true, ""},
+		{"a member, whose role and index only another scheduler's pod holds", member("mpi").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "1").Obj(), true, true, ""},
 		{"no role", member("mpi").Label(topology.IndexLabel, "0").Obj(), false, false, "metadata.labels[muster.dev/role]: Required value"},
 		{"index out of range", member("mpi").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "2").Obj(), false, false, "index runs from 0 to 1"},
 		{"invalid topology", member("cyclic").Label(topology.RoleLabel, "a").Label(topology.IndexLabel, "0").Obj(), false, false, "the order has a cycle, a>b>a"},
@@ -127,7 +133,7 @@ func TestPodDefaulter(t *testing.T) {
 			`spec.schedulingGroup.podGroupName: Forbidden: the pod is in two gangs: scheduler-plugins PodGroup "gang" by label scheduling.x-k8s.io/pod-group, and scheduling.k8s.io PodGroup "upstream-gang", a gang of 2, here`},
 		{"in a basic scheduling.k8s.io PodGroup too, as the Job controller makes", inUpstreamGroup(member("gang").Obj(), "upstream-basic"), true, false, ""},
 		{"naming a scheduling.k8s.io PodGroup not made yet", inUpstreamGroup(member("gang").Obj(), "upstream-later"), true, false, ""},
-		{"an index taken by a finished pod", member("mpi").Label(topology.RoleLabel, "launcher").Label(topology.IndexLabel, "0").Obj(), true, true, ""},
+		{"an index taken by a finished pod, and by one built for an earlier PodGroup", member("mpi").Label(topology.RoleLabel, "launcher").Label(topology.IndexLabel, "0").Obj(), true, true, ""},
 		{"a member of a scheduling.k8s.io MPI group", upstreamMember("upstream-mpi").Label(topology.RoleLabel, "launcher").Label(topology.IndexLabel, "0").Obj(), true, true, ""},
 		{"not at its scheduling.k8s.io PodGroup's priority", upstreamMember("upstream-gang").Priority(1000).Obj(), false, false,
 			`spec.priorityClassName: Invalid value: "": the pod's priority 1000 differs from the priority 0 of its PodGroup team-a/upstream-gang`},
@@ -149,9 +155,16 @@ func TestPodDefaulter(t *testing.T) {
 			}
 			out := patched(t, tt.pod, resp)
 			assert.Contains(t, out.Spec.Containers[0].Env, corev1.EnvVar{Name: "OMPI_MCA_orte_default_hostfile", Value: "/etc/mpi/hostfile"})
+			group, _ := topology.GroupOf(tt.pod)
 			if name := topology.UpstreamGroupName(tt.pod); name != "" {
-				assert.Equal(t, name, out.Labels[topology.UpstreamMemberLabel], "an upstream member is labelled for its group's Service")
+				assert.Equal(t, topology.UpstreamMemberValue(name), out.Labels[topology.UpstreamMemberLabel], "an upstream member is labelled for its group's Service")
 			}
+			var pg client.Object = &v1alpha1.PodGroup{}
+			if topology.UpstreamGroupName(tt.pod) != "" {
+				pg = &schedulingv1beta1.PodGroup{}
+			}
+			require.NoError(t, c.Get(context.Background(), group, pg))
+			assert.Equal(t, string(pg.GetUID()), out.Annotations[topology.BuiltForAnnotation], "the member records the PodGroup it was built for")
 			again := m.Handle(context.Background(), request(t, admissionv1.Create, out, nil))
 			assert.True(t, again.Allowed)
 			assert.Empty(t, again.Patches, "a pod that has its environment is left as it is")
@@ -508,6 +521,32 @@ func TestAnElasticMembersEnvNamesTheWorkersThereAreAsItIsCreated(t *testing.T) {
 			assert.Equal(t, fmt.Sprint(len(want)), env["MUSTER_WORKER_NUM"])
 		})
 	}
+}
+
+// TestAMemberOfALongNamedUpstreamPodGroupIsLabelled: the Job controller
+// names a Job's PodGroup from the Job's name twice, past the 63
+// characters of a label value; its members are labelled all the same,
+// with the one shortened value.
+func TestAMemberOfALongNamedUpstreamPodGroupIsLabelled(t *testing.T) {
+	name := "distributed-training-run-7db8b58bb-distributed-training-run-pgt-0-5fdcb7f699"
+	gang := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name},
+		Spec:       schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 2}}},
+	}
+	m := podWebhook(t, fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(gang).Build())
+	for _, pod := range []string{"train-0", "train-1"} {
+		member := inUpstreamGroup(st.MakePod().Namespace("team-a").Name(pod).Container("trainer:1").Obj(), name)
+		resp := m.Handle(context.Background(), request(t, admissionv1.Create, member, nil))
+		require.True(t, resp.Allowed, resp.Result)
+		out := patched(t, member, resp)
+		assert.Equal(t, "distributed-training-run-7db8b_e10c44e86f6ef94c4a753a9b30dfd60e", out.Labels[topology.UpstreamMemberLabel], "pod %s", pod)
+	}
+}
+
+func terminating(pg *v1alpha1.PodGroup) *v1alpha1.PodGroup {
+	pg.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	pg.Finalizers = []string{"team-a/keep"}
+	return pg
 }
 
 func inUpstreamGroup(pod *corev1.Pod, name string) *corev1.Pod {
