@@ -410,7 +410,7 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 // rejected, which releases its reservation, and the group backs off.
 // keepPlace keeps the group's place in the queue (Attempts.Fail).
 func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1alpha1.PodGroup, reason string, backoff time.Duration, keepPlace bool) {
-	reserved, first := g.attempts.Fail(key, g.clock.Now(), backoff, keepPlace)
+	reserved, first := g.attempts.Fail(key, g.clock.Now(), backoff, keepPlace, reason)
 	g.rooms.Release(key)
 	message := fmt.Sprintf("group %s rejected: %s", key, reason)
 	for _, uid := range reserved {
@@ -451,9 +451,9 @@ func (g *Gang) heldElsewhere(pod *corev1.Pod) *fwk.Status {
 // backoffStatus rejects a member while its group backs off, or returns nil.
 func (g *Gang) backoffStatus(key types.NamespacedName) *fwk.Status {
 	now := g.clock.Now()
-	if until := g.attempts.BackoffUntil(key); now.Before(until) {
+	if until, failure := g.attempts.Backoff(key); now.Before(until) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-			fmt.Sprintf("group %s backs off after a failed attempt, for %s more", key, until.Sub(now).Round(time.Second)))
+			fmt.Sprintf("group %s backs off for %s more after a failed attempt: %s", key, until.Sub(now).Round(time.Second), failure))
 	}
 	return nil
 }

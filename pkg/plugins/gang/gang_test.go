@@ -318,7 +318,7 @@ func TestLess(t *testing.T) {
 			if tt.failed != "" {
 				key := types.NamespacedName{Namespace: ns, Name: tt.failed}
 				f.gang.attempts.Begin(key)
-				f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second, false)
+				f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second, false, "member x fits on no node")
 			}
 			assert.Equal(t, tt.want, f.gang.Less(tt.a, tt.b))
 			assert.Equal(t, !tt.want, f.gang.Less(tt.b, tt.a), "the order must be strict")
@@ -389,9 +389,10 @@ func TestPostFilterBeforeQuorumRejectsTheGroup(t *testing.T) {
 	// The group backs off, then its pending members are woken.
 	_, status = f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[0], nil)
 	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
-	assert.Contains(t, status.Message(), "backs off after a failed attempt")
+	assert.Contains(t, status.Message(), "backs off for 10s more after a failed attempt: member p2 fits on no node, and no lower-priority victims would make room",
+		"a member turned away by the backoff says why the attempt failed")
 	_, status = f.gang.PostFilter(f.ctx, nil, members[0], nil)
-	assert.Contains(t, status.Message(), "backs off after a failed attempt", "a member turned away by the backoff says so")
+	assert.Contains(t, status.Message(), "backs off for 10s more after a failed attempt: member p2 fits on no node", "a member turned away by the backoff says so")
 	assert.Empty(t, f.drainEvents(), "the backoff is not a new failure")
 	f.clock.Step(10 * time.Second)
 	assert.ElementsMatch(t, []string{"team-a/p0", "team-a/p1", "team-a/p2"}, f.activator.Activated)
@@ -598,6 +599,32 @@ func TestAPartlyBoundGangThatCompletesIsNotEvicted(t *testing.T) {
 	pods, err := f.client.CoreV1().Pods(ns).List(f.ctx, metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, pods.Items, 3, "a gang on its way is left alone")
+}
+
+// TestARaisedQuorumIsNotPartlyBound: a gang of two ran whole; its
+// minMember is raised to 3 and the third member fits nowhere. It had its
+// quorum: it is not sorted ahead as a partly bound gang, and its running
+// members are never evicted, however long the third waits.
+func TestARaisedQuorumIsNotPartlyBound(t *testing.T) {
+	members := []*corev1.Pod{boundAt(member("job", "p0"), epoch), boundAt(member("job", "p1"), epoch), member("job", "p2").Obj()}
+	pg := podGroup("job", 2).ScheduleTimeoutSeconds(30).Obj()
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg, podGroup("other", 1).Time(epoch.Add(-time.Minute)).Obj()}, members)
+	raised := pg.DeepCopy()
+	raised.Spec.MinMember = 3
+	require.NoError(t, f.podGroups.Update(raised))
+
+	other := queued(member("other", "o0").Obj(), epoch)
+	assert.True(t, f.gang.Less(other, queued(members[2], epoch.Add(time.Hour))), "the raised gang is not put ahead as partly bound")
+	f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[2], nil)
+	f.gang.PostFilter(f.ctx, nil, members[2], nil)
+	assert.Contains(t, f.drainEvents()[0], "GangRejected member p2 fits on no node")
+	f.clock.Step(time.Hour)
+	pods, err := f.client.CoreV1().Pods(ns).List(f.ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Len(t, pods.Items, 3, "nothing that runs is evicted")
+	for _, e := range f.drainEvents() {
+		assert.NotContains(t, e, "GangEvicted")
+	}
 }
 
 func TestALateMemberGetsItsRoomHeld(t *testing.T) {
@@ -826,7 +853,7 @@ func TestAnElasticGroupsExtraLeavesRoomToAGangWaitingForItsMin(t *testing.T) {
 	fail := func(group string) {
 		key := types.NamespacedName{Namespace: ns, Name: group}
 		f.gang.attempts.Begin(key)
-		f.gang.attempts.Fail(key, f.clock.Now(), time.Second, false)
+		f.gang.attempts.Fail(key, f.clock.Now(), time.Second, false, "member x fits on no node")
 		markUnschedulable(t, f, group)
 	}
 	// filter runs a cycle of the pod: PreFilter, then Filter on the node.
@@ -882,7 +909,7 @@ func TestAGangWaitingForRoomIsRetriedAtOnceWhenABoundMemberGoes(t *testing.T) {
 	})
 	rigid := types.NamespacedName{Namespace: ns, Name: "rigid"}
 	f.gang.attempts.Begin(rigid)
-	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff(), false)
+	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff(), false, "member x fits on no node")
 	markUnschedulable(t, f, "rigid")
 	handler := f.gang.podHandler(klog.Background()).(cache.FilteringResourceEventHandler)
 
@@ -898,7 +925,7 @@ func TestAGangWaitingForRoomIsRetriedAtOnceWhenABoundMemberGoes(t *testing.T) {
 	// second after its failure rather than after its whole backoff.
 	f.activator.Activated = nil
 	f.gang.attempts.Begin(rigid)
-	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff(), false)
+	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff(), false, "member x fits on no node")
 	handler.OnDelete(plain)
 	assert.NotNil(t, f.gang.backoffStatus(rigid), "within a second of its failure the gang still backs off")
 	assert.Empty(t, f.activator.Activated)

@@ -33,6 +33,9 @@ type attempt struct {
 	// group's place.
 	queuedAt     time.Time
 	backoffUntil time.Time
+	// failure says why the last attempt failed, for the members that
+	// back off.
+	failure string
 	// expiryScheduled is set while a check of a partly bound gang's
 	// deadline is pending, so that failed attempts do not add more.
 	expiryScheduled bool
@@ -167,12 +170,13 @@ func (s *Attempts) Begin(key types.NamespacedName) {
 	s.update(key, func(a *attempt) { a.inProgress = true })
 }
 
-// Fail ends the group's attempt: it returns the members still holding a
-// reservation, to be rejected, which gives their reservations up, and
-// whether this call ended the attempt (false when a sibling's failure
-// already did). keepPlace leaves the group's place in the queue as it
-// was: the attempt ended only to wait for the victims preempted for it.
-func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Duration, keepPlace bool) (reserved []types.UID, first bool) {
+// Fail ends the group's attempt, which failed for reason: it returns the
+// members still holding a reservation, to be rejected, which gives their
+// reservations up, and whether this call ended the attempt (false when a
+// sibling's failure already did). keepPlace leaves the group's place in
+// the queue as it was: the attempt ended only to wait for the victims
+// preempted for it.
+func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Duration, keepPlace bool, reason string) (reserved []types.UID, first bool) {
 	s.update(key, func(a *attempt) {
 		reserved = a.reserved.UnsortedList()
 		a.reserved.Clear()
@@ -181,7 +185,7 @@ func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Du
 		}
 		first = true
 		a.inProgress, a.admitted = false, false
-		a.failedAt, a.backoffUntil = now, now.Add(backoff)
+		a.failedAt, a.backoffUntil, a.failure = now, now.Add(backoff), reason
 		if !keepPlace {
 			a.queuedAt = now
 		}
@@ -230,11 +234,11 @@ func (s *Attempts) ShortenBackoff(key types.NamespacedName, after time.Duration)
 	return until, shortened
 }
 
-// BackoffUntil is when the group may be tried again.
-func (s *Attempts) BackoffUntil(key types.NamespacedName) time.Time {
-	var until time.Time
-	s.read(key, func(a *attempt) { until = a.backoffUntil })
-	return until
+// Backoff is when the group may be tried again, and why its last attempt
+// failed.
+func (s *Attempts) Backoff(key types.NamespacedName) (until time.Time, failure string) {
+	s.read(key, func(a *attempt) { until, failure = a.backoffUntil, a.failure })
+	return until, failure
 }
 
 // SeenAt is when a member of the group first passed PreEnqueue, or zero.

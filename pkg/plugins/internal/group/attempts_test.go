@@ -21,7 +21,7 @@ func TestWaitingGaugeFollowsTheGroups(t *testing.T) {
 	s.Admit(a, now)
 	assert.Equal(t, 1.0, waiting, "an admitted gang no longer waits")
 	s.Begin(b)
-	s.Fail(b, now, 0, false)
+	s.Fail(b, now, 0, false, "member x fits on no node")
 	s.Unreserve(b, "b0")
 	assert.Equal(t, 0.0, waiting)
 }
