@@ -77,7 +77,8 @@ func victimList(names []string) string {
 }
 
 // tellVictimGang records on a victim's gang, if it has one, what was
-// taken of it: the whole gang, or a member above its elastic min. It is
+// taken of it: the whole gang, a member above its elastic min, or a member
+// of a gang whose disruptionMode is single. It is
 // called for each victim pod; the event recorder folds the same note
 // about one gang into one event.
 func (pl *GangPreemption) tellVictimGang(victim *corev1.Pod, victims []*corev1.Pod, preemptor string, priority int32) {
@@ -88,7 +89,10 @@ func (pl *GangPreemption) tellVictimGang(victim *corev1.Pod, victims []*corev1.P
 	}
 	note := fmt.Sprintf("all %d members preempted by %s (priority %d): a gang is taken whole, never left below its minMember", taken, preemptor, priority)
 	if shrink {
-		note = fmt.Sprintf("member %s above the elastic min preempted by %s (priority %d)", victim.Name, preemptor, priority)
+		note = fmt.Sprintf("member %s preempted by %s (priority %d), one by one as its PodGroup's disruptionMode single allows", victim.Name, preemptor, priority)
+		if topo, err := pl.groups.Topology(key); err == nil && topo != nil && topo.Elastic != nil {
+			note = fmt.Sprintf("member %s above the elastic min preempted by %s (priority %d)", victim.Name, preemptor, priority)
+		}
 	}
 	pl.recordEvent(pg, corev1.EventTypeWarning, ReasonPreempted, "Preempted", note)
 }
