@@ -17,6 +17,10 @@ import (
 // Service's endpoints follow its pods' readiness. A connection to a replica
 // that has just died fails, as it would through a Service until the
 // endpoint is dropped; the API server retries a webhook call refused so.
+// The connections to a replica that stops answering its probe are closed
+// then: a client that keeps its connection open, as the API server does
+// with a webhook's, would otherwise go on waiting on a hung replica while a
+// ready one stands by.
 type Front struct {
 	Listen      string
 	Backends    []Backend
@@ -39,8 +43,9 @@ func (f *Front) Serve(ctx context.Context) error {
 		return fmt.Errorf("listening on %s: %w", f.Listen, err)
 	}
 	ready := make([]atomic.Bool, len(f.Backends))
+	open := make([]connections, len(f.Backends))
 	var wg sync.WaitGroup
-	wg.Go(func() { f.probe(ctx, ready) })
+	wg.Go(func() { f.probe(ctx, ready, open) })
 	go func() {
 		<-ctx.Done()
 		l.Close()
@@ -60,7 +65,41 @@ func (f *Front) Serve(ctx context.Context) error {
 			conn.Close()
 			continue
 		}
-		go forward(conn, f.Backends[backend].Addr)
+		go func() {
+			open[backend].add(conn)
+			defer open[backend].remove(conn)
+			forward(conn, f.Backends[backend].Addr)
+		}()
+	}
+}
+
+// connections are the client connections forwarded to one backend.
+type connections struct {
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+func (c *connections) add(conn net.Conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conns == nil {
+		c.conns = map[net.Conn]struct{}{}
+	}
+	c.conns[conn] = struct{}{}
+}
+
+func (c *connections) remove(conn net.Conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.conns, conn)
+}
+
+// closeAll closes every connection, which ends its forwarding.
+func (c *connections) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for conn := range c.conns {
+		conn.Close()
 	}
 }
 
@@ -75,15 +114,23 @@ func pick(ready []atomic.Bool, n uint64) (int, bool) {
 	return 0, false
 }
 
-func (f *Front) probe(ctx context.Context, ready []atomic.Bool) {
+func (f *Front) probe(ctx context.Context, ready []atomic.Bool, open []connections) {
 	ticker := time.NewTicker(f.ProbePeriod)
 	defer ticker.Stop()
 	for {
+		// At once, so that one hung replica does not delay the others.
+		var probes sync.WaitGroup
 		for i, b := range f.Backends {
-			probeCtx, cancel := context.WithTimeout(ctx, f.ProbePeriod)
-			ready[i].Store(healthy(probeCtx, b.Ready))
-			cancel()
+			probes.Go(func() {
+				probeCtx, cancel := context.WithTimeout(ctx, f.ProbePeriod)
+				defer cancel()
+				now := healthy(probeCtx, b.Ready)
+				if was := ready[i].Swap(now); was && !now {
+					open[i].closeAll()
+				}
+			})
 		}
+		probes.Wait()
 		select {
 		case <-ctx.Done():
 			return

@@ -3,10 +3,12 @@ package localcluster
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +17,15 @@ import (
 // namedBackend answers every connection with its name, and is ready while
 // ready holds.
 func namedBackend(t *testing.T, name string, ready *atomic.Bool) Backend {
+	return backend(t, ready, func(conn net.Conn) {
+		fmt.Fprintln(conn, name)
+		conn.Close()
+	})
+}
+
+// backend serves each connection with serve, and is ready while ready
+// holds.
+func backend(t *testing.T, ready *atomic.Bool, serve func(net.Conn)) Backend {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -27,8 +38,7 @@ func namedBackend(t *testing.T, name string, ready *atomic.Bool) Backend {
 			if err != nil {
 				return
 			}
-			fmt.Fprintln(conn, name)
-			conn.Close()
+			go serve(conn)
 		}
 	}()
 	probe := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -38,6 +48,19 @@ func namedBackend(t *testing.T, name string, ready *atomic.Bool) Backend {
 	}))
 	t.Cleanup(probe.Close)
 	return Backend{Addr: l.Addr().String(), Ready: probe.URL}
+}
+
+// serveFront runs the front until the test ends.
+func serveFront(t *testing.T, front *Front) {
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- front.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 func TestTheFrontSendsConnectionsOnlyToReadyBackends(t *testing.T) {
@@ -52,15 +75,7 @@ func TestTheFrontSendsConnectionsOnlyToReadyBackends(t *testing.T) {
 		Backends:    []Backend{namedBackend(t, "a", &aReady), namedBackend(t, "b", &bReady)},
 		ProbePeriod: 20 * time.Millisecond,
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- front.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Error(err)
-		}
-	})
+	serveFront(t, front)
 
 	// answers connects n times and collects the backends that answered.
 	answers := func(n int) map[string]int {
@@ -97,4 +112,49 @@ func TestTheFrontSendsConnectionsOnlyToReadyBackends(t *testing.T) {
 	waitFor("both are ready: round-robin", func(got map[string]int) bool { return got["a"] == 10 && got["b"] == 10 })
 	aReady.Store(false)
 	waitFor("a is no longer ready", func(got map[string]int) bool { return got["b"] == 20 })
+}
+
+// TestTheFrontClosesTheConnectionsOfABackendThatStopsAnswering: a client
+// that keeps its connection open, as the API server keeps a webhook's, is
+// not left waiting on a replica that no longer answers its probe: the
+// front closes the connection, and the client's next one reaches the
+// ready replica.
+func TestTheFrontClosesTheConnectionsOfABackendThatStopsAnswering(t *testing.T) {
+	var aReady, bReady atomic.Bool
+	aReady.Store(true)
+	free, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a answers with its name and keeps the connection open.
+	a := backend(t, &aReady, func(conn net.Conn) {
+		fmt.Fprintln(conn, "a")
+		_, _ = bufio.NewReader(conn).ReadString('\n')
+	})
+	front := &Front{Listen: fmt.Sprintf("127.0.0.1:%d", free[0]), Backends: []Backend{a, namedBackend(t, "b", &bReady)}, ProbePeriod: 20 * time.Millisecond}
+	serveFront(t, front)
+
+	var conn net.Conn
+	deadline := time.Now().Add(10 * time.Second)
+	for conn == nil {
+		if c, err := net.Dial("tcp", front.Listen); err == nil {
+			if line, _ := bufio.NewReader(c).ReadString('\n'); line == "a\n" {
+				conn = c
+				break
+			}
+			c.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no connection reached a")
+		}
+	}
+	defer conn.Close()
+	bReady.Store(true)
+	aReady.Store(false)
+	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the connection to the backend that stopped answering is still open (read: %v)", err)
+	}
 }
