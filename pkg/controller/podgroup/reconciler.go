@@ -7,12 +7,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -44,6 +47,9 @@ type StatusReconciler struct {
 	Groups   *Groups
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
+	// outsiders is the last set of other schedulers' pods told of, by
+	// group: each set is told once.
+	outsiders failureReports
 }
 
 // SetupIndexes registers the cache indexes the reconcilers read through;
@@ -139,25 +145,39 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 // (topology.NotAMember); a pod of muster-scheduler's that is not, built
 // for an earlier PodGroup of the name, is told why on its PodScheduled
 // condition, which is its user's to read. A pod of another scheduler is
-// left alone.
+// left alone, and told of once in a Warning event on the PodGroup.
 func (r *StatusReconciler) tellStale(ctx context.Context, named []corev1.Pod, pg *v1alpha1.PodGroup) ([]corev1.Pod, error) {
 	members := make([]corev1.Pod, 0, len(named))
+	var outsiders []string
 	var errs []error
 	for i := range named {
 		pod := &named[i]
 		why := topology.NotAMember(pod, pg, isMusters)
-		if why == "" {
+		switch {
+		case why == "":
 			members = append(members, *pod)
-			continue
-		}
-		if isMusters(pod.Spec.SchedulerName) {
+		case isMusters(pod.Spec.SchedulerName):
 			if _, err := r.markMember(ctx, pod, why); err != nil {
 				errs = append(errs, err)
 			}
+		case topology.IsActiveMember(pod):
+			outsiders = append(outsiders, pod.Name+" ("+pod.Spec.SchedulerName+")")
+		}
+	}
+	if pg != nil && len(outsiders) > 0 {
+		slices.Sort(outsiders)
+		note := fmt.Sprintf("pods %s name this group but are for another scheduler (spec.schedulerName), so they are not counted toward its minMember; a group's pods are all %s's",
+			strings.Join(outsiders, ", "), topology.SchedulerName)
+		if r.outsiders.isNew(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, note) {
+			r.Recorder.Event(pg, corev1.EventTypeWarning, ReasonOtherSchedulersPods, note)
 		}
 	}
 	return members, errors.Join(errs...)
 }
+
+// ReasonOtherSchedulersPods is the event that tells a group of the pods of
+// other schedulers that name it.
+const ReasonOtherSchedulersPods = "OtherSchedulersPods"
 
 // upstreamPodGroup reads the scheduling.k8s.io PodGroup that pg, the
 // group in the one shape, was read from; nil for scheduler-plugins' own.

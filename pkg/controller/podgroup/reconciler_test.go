@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -75,6 +76,35 @@ func TestReconcileTellsWaitingMembersWhy(t *testing.T) {
 	pg := &v1alpha1.PodGroup{}
 	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "job"}, pg))
 	assert.True(t, epoch.Time.Equal(pg.Status.ScheduleStartTime.Time), "scheduling starts when the group is complete, not at %v", pg.Status.ScheduleStartTime)
+}
+
+// TestReconcileCountsOnlyTheGroupsMembers: a pod built for an earlier
+// PodGroup of the name is told why it is no member; a pod of another
+// scheduler is left as it is, and told of once on the PodGroup; neither
+// counts toward minMember.
+func TestReconcileCountsOnlyTheGroupsMembers(t *testing.T) {
+	pg := podGroup(3, v1alpha1.PodGroupStatus{})
+	pg.UID = "now"
+	r, c := newReconciler(t, pg, member("a").Obj(), member("b").Annotation(topology.BuiltForAnnotation, "now").Obj(),
+		member("stale").Annotation(topology.BuiltForAnnotation, "earlier").Obj(),
+		member("foreign").SchedulerName(corev1.DefaultSchedulerName).Obj())
+	reconcileGroup(t, r)
+	reconcileGroup(t, r)
+
+	for _, name := range []string{"a", "b"} {
+		assert.Equal(t, "waiting for 1 more pods of group team-a/job (2/3)", condition(t, c, name).Message, "pod %s", name)
+	}
+	assert.Contains(t, condition(t, c, "stale").Message, "pod stale was built for an earlier PodGroup team-a/job (UID earlier")
+	assert.Nil(t, condition(t, c, "foreign"), "another scheduler's pod is left alone")
+	events := r.Recorder.(*record.FakeRecorder).Events
+	var told []string
+	for len(events) > 0 {
+		if e := <-events; strings.Contains(e, ReasonOtherSchedulersPods) {
+			told = append(told, e)
+		}
+	}
+	assert.Equal(t, []string{"Warning OtherSchedulersPods pods foreign (default-scheduler) name this group but are for another scheduler (spec.schedulerName), so they are not counted toward its minMember; a group's pods are all muster-scheduler's"},
+		told, "told once, over two reconciles")
 }
 
 func TestReconcileLeavesTheSchedulersConditionAlone(t *testing.T) {
