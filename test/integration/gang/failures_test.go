@@ -50,14 +50,17 @@ func TestARaisedQuorumEvictsNothingRunning(t *testing.T) {
 	// The first failed attempt ends past the timeout of the last bind, so a
 	// gang taken as partly bound would be evicted then; by the second, its
 	// eviction would have been sent.
-	framework.Eventually(t, "two failed attempts of the raised gang", func(context.Context) (float64, error) {
-		if n := framework.SchedulerMetrics(t)[rejectedAttempts]; n < rejectedBefore+2 {
-			return n, fmt.Errorf("%s is %v, was %v", rejectedAttempts, n, rejectedBefore)
+	evicted := framework.Eventually(t, "two failed attempts of the raised gang, or its eviction", func(context.Context) ([]string, error) {
+		if notes := eventNotes(t, ns, "train", "GangEvicted"); len(notes) > 0 {
+			return notes, nil
 		}
-		return 0, nil
+		if n := framework.SchedulerMetrics(t)[rejectedAttempts]; n < rejectedBefore+2 {
+			return nil, fmt.Errorf("%s is %v, was %v", rejectedAttempts, n, rejectedBefore)
+		}
+		return nil, nil
 	})
-	if notes := eventNotes(t, ns, "train", "GangEvicted"); len(notes) > 0 {
-		t.Errorf("the running gang was evicted: %v", notes)
+	if len(evicted) > 0 {
+		t.Fatalf("the running gang was evicted: %v", evicted)
 	}
 
 	framework.AddPoolNode(t, ns, ns+"-extra", "1")
@@ -83,14 +86,7 @@ func TestAPreemptionLeavesNoPromiseOnceItsGangIsGone(t *testing.T) {
 	low, high := framework.PriorityClass(t, ns, 10), framework.PriorityClass(t, ns, 1000)
 	fillWithLowPods(t, ns, 16, low)
 
-	framework.CreatePodGroup(t, ns, "ported", 4, nil)
-	for i := range 4 {
-		pod := framework.InPool(framework.MemberPod(ns, "ported", i, "1").Obj(), ns)
-		pod.Spec.PriorityClassName = high
-		pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 9000, HostPort: 9000}}
-		framework.CreatePods(t, pod)
-	}
-	waitForBound(t, ns, "ported", 4)
+	createPortedGang(t, ns, high)
 	if err := framework.Client.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
 		metav1.ListOptions{LabelSelector: topology.GroupLabel + "=ported"}); err != nil {
 		t.Fatalf("deleting the first gang: %v", err)

@@ -64,14 +64,7 @@ func TestAGangOnOneHostPortTakesOneVictimPerNode(t *testing.T) {
 	low, high := framework.PriorityClass(t, ns, 10), framework.PriorityClass(t, ns, 1000)
 	where := fillWithLowPods(t, ns, 16, low)
 
-	framework.CreatePodGroup(t, ns, "ported", 4, nil)
-	for i := range 4 {
-		pod := framework.InPool(framework.MemberPod(ns, "ported", i, "1").Obj(), ns)
-		pod.Spec.PriorityClassName = high
-		pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 9000, HostPort: 9000}}
-		framework.CreatePods(t, pod)
-	}
-	waitForBound(t, ns, "ported", 4)
+	createPortedGang(t, ns, high)
 
 	nodes := map[string]bool{}
 	for i := range 4 {
@@ -87,6 +80,20 @@ func TestAGangOnOneHostPortTakesOneVictimPerNode(t *testing.T) {
 			t.Errorf("node %s lost %v; want exactly one pod", node, taken[node])
 		}
 	}
+}
+
+// createPortedGang creates the gang ported of four 1-CPU members of the
+// class, each asking host port 9000, and waits until all are bound.
+func createPortedGang(t *testing.T, namespace, class string) {
+	t.Helper()
+	framework.CreatePodGroup(t, namespace, "ported", 4, nil)
+	for i := range 4 {
+		pod := framework.InPool(framework.MemberPod(namespace, "ported", i, "1").Obj(), namespace)
+		pod.Spec.PriorityClassName = class
+		pod.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 9000, HostPort: 9000}}
+		framework.CreatePods(t, pod)
+	}
+	waitForBound(t, namespace, "ported", 4)
 }
 
 // TestAPodWithRequiredAffinityTakesItsVictimBesideItsPeer: four full

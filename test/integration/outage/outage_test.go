@@ -136,15 +136,12 @@ func TestAControllerOutageStopsNothingAlreadyRunning(t *testing.T) {
 		if err := pods.Delete(ctx, solo.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatalf("deleting a grouped pod: %v", err)
 		}
-		if _, err := pods.Patch(ctx, solo.Name, types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{}); err != nil {
+		if _, err := pods.Patch(ctx, solo.Name, types.JSONPatchType, []byte(removeFinalizers), metav1.PatchOptions{}); err != nil {
 			t.Fatalf("removing the finalizer of a grouped pod: %v", err)
 		}
-		framework.Eventually(t, "the grouped pod gone", func(ctx context.Context) (bool, error) {
+		waitGone(t, "the grouped pod", func(ctx context.Context) error {
 			_, err := pods.Get(ctx, solo.Name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return true, nil
-			}
-			return false, fmt.Errorf("still there: %v", err)
+			return err
 		})
 	})
 
@@ -156,15 +153,12 @@ func TestAControllerOutageStopsNothingAlreadyRunning(t *testing.T) {
 		if err := podGroups.Delete(ctx, annotated.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatalf("deleting muster's PodGroup: %v", err)
 		}
-		if _, err := podGroups.Patch(ctx, annotated.Name, types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{}); err != nil {
+		if _, err := podGroups.Patch(ctx, annotated.Name, types.JSONPatchType, []byte(removeFinalizers), metav1.PatchOptions{}); err != nil {
 			t.Fatalf("removing the finalizer of muster's PodGroup: %v", err)
 		}
-		framework.Eventually(t, "muster's PodGroup gone", func(ctx context.Context) (bool, error) {
+		waitGone(t, "muster's PodGroup", func(ctx context.Context) error {
 			_, err := podGroups.Get(ctx, annotated.Name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return true, nil
-			}
-			return false, fmt.Errorf("still there: %v", err)
+			return err
 		})
 	})
 
@@ -199,5 +193,20 @@ func TestAControllerOutageStopsNothingAlreadyRunning(t *testing.T) {
 			}
 			return false, err
 		})
+	})
+}
+
+// removeFinalizers is the JSON patch that removes an object's finalizers,
+// as the controller that owns it would.
+const removeFinalizers = `[{"op":"remove","path":"/metadata/finalizers"}]`
+
+// waitGone waits until get says the object is not found.
+func waitGone(t *testing.T, what string, get func(context.Context) error) {
+	t.Helper()
+	framework.Eventually(t, what+" gone", func(ctx context.Context) (bool, error) {
+		if err := get(ctx); !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("still there: %v", err)
+		}
+		return true, nil
 	})
 }

@@ -30,6 +30,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/localcluster"
+	"github.com/muster-dev/muster/pkg/plugins/gangpreemption"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
@@ -242,6 +243,12 @@ func TestAnUpstreamGangsDisruptionModeDecidesItsVictims(t *testing.T) {
 				}
 				return gone, err
 			})
+			if tc.mode.Single != nil {
+				note := waitForEvent(t, ns, "victim", gangpreemption.ReasonPreempted).Note
+				if want := "one by one as its PodGroup's disruptionMode single allows"; !strings.Contains(note, want) {
+					t.Errorf("the victim gang is told %q; want it to say it was taken %s", note, want)
+				}
+			}
 		})
 	}
 }
@@ -301,12 +308,7 @@ func TestAJobWithAGangPolicyIsAMusterGang(t *testing.T) {
 	bound := watchBound(t, ns)
 	template := framework.InPool(framework.MemberPod(ns, "unused", 0, "1").Obj(), ns)
 	delete(template.Labels, topology.GroupLabel)
-	job := indexedJob(template, "train", 3)
-	job.Spec.Scheduling = &batchv1.JobSchedulingConfiguration{
-		SchedulingPolicy: &schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy{
-			Gang: &schedulingv1alpha3.WorkloadPodGroupGangSchedulingPolicy{MinCount: ptr.To[int32](3)},
-		},
-	}
+	job := asGang(indexedJob(template, "train", 3), 3)
 	createJob(t, job)
 
 	pg := framework.Eventually(t, "the Job's PodGroup", func(ctx context.Context) (*schedulingv1beta1.PodGroup, error) {
@@ -538,6 +540,16 @@ func indexedJob(template *corev1.Pod, name string, pods int32) *batchv1.Job {
 	return job
 }
 
+// asGang gives the Job spec.scheduling's gang policy of minCount.
+func asGang(job *batchv1.Job, minCount int32) *batchv1.Job {
+	job.Spec.Scheduling = &batchv1.JobSchedulingConfiguration{
+		SchedulingPolicy: &schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy{
+			Gang: &schedulingv1alpha3.WorkloadPodGroupGangSchedulingPolicy{MinCount: ptr.To(minCount)},
+		},
+	}
+	return job
+}
+
 func createJob(t *testing.T, job *batchv1.Job) {
 	t.Helper()
 	if _, err := framework.Client.BatchV1().Jobs(job.Namespace).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
@@ -638,12 +650,7 @@ func TestJobsWithLongNamesStart(t *testing.T) {
 	framework.NodePool(t, ns, 1, "4")
 	template := framework.InPool(framework.MemberPod(ns, "unused", 0, "1").Obj(), ns)
 	delete(template.Labels, topology.GroupLabel)
-	gang := indexedJob(template, "distributed-training-run", 2)
-	gang.Spec.Scheduling = &batchv1.JobSchedulingConfiguration{
-		SchedulingPolicy: &schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy{
-			Gang: &schedulingv1alpha3.WorkloadPodGroupGangSchedulingPolicy{MinCount: ptr.To[int32](2)},
-		},
-	}
+	gang := asGang(indexedJob(template, "distributed-training-run", 2), 2)
 	createJob(t, gang)
 	createJob(t, indexedJob(template, "nightly-data-preprocessing", 2))
 
@@ -673,10 +680,14 @@ func TestJobsWithLongNamesStart(t *testing.T) {
 // jobFailure says why the Job's pods are not created, from its events.
 func jobFailure(ctx context.Context, namespace, job string) string {
 	events, err := framework.Client.EventsV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", "FailedCreate").String()})
-	if err != nil || len(events.Items) == 0 {
+	if err != nil {
+		return err.Error()
+	}
+	mine := slices.DeleteFunc(events.Items, func(e eventsv1.Event) bool { return e.Regarding.Name != job })
+	if len(mine) == 0 {
 		return "no FailedCreate event"
 	}
-	return events.Items[len(events.Items)-1].Note
+	return mine[len(mine)-1].Note
 }
 
 // TestAPodOfAnotherSchedulerIsNoMember: a gang of 3 of a
