@@ -33,14 +33,21 @@ type Backend struct {
 	Ready string
 }
 
-// Serve forwards connections until ctx ends.
+// Serve forwards connections accepted on f.Listen until ctx ends.
 func (f *Front) Serve(ctx context.Context) error {
-	if len(f.Backends) == 0 {
-		return errors.New("the front needs at least one backend")
-	}
 	l, err := net.Listen("tcp", f.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", f.Listen, err)
+	}
+	return f.ServeListener(ctx, l)
+}
+
+// ServeListener forwards connections accepted on l until ctx ends, and
+// closes l.
+func (f *Front) ServeListener(ctx context.Context, l net.Listener) error {
+	if len(f.Backends) == 0 {
+		l.Close()
+		return errors.New("the front needs at least one backend")
 	}
 	ready := make([]atomic.Bool, len(f.Backends))
 	open := make([]connections, len(f.Backends))
@@ -58,7 +65,7 @@ func (f *Front) Serve(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("accepting on %s: %w", f.Listen, err)
+			return fmt.Errorf("accepting on %s: %w", l.Addr(), err)
 		}
 		backend, ok := pick(ready, next.Add(1))
 		if !ok {

@@ -50,38 +50,40 @@ func backend(t *testing.T, ready *atomic.Bool, serve func(net.Conn)) Backend {
 	return Backend{Addr: l.Addr().String(), Ready: probe.URL}
 }
 
-// serveFront runs the front until the test ends.
-func serveFront(t *testing.T, front *Front) {
+// serveFront runs the front, on a port of its own, until the test ends,
+// and returns its address.
+func serveFront(t *testing.T, front *Front) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- front.Serve(ctx) }()
+	go func() { served <- front.ServeListener(ctx, l) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-served; err != nil {
 			t.Error(err)
 		}
 	})
+	return l.Addr().String()
 }
 
 func TestTheFrontSendsConnectionsOnlyToReadyBackends(t *testing.T) {
 	var aReady, bReady atomic.Bool
 	aReady.Store(true)
-	free, err := freePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	front := &Front{
-		Listen:      fmt.Sprintf("127.0.0.1:%d", free[0]),
 		Backends:    []Backend{namedBackend(t, "a", &aReady), namedBackend(t, "b", &bReady)},
 		ProbePeriod: 20 * time.Millisecond,
 	}
-	serveFront(t, front)
+	addr := serveFront(t, front)
 
 	// answers connects n times and collects the backends that answered.
 	answers := func(n int) map[string]int {
 		got := map[string]int{}
 		for range n {
-			conn, err := net.Dial("tcp", front.Listen)
+			conn, err := net.Dial("tcp", addr)
 			if err != nil {
 				continue
 			}
@@ -122,22 +124,18 @@ func TestTheFrontSendsConnectionsOnlyToReadyBackends(t *testing.T) {
 func TestTheFrontClosesTheConnectionsOfABackendThatStopsAnswering(t *testing.T) {
 	var aReady, bReady atomic.Bool
 	aReady.Store(true)
-	free, err := freePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// a answers with its name and keeps the connection open.
 	a := backend(t, &aReady, func(conn net.Conn) {
 		fmt.Fprintln(conn, "a")
 		_, _ = bufio.NewReader(conn).ReadString('\n')
 	})
-	front := &Front{Listen: fmt.Sprintf("127.0.0.1:%d", free[0]), Backends: []Backend{a, namedBackend(t, "b", &bReady)}, ProbePeriod: 20 * time.Millisecond}
-	serveFront(t, front)
+	addr := serveFront(t, &Front{Backends: []Backend{a, namedBackend(t, "b", &bReady)}, ProbePeriod: 20 * time.Millisecond})
 
 	var conn net.Conn
 	deadline := time.Now().Add(10 * time.Second)
 	for conn == nil {
-		if c, err := net.Dial("tcp", front.Listen); err == nil {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			_ = c.SetReadDeadline(time.Now().Add(time.Second))
 			if line, _ := bufio.NewReader(c).ReadString('\n'); line == "a\n" {
 				conn = c
 				break
