@@ -295,9 +295,11 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 	if status := g.heldElsewhere(pod); status != nil {
 		return nil, status
 	}
-	// Turned away at PreFilter: the attempt already failed.
+	// Turned away at PreFilter: the attempt already failed, and the
+	// scheduler writes PreFilter's message, which says why; the same here
+	// would be written twice.
 	if status := g.backoffStatus(key); status != nil {
-		return nil, status
+		return nil, fwk.NewStatus(status.Code())
 	}
 	if made, ok := group.RoomMadeIn(state); ok {
 		if made.Pending {

@@ -392,7 +392,8 @@ func TestPostFilterBeforeQuorumRejectsTheGroup(t *testing.T) {
 	assert.Contains(t, status.Message(), "backs off for 10s more after a failed attempt: member p2 fits on no node, and no lower-priority victims would make room",
 		"a member turned away by the backoff says why the attempt failed")
 	_, status = f.gang.PostFilter(f.ctx, nil, members[0], nil)
-	assert.Contains(t, status.Message(), "backs off for 10s more after a failed attempt: member p2 fits on no node", "a member turned away by the backoff says so")
+	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
+	assert.Empty(t, status.Message(), "PreFilter's message says it once; the scheduler writes PostFilter's after it")
 	assert.Empty(t, f.drainEvents(), "the backoff is not a new failure")
 	f.clock.Step(10 * time.Second)
 	assert.ElementsMatch(t, []string{"team-a/p0", "team-a/p1", "team-a/p2"}, f.activator.Activated)
