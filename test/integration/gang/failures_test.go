@@ -87,17 +87,7 @@ func TestAPreemptionLeavesNoPromiseOnceItsGangIsGone(t *testing.T) {
 	fillWithLowPods(t, ns, 16, low)
 
 	createPortedGang(t, ns, high)
-	if err := framework.Client.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)},
-		metav1.ListOptions{LabelSelector: topology.GroupLabel + "=ported"}); err != nil {
-		t.Fatalf("deleting the first gang: %v", err)
-	}
-	framework.Eventually(t, "the first gang gone", func(ctx context.Context) (int, error) {
-		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=ported"})
-		if err != nil || len(pods.Items) > 0 {
-			return 0, fmt.Errorf("%d pods left (%v)", len(pods.Items), err)
-		}
-		return 0, nil
-	})
+	deletePods(t, ns, topology.GroupLabel+"=ported")
 
 	framework.CreatePodGroup(t, ns, "apart", 3, nil)
 	for i := range 3 {
@@ -112,9 +102,33 @@ func TestAPreemptionLeavesNoPromiseOnceItsGangIsGone(t *testing.T) {
 		framework.CreatePods(t, pod)
 	}
 	waitForBound(t, ns, "apart", 3)
-	if first := firstEvent(t, ns, "apart", "GangRejected"); !strings.Contains(first, "fits once the victims preempted for the gang are gone") {
-		t.Errorf("the gang's first attempt ended with %q; want victims taken at once, not the room kept for a gang that is gone", first)
+	checkVictimsTakenAtFirst(t, ns, "apart")
+}
+
+// TestAnElasticVictimIsShrunkRightAfterAnotherPreemption: the elastic
+// case of gang preemption, in sequence. On one node of 4 CPUs, a
+// high-priority gang takes two low-priority pods, runs, and is deleted;
+// an elastic group of 1 to 4 then fills the node, and a second
+// high-priority gang takes its workers 3 and 2 at its first attempt,
+// though the first gang's victims were on that node.
+func TestAnElasticVictimIsShrunkRightAfterAnotherPreemption(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "4")
+	low, high := framework.PriorityClass(t, ns, 10), framework.PriorityClass(t, ns, 1000)
+	fillWithLowPods(t, ns, 4, low)
+	createPriorityGang(t, ns, "first", 2, "1", high)
+	waitForBound(t, ns, "first", 2)
+	deletePods(t, ns, "")
+
+	createElastic(t, ns, "e", 4)
+	waitForBound(t, ns, "e", 4)
+	createPriorityGang(t, ns, "second", 2, "1", high)
+	waitForBound(t, ns, "second", 2)
+	if bound := boundPods(t, ns, "e"); strings.Join(bound, ",") != "e-0,e-1" {
+		t.Errorf("the elastic group has %v bound; want workers 0 and 1, its highest indices taken", bound)
 	}
+	checkVictimsTakenAtFirst(t, ns, "second")
 }
 
 // TestAMemberBuiltForADeletedPodGroupIsNotTakenIntoItsSuccessor: two MPI
@@ -170,6 +184,32 @@ func TestAMemberBuiltForADeletedPodGroupIsNotTakenIntoItsSuccessor(t *testing.T)
 		if pod := framework.WaitForPod(t, ns, name, "present", func(*corev1.Pod) bool { return true }); framework.IsBound(pod) {
 			t.Errorf("worker %s, built for the deleted MPI group, was bound into the TensorFlow group", name)
 		}
+	}
+}
+
+// deletePods deletes the namespace's pods the label selector selects, at
+// once, and waits until they are gone.
+func deletePods(t *testing.T, namespace, selector string) {
+	t.Helper()
+	pods := framework.Client.CoreV1().Pods(namespace)
+	if err := pods.DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{LabelSelector: selector}); err != nil {
+		t.Fatalf("deleting pods %q: %v", selector, err)
+	}
+	framework.Eventually(t, "pods "+selector+" gone", func(ctx context.Context) (int, error) {
+		left, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil || len(left.Items) > 0 {
+			return 0, fmt.Errorf("%d pods left (%v)", len(left.Items), err)
+		}
+		return 0, nil
+	})
+}
+
+// checkVictimsTakenAtFirst checks that the gang's first attempt took
+// victims, rather than finding the room kept for a gang that is gone.
+func checkVictimsTakenAtFirst(t *testing.T, namespace, group string) {
+	t.Helper()
+	if first := firstEvent(t, namespace, group, "GangRejected"); !strings.Contains(first, "fits once the victims preempted for the gang are gone") {
+		t.Errorf("gang %s's first attempt ended with %q; want victims taken at once, not the room kept for a gang that is gone", group, first)
 	}
 }
 
