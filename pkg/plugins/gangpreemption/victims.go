@@ -99,18 +99,23 @@ func compareStart(a, b *metav1.Time) int {
 }
 
 // gangOf returns the gang a victim goes with, whole: its group, unless the
-// model knows no such group, or it is an upstream PodGroup whose members
-// may be preempted one by one (disruptionMode single, the API's default),
-// as kube-scheduler takes them.
+// model knows no such group, the pod is no member of it (Model.NotAMember:
+// it goes alone, as a pod of no group), or it is an upstream PodGroup
+// whose members may be preempted one by one (disruptionMode single, the
+// API's default), as kube-scheduler takes them.
 func (pl *GangPreemption) gangOf(pod *corev1.Pod) (types.NamespacedName, bool) {
 	key, grouped := topology.GroupOf(pod)
 	if !grouped {
 		return key, false
 	}
+	pg := pl.groups.PodGroup(key)
+	if pg == nil || pl.groups.NotAMember(pod, pg) != "" {
+		return key, false
+	}
 	if upstream := pl.groups.UpstreamPodGroup(key); upstream != nil {
 		return key, !topology.DisruptedOneByOne(upstream)
 	}
-	return key, pl.groups.PodGroup(key) != nil
+	return key, true
 }
 
 // unitsOf regroups the framework's victims on a node into muster's units:
