@@ -749,3 +749,55 @@ func plainUpstreamless(namespace, name string) *corev1.Pod {
 	delete(pod.Labels, topology.GroupLabel)
 	return pod
 }
+
+// TestAControllerOutageLetsAnUpstreamPodGroupGo: with muster-controller
+// paused (SIGSTOP), a scheduling.k8s.io PodGroup with muster's
+// annotations is labelled, and, deleted once its last pod is gone, goes:
+// kube-controller-manager removes its podgroup-protection finalizer, an
+// update that muster-controller's webhook is not called for.
+func TestAControllerOutageLetsAnUpstreamPodGroupGo(t *testing.T) {
+	ctx := context.Background()
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "2")
+	guarded := upstreamGang(ns, "guarded", 1)
+	guarded.Annotations = map[string]string{topology.FrameworkAnnotation: "pytorch", topology.RolesAnnotation: "master=1"}
+	createPodGroup(t, guarded)
+	member := upstreamRolePod(ns, "guarded", "master", 0)
+	framework.CreatePods(t, member)
+	framework.WaitForPod(t, ns, member.Name, "bound", framework.IsBound)
+	podGroups := framework.Client.SchedulingV1beta1().PodGroups(ns)
+	const protection = "scheduling.k8s.io/podgroup-protection"
+	framework.Eventually(t, "the PodGroup protected", func(ctx context.Context) (bool, error) {
+		pg, err := podGroups.Get(ctx, "guarded", metav1.GetOptions{})
+		if err != nil || !slices.Contains(pg.Finalizers, protection) {
+			return false, fmt.Errorf("finalizers %v (%v): without %s this test shows nothing", pg.GetFinalizers(), err, protection)
+		}
+		return true, nil
+	})
+
+	resume, err := framework.Cluster().Pause("muster-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := resume(); err != nil {
+			t.Error(err)
+		}
+	})
+	if _, err := podGroups.Patch(ctx, "guarded", types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Errorf("labelling the PodGroup: %v", err)
+	}
+	if err := podGroups.Delete(ctx, "guarded", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting the PodGroup: %v", err)
+	}
+	if err := framework.Client.CoreV1().Pods(ns).Delete(ctx, member.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatalf("deleting its last pod: %v", err)
+	}
+	framework.Eventually(t, "the PodGroup gone", func(ctx context.Context) (bool, error) {
+		pg, err := podGroups.Get(ctx, "guarded", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("still there, finalizers %v (%v)", pg.GetFinalizers(), err)
+	})
+}
