@@ -95,11 +95,14 @@ const BuiltForAnnotation = "muster.dev/pod-group-uid"
 // carries that topology's environment and mounts, so it is not taken into
 // the new one.
 func NotAMember(pod *corev1.Pod, pg *v1alpha1.PodGroup, ours func(schedulerName string) bool) string {
-	group, _ := GroupOf(pod)
+	// Asked for every member on the scheduler's hot paths: the group is
+	// read only for a message.
 	if !ours(pod.Spec.SchedulerName) {
+		group, _ := GroupOf(pod)
 		return fmt.Sprintf("pod %s is for scheduler %q (spec.schedulerName), so it is not counted in group %s, whose members are muster-scheduler's", pod.Name, pod.Spec.SchedulerName, group)
 	}
 	if uid, ok := pod.Annotations[BuiltForAnnotation]; ok && pg != nil && uid != string(pg.UID) {
+		group, _ := GroupOf(pod)
 		return fmt.Sprintf("pod %s was built for an earlier PodGroup %s (UID %s, annotation %s), deleted since; its environment and mounts are that group's, so it does not join the new one (UID %s): delete the pod and create it again",
 			pod.Name, group, uid, BuiltForAnnotation, pg.UID)
 	}
