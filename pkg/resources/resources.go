@@ -32,6 +32,53 @@ func Add(total, requests corev1.ResourceList, times int32) corev1.ResourceList {
 	return total
 }
 
+// Sub takes times × requests from total, and returns it. Only the
+// resources total lists are taken from: a node that lists none of a
+// resource has none to give, and a deficit that lists none needs none.
+// What is taken may leave a resource below zero (Clamp).
+func Sub(total, requests corev1.ResourceList, times int32) corev1.ResourceList {
+	for name, quantity := range requests {
+		have, ok := total[name]
+		if !ok {
+			continue
+		}
+		quantity.Mul(int64(times))
+		have.Sub(quantity)
+		total[name] = have
+	}
+	return total
+}
+
+// Clamp sets every resource of list below zero to zero, and returns it.
+func Clamp(list corev1.ResourceList) corev1.ResourceList {
+	for name, quantity := range list {
+		if quantity.Sign() < 0 {
+			quantity.Set(0)
+			list[name] = quantity
+		}
+	}
+	return list
+}
+
+// Room is what a node has left for more pods, as the controller counts it
+// from API objects: its allocatable less what the pods placed on it
+// request. The scheduler counts its own with Free.
+type Room struct {
+	Node *corev1.Node
+	Free corev1.ResourceList
+}
+
+// EmptyRoom is the room of a node with no pod on it.
+func EmptyRoom(node *corev1.Node) Room {
+	return Room{Node: node, Free: node.Status.Allocatable.DeepCopy()}
+}
+
+// Place takes what a pod placed on the node requests from its room.
+func (r Room) Place(requests corev1.ResourceList) { Sub(r.Free, requests, 1) }
+
+// Clone returns a room that changes apart from r.
+func (r Room) Clone() Room { return Room{Node: r.Node, Free: r.Free.DeepCopy()} }
+
 // Deficit is what need asks beyond free, by resource; a resource free
 // covers is left out, and one free lacks counts whole.
 func Deficit(need, free corev1.ResourceList) corev1.ResourceList {

@@ -47,3 +47,30 @@ func TestFits(t *testing.T) {
 	assert.False(t, Fits(list("nvidia.com/gpu", "1"), list("cpu", "8")), "a resource the node does not have")
 	assert.True(t, Fits(list("nvidia.com/gpu", "0"), list("cpu", "8")), "asking none of it")
 }
+
+func TestSubTakesOnlyFromWhatTotalLists(t *testing.T) {
+	total := Sub(list("cpu", "4", "memory", "1Gi"), list("cpu", "1500m", "nvidia.com/gpu", "1"), 2)
+	assert.Equal(t, map[string]string{"cpu": "1", "memory": "1Gi"}, strings(total))
+}
+
+func TestClampLeavesNothingBelowZero(t *testing.T) {
+	assert.Equal(t, map[string]string{"cpu": "0", "memory": "1Gi"}, strings(Clamp(list("cpu", "-2", "memory", "1Gi"))))
+}
+
+func TestARoomLosesWhatIsPlacedOnItAndItsClonesDoNot(t *testing.T) {
+	node := &corev1.Node{Status: corev1.NodeStatus{Allocatable: list("cpu", "4", "pods", "110")}}
+	room := EmptyRoom(node)
+	clone := room.Clone()
+	room.Place(list("cpu", "3", "pods", "1"))
+	assert.Equal(t, map[string]string{"cpu": "1", "pods": "109"}, strings(room.Free))
+	assert.Equal(t, map[string]string{"cpu": "4", "pods": "110"}, strings(clone.Free))
+	assert.Equal(t, map[string]string{"cpu": "4", "pods": "110"}, strings(node.Status.Allocatable), "the node is not changed")
+}
+
+func strings(l corev1.ResourceList) map[string]string {
+	out := map[string]string{}
+	for name, quantity := range l {
+		out[string(name)] = quantity.String()
+	}
+	return out
+}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -134,17 +135,7 @@ func withoutRequests(total, requests corev1.ResourceList) corev1.ResourceList {
 	if len(total) == 0 {
 		return total
 	}
-	left := total.DeepCopy()
-	for name, quantity := range requests {
-		if sum, ok := left[name]; ok {
-			sum.Sub(quantity)
-			if sum.Sign() < 0 {
-				sum.Set(0)
-			}
-			left[name] = sum
-		}
-	}
-	return left
+	return resources.Clamp(resources.Sub(total.DeepCopy(), requests, 1))
 }
 
 // trainJobGroup reads the group of a TrainJob from the JobSet Trainer runs

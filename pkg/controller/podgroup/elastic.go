@@ -280,8 +280,8 @@ func (r *ElasticScaler) makeRoom(ctx context.Context, gang *v1alpha1.PodGroup, n
 	}
 	free := corev1.ResourceList{}
 	for _, n := range nodes {
-		if topology.MayRunOn(pending, n.node) {
-			free = resources.Add(free, n.free, 1)
+		if topology.MayRunOn(pending, n.Node) {
+			free = resources.Add(free, n.Free, 1)
 		}
 	}
 	deficit := resources.Deficit(need, free)
@@ -467,10 +467,10 @@ func (r *ElasticScaler) grow(ctx context.Context, groups []*elasticGroup, gains 
 }
 
 // cloneRooms copies nodes' free room, which a plan uses up as it goes.
-func cloneRooms(nodes []nodeRoom) []nodeRoom {
-	out := make([]nodeRoom, len(nodes))
+func cloneRooms(nodes []resources.Room) []resources.Room {
+	out := make([]resources.Room, len(nodes))
 	for i, n := range nodes {
-		out[i] = nodeRoom{node: n.node, free: n.free.DeepCopy()}
+		out[i] = n.Clone()
 	}
 	return out
 }
@@ -480,17 +480,17 @@ func cloneRooms(nodes []nodeRoom) []nodeRoom {
 // cache that the room cache has not seen yet. The two caches watch apart,
 // and a look that a gang's binding set off (it stopped waiting) must not
 // count the gang's room as idle before the room cache sees it bound.
-func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]nodeRoom, error) {
+func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]resources.Room, error) {
 	// Read only: the cache's objects are not copied, which at 50,000 pods
 	// is most of a look's cost.
 	var nodes corev1.NodeList
 	if err := r.Rooms.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	rooms := make([]nodeRoom, len(nodes.Items))
+	rooms := make([]resources.Room, len(nodes.Items))
 	at := map[string]int{}
 	for i := range nodes.Items {
-		rooms[i] = nodeRoom{node: &nodes.Items[i], free: nodes.Items[i].Status.Allocatable.DeepCopy()}
+		rooms[i] = resources.EmptyRoom(&nodes.Items[i])
 		at[nodes.Items[i].Name] = i
 	}
 	var pods corev1.PodList
@@ -504,12 +504,7 @@ func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]nodeRoom, error) {
 			return
 		}
 		counted.Insert(pod.UID)
-		for name, quantity := range resources.OfPod(pod) {
-			if have, ok := rooms[n].free[name]; ok {
-				have.Sub(quantity)
-				rooms[n].free[name] = have
-			}
-		}
+		rooms[n].Place(resources.OfPod(pod))
 	}
 	// By index: at 50,000 pods, copying each Pod is most of a look's cost.
 	for i := range pods.Items {
@@ -531,16 +526,16 @@ type waitingGang struct {
 // roomNoGangWaitsFor is the nodes that no waiting gang may use: the room
 // on the others is the gang's. A gang the nodes it may use could not hold,
 // however empty, waits for no room anyone could give it, and keeps none.
-func roomNoGangWaitsFor(nodes []nodeRoom, waiting []waitingGang) []nodeRoom {
+func roomNoGangWaitsFor(nodes []resources.Room, waiting []waitingGang) []resources.Room {
 	var holding []waitingGang
 	for _, gang := range waiting {
 		if couldHold(nodes, gang) {
 			holding = append(holding, gang)
 		}
 	}
-	var free []nodeRoom
+	var free []resources.Room
 	for _, n := range nodes {
-		if !slices.ContainsFunc(holding, func(gang waitingGang) bool { return topology.MayRunOn(gang.pending, n.node) }) {
+		if !slices.ContainsFunc(holding, func(gang waitingGang) bool { return topology.MayRunOn(gang.pending, n.Node) }) {
 			free = append(free, n)
 		}
 	}
@@ -550,11 +545,11 @@ func roomNoGangWaitsFor(nodes []nodeRoom, waiting []waitingGang) []nodeRoom {
 // couldHold reports whether the nodes the gang's pending member may use
 // could hold what it needs if they were empty: a gang larger than that
 // waits for no room anyone could give it.
-func couldHold(nodes []nodeRoom, gang waitingGang) bool {
+func couldHold(nodes []resources.Room, gang waitingGang) bool {
 	capacity := corev1.ResourceList{}
 	for _, n := range nodes {
-		if topology.MayRunOn(gang.pending, n.node) {
-			capacity = resources.Add(capacity, n.node.Status.Allocatable, 1)
+		if topology.MayRunOn(gang.pending, n.Node) {
+			capacity = resources.Add(capacity, n.Node.Status.Allocatable, 1)
 		}
 	}
 	return resources.Fits(gang.need, capacity)

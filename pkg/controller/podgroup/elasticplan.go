@@ -106,20 +106,9 @@ func planShrink(deficit corev1.ResourceList, waiting int32, groups []*elasticGro
 		worker := most.workers[n-1]
 		plan = append(plan, shrink{group: most, worker: worker, before: most.fulfillment(n), after: most.fulfillment(n - 1)})
 		cur[most] = n - 1
-		for name, quantity := range worker.requests {
-			if need, ok := left[name]; ok {
-				need.Sub(quantity)
-				left[name] = need
-			}
-		}
+		resources.Sub(left, worker.requests, 1)
 	}
 	return plan
-}
-
-// nodeRoom is what a node has left for more pods.
-type nodeRoom struct {
-	node *corev1.Node
-	free corev1.ResourceList
 }
 
 // planGrowth shares idle room among elastic groups below their max as
@@ -127,7 +116,7 @@ type nodeRoom struct {
 // (compareNeed), on the first node that may run it and has room for it,
 // until no group's next worker fits. It returns the workers each group
 // gains; nodes' free room is used up as it goes.
-func planGrowth(groups []*elasticGroup, nodes []nodeRoom) map[*elasticGroup]int {
+func planGrowth(groups []*elasticGroup, nodes []resources.Room) map[*elasticGroup]int {
 	cur := map[*elasticGroup]int{}
 	open := []*elasticGroup{}
 	for _, g := range groups {
@@ -142,12 +131,8 @@ func planGrowth(groups []*elasticGroup, nodes []nodeRoom) map[*elasticGroup]int 
 		request := first.perMember()
 		placed := false
 		for _, n := range nodes {
-			if topology.MayRunOn(first.template, n.node) && resources.Fits(request, n.free) {
-				for name, quantity := range request {
-					have := n.free[name]
-					have.Sub(quantity)
-					n.free[name] = have
-				}
+			if topology.MayRunOn(first.template, n.Node) && resources.Fits(request, n.Free) {
+				n.Place(request)
 				placed = true
 				break
 			}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/envinject"
+	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -132,10 +133,10 @@ func withTemplate(g *elasticGroup, perMember corev1.ResourceList, pool string) *
 	return g
 }
 
-func room(name, pool string, free corev1.ResourceList) nodeRoom {
+func room(name, pool string, free corev1.ResourceList) resources.Room {
 	node := st.MakeNode().Name(name).Label("pool", pool).Obj()
 	node.Status.Allocatable = free.DeepCopy()
-	return nodeRoom{node: node, free: free}
+	return resources.Room{Node: node, Free: free}
 }
 
 func TestPlanGrowth(t *testing.T) {
@@ -145,7 +146,7 @@ func TestPlanGrowth(t *testing.T) {
 	tests := []struct {
 		name   string
 		groups []*elasticGroup
-		nodes  []nodeRoom
+		nodes  []resources.Room
 		want   map[string]int
 	}{
 		{
@@ -154,7 +155,7 @@ func TestPlanGrowth(t *testing.T) {
 				withTemplate(elastic("a", 0, 1, 5, 0, 1, 2), cpu("1"), ""),
 				withTemplate(elastic("b", 0, 1, 5, 0), cpu("1"), ""),
 			},
-			nodes: []nodeRoom{room("n1", "x", cpu("3"))},
+			nodes: []resources.Room{room("n1", "x", cpu("3"))},
 			// b 0.00 → 0.25 → 0.50 = a's 0.50; the tie goes to a by name.
 			want: map[string]int{"a": 1, "b": 2},
 		},
@@ -163,7 +164,7 @@ func TestPlanGrowth(t *testing.T) {
 			groups: []*elasticGroup{
 				withTemplate(elastic("a", 0, 1, 2, 0), cpu("1"), ""),
 			},
-			nodes: []nodeRoom{room("n1", "x", cpu("8"))},
+			nodes: []resources.Room{room("n1", "x", cpu("8"))},
 			want:  map[string]int{"a": 1},
 		},
 		{
@@ -171,7 +172,7 @@ func TestPlanGrowth(t *testing.T) {
 			groups: []*elasticGroup{
 				withTemplate(elastic("a", 0, 1, 3, 0), cpu("2"), ""),
 			},
-			nodes: []nodeRoom{room("n1", "x", cpu("1")), room("n2", "x", cpu("1"))},
+			nodes: []resources.Room{room("n1", "x", cpu("1")), room("n2", "x", cpu("1"))},
 			want:  map[string]int{},
 		},
 		{
@@ -180,7 +181,7 @@ func TestPlanGrowth(t *testing.T) {
 				withTemplate(elastic("a", 0, 1, 3, 0), cpu("1"), "x"),
 				withTemplate(elastic("b", 0, 1, 3, 0, 1), cpu("1"), ""),
 			},
-			nodes: []nodeRoom{room("n1", "y", cpu("1"))},
+			nodes: []resources.Room{room("n1", "y", cpu("1"))},
 			want:  map[string]int{"b": 1},
 		},
 		{
@@ -189,7 +190,7 @@ func TestPlanGrowth(t *testing.T) {
 				withTemplate(elastic("big", 0, 1, 3, 0), gpu("2"), ""),
 				withTemplate(elastic("small", 0, 1, 3, 0), gpu("1"), ""),
 			},
-			nodes: []nodeRoom{room("n1", "x", gpu("2"))},
+			nodes: []resources.Room{room("n1", "x", gpu("2"))},
 			want:  map[string]int{"small": 1},
 		},
 		{
@@ -198,7 +199,7 @@ func TestPlanGrowth(t *testing.T) {
 				withTemplate(elastic("wide", 0, 1, 3, 0), cpu("4"), ""),
 				withTemplate(elastic("narrow", 0, 1, 5, 0, 1, 2), cpu("1"), ""),
 			},
-			nodes: []nodeRoom{room("n1", "x", cpu("2"))},
+			nodes: []resources.Room{room("n1", "x", cpu("2"))},
 			want:  map[string]int{"narrow": 2},
 		},
 	}
@@ -229,11 +230,11 @@ func TestIdleRoomIsOnlyWhereNoGangWaits(t *testing.T) {
 		pending := st.MakePod().Name("gang-0").NodeSelector(map[string]string{"pool": pool}).Obj()
 		return waitingGang{need: need, pending: pending}
 	}
-	nodes := []nodeRoom{room("x1", "x", cpu("4")), room("x2", "x", cpu("4")), room("y1", "y", cpu("4"))}
-	names := func(rooms []nodeRoom) []string {
+	nodes := []resources.Room{room("x1", "x", cpu("4")), room("x2", "x", cpu("4")), room("y1", "y", cpu("4"))}
+	names := func(rooms []resources.Room) []string {
 		var out []string
 		for _, r := range rooms {
-			out = append(out, r.node.Name)
+			out = append(out, r.Node.Name)
 		}
 		return out
 	}
