@@ -8,16 +8,20 @@ import (
 	"github.com/muster-dev/muster/pkg/plugins/gang"
 	"github.com/muster-dev/muster/pkg/plugins/gangpreemption"
 	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/plugins/launchorder"
 )
 
 // Registry holds every plugin of muster's by name. A plugin listed here
-// can be enabled in a profile of the KubeSchedulerConfiguration.
+// can be enabled in a profile of the KubeSchedulerConfiguration. The
+// plugins of one scheduler share its group model, which the registry
+// owns: nothing outlives the scheduler it serves.
 func Registry() frameworkruntime.Registry {
+	models := group.NewModels()
 	return frameworkruntime.Registry{
-		gang.Name:           gang.New,
-		gangpreemption.Name: gangpreemption.New,
-		heldrooms.Name:      heldrooms.New,
-		launchorder.Name:    launchorder.New,
+		gang.Name:           models.Plugin(gang.New),
+		gangpreemption.Name: models.Plugin(gangpreemption.New),
+		heldrooms.Name:      models.Plugin(heldrooms.New),
+		launchorder.Name:    models.Plugin(launchorder.New),
 	}
 }

@@ -23,7 +23,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -59,13 +58,10 @@ type Gang struct {
 	clock    clock.WithDelayedExecution
 }
 
-// New builds the plugin from its args and the framework's handle.
-func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
+// New builds the plugin from its args, the framework's handle and the
+// scheduler's group model.
+func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, groups *group.Model) (fwk.Plugin, error) {
 	args, err := decodeArgs(obj)
-	if err != nil {
-		return nil, err
-	}
-	groups, err := group.ModelFor(ctx, handle)
 	if err != nil {
 		return nil, err
 	}
@@ -75,9 +71,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	if err := groups.OnPodGroupChange(g.podGroupHandler(logger)); err != nil {
 		return nil, err
 	}
-	if err := groups.OnPodChange(g.podHandler(logger)); err != nil {
-		return nil, err
-	}
+	groups.OnPodChange(g.podHandler(logger))
 	return g, nil
 }
 
@@ -121,7 +115,7 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		return status
 	}
 	// Members their owner creates only later count: room is held for them.
-	if active := g.members(key).active + total(g.missingLate(key)); active < pg.Spec.MinMember {
+	if active := g.groups.Census(key).Active() + total(g.missingLate(key)); active < pg.Spec.MinMember {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForMembersMessage(key, active, pg.Spec.MinMember))
 	}
 	g.attempts.Seen(key, g.clock.Now())
@@ -259,8 +253,8 @@ func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.
 		return nil, status
 	}
 	g.attempts.Begin(key)
-	state.Write(group.QuorumKey, group.QuorumCheck(func() bool { return g.hasQuorum(key, pg) }))
-	if len(pg.Spec.MinResources) > 0 && g.attempts.Placed(key, g.members(key).bound) == 0 {
+	group.EnterCycle(state, key, pg)
+	if placed, _ := g.quorum(key, pg); len(pg.Spec.MinResources) > 0 && placed == 0 {
 		if short := shortfall(pg.Spec.MinResources, nodes); short != "" {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
 				fmt.Sprintf("group %s needs minResources the cluster does not have free: %s", key, short))
@@ -280,15 +274,14 @@ func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // and the status stays Unschedulable, keeping the preemption's nomination;
 // a member that finds its room not free yet fails alone.
 func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	key, ok := topology.GroupOf(pod)
+	key, pg, ok := g.groups.GroupIn(state, pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	pg := g.podGroup(key)
 	if pg == nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod)))
 	}
-	if g.hasQuorum(key, pg) {
+	if _, reached := g.quorum(key, pg); reached {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	// A member whose place another holds fails alone; its gang goes on.
@@ -318,8 +311,8 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 }
 
 // Reserve records the member's reservation.
-func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
-	if key, ok := topology.GroupOf(pod); ok {
+func (g *Gang) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+	if key, _, ok := g.groups.GroupIn(state, pod); ok {
 		g.attempts.Reserve(key, pod.UID)
 	}
 	return nil
@@ -328,8 +321,8 @@ func (g *Gang) Reserve(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ s
 // Unreserve runs when a reserved member is rejected, times out at Permit or
 // fails to bind. A group that loses its quorum that way before it was
 // admitted is rolled back like one that failed at PostFilter.
-func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
-	key, ok := topology.GroupOf(pod)
+func (g *Gang) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) {
+	key, pg, ok := g.groups.GroupIn(state, pod)
 	if !ok {
 		return
 	}
@@ -338,10 +331,12 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 	if held := g.attempts.Unreserve(key, pod.UID); !held {
 		return
 	}
-	pg := g.podGroup(key)
 	// An admitted gang is not torn down by one member's failure, such as a
 	// bind error or a launch-order hold that timed out: the member retries.
-	if pg == nil || g.hasQuorum(key, pg) || g.attempts.IsAdmitted(key) {
+	if pg == nil || g.attempts.IsAdmitted(key) {
+		return
+	}
+	if _, reached := g.quorum(key, pg); reached {
 		return
 	}
 	g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s lost its reservation before the group was complete", pod.Name), g.args.backoff(), false)
@@ -349,17 +344,16 @@ func (g *Gang) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod,
 
 // Permit holds a member until bound and reserved members reach minMember,
 // then allows every waiting member in the same step.
-func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, nodeName string) (*fwk.Status, time.Duration) {
-	key, ok := topology.GroupOf(pod)
+func (g *Gang) Permit(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) (*fwk.Status, time.Duration) {
+	key, pg, ok := g.groups.GroupIn(state, pod)
 	if !ok {
 		return nil, 0
 	}
-	pg := g.podGroup(key)
 	if pg == nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod))), 0
 	}
 	if !g.admitIfComplete(klog.FromContext(ctx), key, pg, pod, nodeName) {
-		placed := g.attempts.Placed(key, g.members(key).bound) + g.rooms.Count(key, "")
+		placed, _ := g.groups.Quorum(key, pg.Spec.MinMember, group.Counting{HeldRooms: true})
 		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("waiting at Permit for %d more members of group %s (%d/%d placed)",
 			pg.Spec.MinMember-placed, key, placed, pg.Spec.MinMember)), g.permitTimeout(pg)
 	}
@@ -372,15 +366,15 @@ func (g *Gang) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, no
 // Permit on selfNode; nil for none), is allowed to bind. It reports
 // whether the group is admitted.
 func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg *v1alpha1.PodGroup, self *corev1.Pod, selfNode string) bool {
-	bound := g.members(key).bound
-	placed := g.attempts.Placed(key, bound) + g.rooms.Count(key, "")
-	if missing := g.missingLate(key); placed < pg.Spec.MinMember && placed+total(missing)-g.rooms.Count(key, "") >= pg.Spec.MinMember {
+	withRooms := group.Counting{HeldRooms: true}
+	placed, reached := g.groups.Quorum(key, pg.Spec.MinMember, withRooms)
+	if missing := g.missingLate(key); !reached && placed+total(missing)-g.rooms.Count(key, "") >= pg.Spec.MinMember {
 		if g.holdLateRooms(logger, key, missing, self, selfNode) {
-			placed = g.attempts.Placed(key, bound) + g.rooms.Count(key, "")
+			placed, reached = g.groups.Quorum(key, pg.Spec.MinMember, withRooms)
 			g.expireLateRooms(logger, pg)
 		}
 	}
-	if placed < pg.Spec.MinMember {
+	if !reached {
 		return false
 	}
 	var selfUID types.UID
@@ -395,7 +389,7 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 	}
 	// A gang whose bound members alone make its quorum was admitted
 	// before, perhaps by a scheduler that has since restarted.
-	if first && int32(bound.Len()) < pg.Spec.MinMember {
+	if first && g.groups.BoundCount(key) < pg.Spec.MinMember {
 		reportAdmitted(latency)
 		if at := g.attempts.TakePreempted(key); !at.IsZero() {
 			reportAdmittedAfterPreemption(g.clock.Since(at))
@@ -465,8 +459,10 @@ func (g *Gang) activate(logger klog.Logger, key types.NamespacedName) {
 	g.groups.ActivatePending(logger, g.handle, key)
 }
 
-func (g *Gang) hasQuorum(key types.NamespacedName, pg *v1alpha1.PodGroup) bool {
-	return g.attempts.Placed(key, g.members(key).bound) >= pg.Spec.MinMember
+// quorum counts the gang's members bound or holding a reservation: a gang
+// that has them all is not torn down for one member's failure.
+func (g *Gang) quorum(key types.NamespacedName, pg *v1alpha1.PodGroup) (placed int32, reached bool) {
+	return g.groups.Quorum(key, pg.Spec.MinMember, group.Counting{})
 }
 
 func (g *Gang) permitTimeout(pg *v1alpha1.PodGroup) time.Duration {
@@ -479,33 +475,6 @@ func (g *Gang) permitTimeout(pg *v1alpha1.PodGroup) time.Duration {
 // podGroup returns the group's PodGroup, or nil when it does not exist.
 func (g *Gang) podGroup(key types.NamespacedName) *v1alpha1.PodGroup {
 	return g.groups.PodGroup(key)
-}
-
-// membership is a group's members as the informer sees them.
-type membership struct {
-	// active counts the members that are not finished or being deleted.
-	active int32
-	// bound holds the active members bound to a node.
-	bound sets.Set[types.UID]
-}
-
-func (g *Gang) members(key types.NamespacedName) membership {
-	m := membership{bound: sets.New[types.UID]()}
-	pods, err := g.groups.Members(key)
-	if err != nil {
-		klog.Background().Error(err, "Counting members", "podGroup", key)
-		return m
-	}
-	for _, pod := range pods {
-		if !topology.IsActiveMember(pod) {
-			continue
-		}
-		m.active++
-		if pod.Spec.NodeName != "" {
-			m.bound.Insert(pod.UID)
-		}
-	}
-	return m
 }
 
 // recordEvent records an event on the PodGroup.

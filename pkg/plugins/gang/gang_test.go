@@ -428,7 +428,8 @@ func TestUnreserveBeforeQuorumRollsTheGroupBack(t *testing.T) {
 	assert.Equal(t, fwk.Unschedulable, f.outcome(members[1]).Code())
 	// The rejected sibling's binding cycle unreserves it in turn.
 	f.fw.RunReservePluginsUnreserve(f.ctx, framework.NewCycleState(), members[1], "node-1")
-	assert.Equal(t, int32(0), f.gang.attempts.Placed(types.NamespacedName{Namespace: ns, Name: "job"}, nil), "every reservation is released")
+	placed, _ := f.gang.groups.Quorum(types.NamespacedName{Namespace: ns, Name: "job"}, 3, group.Counting{})
+	assert.Equal(t, int32(0), placed, "every reservation is released")
 	events := f.drainEvents()
 	require.Len(t, events, 1, "one teardown, one event: %v", events)
 	assert.Contains(t, events[0], "Warning GangRejected member p0 lost its reservation before the group was complete")

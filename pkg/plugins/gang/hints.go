@@ -114,16 +114,10 @@ func (g *Gang) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 				// The queue does not tell other pods about a new unscheduled
 				// pod, so the member that completes a group wakes its gated
 				// siblings here, once, as the group reaches minMember, with
-				// the members its owner creates later counted.
-				if pg := g.podGroup(key); pg != nil && g.members(key).active+total(g.missingLate(key)) == pg.Spec.MinMember {
+				// the members its owner creates later counted. The model
+				// has counted this member already (Model.OnPodChange).
+				if pg := g.podGroup(key); pg != nil && g.groups.Census(key).Active()+total(g.missingLate(key)) == pg.Spec.MinMember {
 					g.activate(logger, key)
-				}
-			},
-			UpdateFunc: func(_, obj any) {
-				pod := obj.(*corev1.Pod)
-				if pod.Spec.NodeName != "" {
-					key, _ := topology.GroupOf(pod)
-					g.attempts.ForgetReservation(key, pod.UID)
 				}
 			},
 			DeleteFunc: func(obj any) {
@@ -132,10 +126,6 @@ func (g *Gang) podHandler(logger klog.Logger) cache.ResourceEventHandler {
 				}
 				pod := obj.(*corev1.Pod)
 				key, _ := topology.GroupOf(pod)
-				g.attempts.ForgetReservation(key, pod.UID)
-				if g.members(key).active == 0 {
-					g.attempts.Forget(key)
-				}
 				if pod.Spec.NodeName != "" {
 					g.retryGangsWaitingForRoom(logger, key)
 				}

@@ -27,15 +27,9 @@ func (g *Gang) missingLate(key types.NamespacedName) map[string]int32 {
 	if err != nil || topo == nil || len(topo.Late) == 0 {
 		return nil
 	}
-	pods, err := g.groups.Members(key)
-	if err != nil {
-		return nil
-	}
 	active := map[string]int32{}
-	for _, pod := range pods {
-		if role, ok := topology.RoleOf(pod); ok && topology.IsActiveMember(pod) {
-			active[role]++
-		}
+	for role := range topo.Late {
+		active[role] = g.groups.Role(key, role).Active
 	}
 	return topo.MissingLate(active)
 }
@@ -144,15 +138,9 @@ func (g *Gang) lateMemberCame(key types.NamespacedName) bool {
 	if err != nil || topo == nil {
 		return false
 	}
-	pods, err := g.groups.Members(key)
-	if err != nil {
-		return false
-	}
-	for _, pod := range pods {
-		if role, ok := topology.RoleOf(pod); ok {
-			if topo.IsLate(role) {
-				return true
-			}
+	for role := range topo.Late {
+		if g.groups.Role(key, role).Any > 0 {
+			return true
 		}
 	}
 	return false

@@ -11,10 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -78,28 +78,22 @@ func (g *Gang) strandedMembers(key types.NamespacedName, pg *v1alpha1.PodGroup) 
 	if g.groups.HadQuorum(key, pg) {
 		return nil, ""
 	}
+	census := g.groups.Census(key)
+	pending := census.Unbound()
+	placed, reached := g.groups.Quorum(key, pg.Spec.MinMember, group.Counting{Succeeded: true})
+	if pending == 0 || reached || census.Bound() == 0 {
+		return nil, ""
+	}
+	// The victims are listed only now, as the gang is evicted.
 	pods, err := g.groups.Members(key)
 	if err != nil {
 		return nil, ""
 	}
 	var bound []*corev1.Pod
-	var pending, succeeded int32
-	boundUIDs := sets.New[types.UID]()
 	for _, pod := range pods {
-		switch {
-		case pod.Status.Phase == corev1.PodSucceeded:
-			succeeded++
-		case !topology.IsActiveMember(pod):
-		case pod.Spec.NodeName != "":
+		if topology.IsActiveMember(pod) && pod.Spec.NodeName != "" {
 			bound = append(bound, pod)
-			boundUIDs.Insert(pod.UID)
-		default:
-			pending++
 		}
-	}
-	placed := g.attempts.Placed(key, boundUIDs) + succeeded
-	if pending == 0 || placed >= pg.Spec.MinMember || len(bound) == 0 {
-		return nil, ""
 	}
 	slices.SortFunc(bound, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	return bound, fmt.Sprintf("%d/%d members placed and %d more could not be placed within %s of the last bind",

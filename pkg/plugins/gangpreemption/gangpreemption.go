@@ -68,12 +68,9 @@ type GangPreemption struct {
 	clock     clock.WithDelayedExecution
 }
 
-// New builds the plugin from the framework's handle; it takes no args.
-func New(ctx context.Context, _ runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
-	groups, err := group.ModelFor(ctx, handle)
-	if err != nil {
-		return nil, err
-	}
+// New builds the plugin from the framework's handle and the scheduler's
+// group model; it takes no args.
+func New(_ context.Context, _ runtime.Object, handle fwk.Handle, groups *group.Model) (fwk.Plugin, error) {
 	register()
 	// Owners are read and scaled directly: an informer on every kind of
 	// owner would cost more than the rare preemption of an elastic member.
@@ -95,9 +92,7 @@ func newGangPreemption(handle fwk.Handle, groups *group.Model, fts feature.Featu
 	pl.executor = preemption.NewExecutor(handle, fts)
 	pl.executor.PreemptPod = pl.preemptPod(pl.executor.PreemptPod)
 	pl.evaluator = preemption.NewEvaluator(Name, handle, pl, pl.executor)
-	if err := pl.watchVictims(); err != nil {
-		return nil, fmt.Errorf("watching for victims gone: %w", err)
-	}
+	groups.OnPodChange(pl.victimHandler())
 	return pl, nil
 }
 
@@ -110,18 +105,17 @@ func (pl *GangPreemption) Name() string { return Name }
 // preempts for itself, as DefaultPreemption does, by whole units.
 func (pl *GangPreemption) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	if key, ok := topology.GroupOf(pod); ok {
-		pg := pl.groups.PodGroup(key)
-		if pg == nil {
-			return nil, fwk.NewStatus(fwk.Unschedulable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod)))
-		}
-		reached, known := group.HasQuorum(state)
+		cycle, known := group.CycleOf(state)
 		if !known {
+			if pl.groups.PodGroup(key) == nil {
+				return nil, fwk.NewStatus(fwk.Unschedulable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod)))
+			}
 			// Gang turned the member away before it got so far (its gang
 			// backs off, say): preemption would not help it now.
 			return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not helpful for scheduling")
 		}
-		if !reached {
-			return pl.preemptForGang(ctx, state, pod, m, key, pg)
+		if _, reached := pl.groups.Quorum(key, cycle.PodGroup.Spec.MinMember, group.Counting{}); !reached {
+			return pl.preemptForGang(ctx, state, pod, m, key, cycle.PodGroup)
 		}
 	}
 	defer metrics.PreemptionAttempts.Inc()

@@ -167,9 +167,9 @@ func (pl *GangPreemption) gone(uid types.UID) {
 	}
 }
 
-// watchVictims tells gone of every pod deleted.
-func (pl *GangPreemption) watchVictims() error {
-	_, err := pl.handle.SharedInformerFactory().Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+// victimHandler tells gone of every pod deleted.
+func (pl *GangPreemption) victimHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(obj any) {
 			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tombstone.Obj
@@ -178,8 +178,7 @@ func (pl *GangPreemption) watchVictims() error {
 				pl.gone(pod.UID)
 			}
 		},
-	})
-	return err
+	}
 }
 
 // waitingForVictims is PreEnqueue's answer for a member of a gang whose

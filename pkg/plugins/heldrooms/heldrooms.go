@@ -40,12 +40,9 @@ type HeldRooms struct {
 	groups *group.Model
 }
 
-// New builds the plugin from the framework's handle; it takes no args.
-func New(ctx context.Context, _ runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
-	groups, err := group.ModelFor(ctx, handle)
-	if err != nil {
-		return nil, err
-	}
+// New builds the plugin over the scheduler's group model; it takes no
+// args.
+func New(_ context.Context, _ runtime.Object, _ fwk.Handle, groups *group.Model) (fwk.Plugin, error) {
 	return NewWithModel(groups), nil
 }
 

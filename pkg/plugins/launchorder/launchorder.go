@@ -52,21 +52,16 @@ type hold struct {
 	since time.Time
 }
 
-// New builds the plugin from the framework's handle. It takes no args.
-func New(ctx context.Context, _ runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
-	groups, err := group.ModelFor(ctx, handle)
-	if err != nil {
-		return nil, err
-	}
+// New builds the plugin from the framework's handle and the scheduler's
+// group model. It takes no args.
+func New(ctx context.Context, _ runtime.Object, handle fwk.Handle, groups *group.Model) (fwk.Plugin, error) {
 	register()
 	l := newLaunchOrder(handle, groups, clock.RealClock{})
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
 	if err := groups.OnPodGroupChange(l.podGroupHandler(logger)); err != nil {
 		return nil, err
 	}
-	if err := groups.OnPodChange(l.podHandler(logger)); err != nil {
-		return nil, err
-	}
+	groups.OnPodChange(l.podHandler(logger))
 	return l, nil
 }
 
@@ -189,20 +184,11 @@ func (l *LaunchOrder) topology(key types.NamespacedName) (*topology.Topology, er
 // unmet describes, for each predecessor role of role not yet at start-after,
 // how far it is, for example "worker is Ready (2/4)".
 func (l *LaunchOrder) unmet(key types.NamespacedName, topo *topology.Topology, role string) []string {
-	members, err := l.groups.Members(key)
-	if err != nil {
-		return []string{err.Error()}
-	}
-	reached := map[string]int32{}
-	for _, pod := range members {
-		if r, ok := topology.RoleOf(pod); ok && topology.IsActiveMember(pod) && hasReached(pod, topo.StartAfter) {
-			reached[r]++
-		}
-	}
 	var unmet []string
 	for _, pred := range topo.Predecessors(role) {
-		if want := topo.AdmittedReplicas(pred); reached[pred] < want {
-			unmet = append(unmet, fmt.Sprintf("%s is %s (%d/%d)", pred, topo.StartAfter, reached[pred], want))
+		reached := l.groups.Role(key, pred).ReachedCount(topo.StartAfter)
+		if want := topo.AdmittedReplicas(pred); reached < want {
+			unmet = append(unmet, fmt.Sprintf("%s is %s (%d/%d)", pred, topo.StartAfter, reached, want))
 		}
 	}
 	return unmet

@@ -40,6 +40,7 @@ type fixture struct {
 	fw        framework.Framework
 	plugin    *LaunchOrder
 	pods      cache.Indexer
+	model     *group.Model
 	events    *events.FakeRecorder
 	activator *plugintest.Activator
 }
@@ -62,7 +63,8 @@ func newFixture(t *testing.T, annotations map[string]string, pods ...*corev1.Pod
 		require.NoError(t, f.pods.Add(pod))
 	}
 	factory := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		f.plugin = newLaunchOrder(h, group.NewModel(schedulinglisters.NewPodGroupLister(podGroups), f.pods, topology.SchedulerName), testingclock.NewFakeClock(time.Now()))
+		f.model = group.NewModel(schedulinglisters.NewPodGroupLister(podGroups), f.pods, topology.SchedulerName)
+		f.plugin = newLaunchOrder(h, f.model, testingclock.NewFakeClock(time.Now()))
 		return f.plugin, nil
 	}
 	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
@@ -84,9 +86,19 @@ func newFixture(t *testing.T, annotations map[string]string, pods ...*corev1.Pod
 func (f *fixture) turnReady(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
 	nowReady := ready(&st.PodWrapper{Pod: *pod.DeepCopy()}).Obj()
-	require.NoError(t, f.pods.Update(nowReady))
+	f.update(t, nowReady)
 	handler := f.plugin.podHandler(f.logger).(cache.ResourceEventHandlerFuncs)
 	handler.UpdateFunc(pod, nowReady)
+}
+
+// update changes a pod in the pods' cache and tells the group model, as
+// the informer would.
+func (f *fixture) update(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	old, _, err := f.pods.Get(pod)
+	require.NoError(t, err)
+	require.NoError(t, f.pods.Update(pod))
+	f.model.PodEvents().OnUpdate(old, pod)
 }
 
 func rolePod(role, name string) *st.PodWrapper {
@@ -239,7 +251,7 @@ func TestHeldPodsGauge(t *testing.T) {
 	}{
 		{"released", func(t *testing.T, f *fixture, launcher *corev1.Pod) {
 			for _, w := range []*corev1.Pod{ready(rolePod("worker", "w0")).Obj(), ready(rolePod("worker", "w1")).Obj()} {
-				require.NoError(t, f.pods.Update(w))
+				f.update(t, w)
 			}
 			f.plugin.release(f.logger, key, time.Now())
 			assert.True(t, f.fw.WaitOnPermit(f.ctx, launcher).IsSuccess())
@@ -255,7 +267,7 @@ func TestHeldPodsGauge(t *testing.T) {
 		{"its pod gone before the release", func(t *testing.T, f *fixture, launcher *corev1.Pod) {
 			f.fw.RejectWaitingPod(launcher.UID)
 			for _, w := range []*corev1.Pod{ready(rolePod("worker", "w0")).Obj(), ready(rolePod("worker", "w1")).Obj()} {
-				require.NoError(t, f.pods.Update(w))
+				f.update(t, w)
 			}
 			f.plugin.release(f.logger, key, time.Now())
 		}},

@@ -1,7 +1,6 @@
 package group
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -46,51 +45,27 @@ type attempt struct {
 
 func (a *attempt) waiting() bool { return len(a.reserved) > 0 && !a.admitted }
 
-// Attempts holds the attempt of every group the scheduler is working on.
-// Its lock is never held while calling into the framework, whose queue lock
-// is held while it calls Less.
-type Attempts struct {
-	mu      sync.Mutex
-	byGroup map[types.NamespacedName]*attempt
-	// onWaitingChange is told when a group starts or stops waiting at
-	// Permit, to keep the gauge of waiting gangs.
-	onWaitingChange func(delta float64)
+// isFresh reports whether the attempt is as a new group's.
+func (a *attempt) isFresh() bool {
+	return len(a.reserved) == 0 && a.firstSeen.IsZero() && !a.inProgress && !a.admitted &&
+		a.failedAt.IsZero() && a.queuedAt.IsZero() && a.backoffUntil.IsZero() && !a.expiryScheduled && a.preemptedAt.IsZero()
 }
 
+// Attempts changes and reads the attempt of every group the scheduler is
+// working on, in the groups' State.
+type Attempts struct{ states *states }
+
+// NewAttempts returns the attempts of groups with no state yet.
 func NewAttempts(onWaitingChange func(float64)) *Attempts {
-	return &Attempts{byGroup: map[types.NamespacedName]*attempt{}, onWaitingChange: onWaitingChange}
+	return &Attempts{states: newStates(onWaitingChange)}
 }
 
-// update runs change on the group's attempt, creating it when needed, and
-// keeps the waiting gauge in step.
 func (s *Attempts) update(key types.NamespacedName, change func(*attempt)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a := s.byGroup[key]
-	if a == nil {
-		a = &attempt{reserved: sets.New[types.UID]()}
-		s.byGroup[key] = a
-	}
-	wasWaiting := a.waiting()
-	change(a)
-	switch isWaiting := a.waiting(); {
-	case isWaiting && !wasWaiting:
-		s.onWaitingChange(1)
-	case !isWaiting && wasWaiting:
-		s.onWaitingChange(-1)
-	}
+	s.states.update(key, func(st *State) { change(&st.attempt) })
 }
 
-// read runs view on the group's attempt; a group without one reads as a
-// fresh attempt.
 func (s *Attempts) read(key types.NamespacedName, view func(*attempt)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if a := s.byGroup[key]; a != nil {
-		view(a)
-		return
-	}
-	view(&attempt{})
+	s.states.read(key, func(st *State) { view(&st.attempt) })
 }
 
 // Seen records that a member passed PreEnqueue.
@@ -123,13 +98,6 @@ func (s *Attempts) IsReserved(key types.NamespacedName, uid types.UID) bool {
 	var reserved bool
 	s.read(key, func(a *attempt) { reserved = a.reserved.Has(uid) })
 	return reserved
-}
-
-// Placed counts the members that are bound or hold a reservation.
-func (s *Attempts) Placed(key types.NamespacedName, bound sets.Set[types.UID]) int32 {
-	var n int
-	s.read(key, func(a *attempt) { n = bound.Union(a.reserved).Len() })
-	return int32(n)
 }
 
 // ScheduleExpiry records that a check of the group's deadline is pending;
@@ -259,37 +227,17 @@ func (s *Attempts) QueuedAt(key types.NamespacedName) time.Time {
 // Failed lists the groups whose last attempt failed: the scheduler found
 // no room for a member and the group has not been admitted since.
 func (s *Attempts) Failed() []types.NamespacedName {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.states.mu.Lock()
+	defer s.states.mu.Unlock()
 	var keys []types.NamespacedName
-	for key, a := range s.byGroup {
-		if !a.admitted && !a.failedAt.IsZero() {
+	for key, st := range s.states.byGroup {
+		if a := &st.attempt; !a.admitted && !a.failedAt.IsZero() {
 			keys = append(keys, key)
 		}
 	}
 	return keys
 }
 
-// ForgetReservation drops a member's reservation once the informer shows
-// it bound, or gone.
-func (s *Attempts) ForgetReservation(key types.NamespacedName, uid types.UID) {
-	s.mu.Lock()
-	a := s.byGroup[key]
-	reserved := a != nil && a.reserved.Has(uid)
-	s.mu.Unlock()
-	if reserved {
-		s.update(key, func(a *attempt) { a.reserved.Delete(uid) })
-	}
-}
-
-// Forget drops the group's attempt, when the group has no members left.
-func (s *Attempts) Forget(key types.NamespacedName) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if a := s.byGroup[key]; a != nil {
-		if a.waiting() {
-			s.onWaitingChange(-1)
-		}
-		delete(s.byGroup, key)
-	}
-}
+// forget ends the group's attempt, when the group has no active member
+// left; the caller holds the lock.
+func (a *attempt) forget() { *a = attempt{reserved: sets.New[types.UID]()} }

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	schedulinginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
@@ -60,16 +62,16 @@ type Model struct {
 
 	mu     sync.Mutex
 	parsed map[types.NamespacedName]parsedTopology
-	// bound holds, by group, its active members bound to a node and when
-	// each was bound.
-	bound map[types.NamespacedName]map[types.UID]time.Time
-	// boundObserved reports whether bound holds the informer's initial
-	// list; nil when it always does (NewModel's callers fill the indexer
-	// first).
-	boundObserved func() bool
-	// quorumHad holds, by group, the UID of its PodGroup once minMember
-	// of its members were bound: the gang is admitted for good.
-	quorumHad map[types.NamespacedName]types.UID
+	// states is every group's State; the model's pod handler alone
+	// writes its members.
+	states *states
+	// observed reports whether the pod handler has seen the informer's
+	// initial list; nil when it always has (NewModel's callers fill the
+	// indexer first).
+	observed func() bool
+	// listeners are the plugins' pod handlers, told of each pod event
+	// after the states have taken it in.
+	listeners []cache.ResourceEventHandler
 	// schedulers are the names of the scheduler's profiles: a group's
 	// members are the pods that name one (topology.NotAMember). Each
 	// profile adds its name as it is built; the set is replaced, never
@@ -92,17 +94,17 @@ type parsedTopology struct {
 
 // NewModel returns a model over a PodGroup lister and a pod indexer that
 // has the group index, for the pods of the named schedulers; the plugins'
-// unit tests build theirs this way.
+// unit tests build theirs this way, and tell it of later changes to the
+// indexer through PodEvents.
 func NewModel(podGroups schedulinglisters.PodGroupLister, pods cache.Indexer, schedulers ...string) *Model {
 	m := &Model{
 		podGroups: podGroups, pods: pods,
-		parsed:    map[types.NamespacedName]parsedTopology{},
-		bound:     map[types.NamespacedName]map[types.UID]time.Time{},
-		quorumHad: map[types.NamespacedName]types.UID{},
-		attempts:  NewAttempts(reportWaitingGangs),
-		rooms:     NewRooms(),
-		heldTold:  told{pods: sets.New[types.UID]()},
+		parsed:   map[types.NamespacedName]parsedTopology{},
+		states:   newStates(reportWaitingGangs),
+		rooms:    NewRooms(),
+		heldTold: told{pods: sets.New[types.UID]()},
 	}
+	m.attempts = &Attempts{states: m.states}
 	names := sets.New(schedulers...)
 	m.schedulers.Store(&names)
 	for _, obj := range pods.List() {
@@ -111,21 +113,38 @@ func NewModel(podGroups schedulinglisters.PodGroupLister, pods cache.Indexer, sc
 	return m
 }
 
-var (
-	modelsMu sync.Mutex
-	// models holds the model of each scheduler, by its informer factory,
-	// which all its profiles share: so do their plugins, and the pod
-	// informer is indexed once.
-	models = map[informers.SharedInformerFactory]*Model{}
-)
+// Models holds the model of each scheduler, by its informer factory, which
+// all its profiles share: so do their plugins, and the pod informer is
+// indexed once. One Models serves one plugin registry.
+type Models struct {
+	mu     sync.Mutex
+	models map[informers.SharedInformerFactory]*Model
+}
 
-// ModelFor returns the model of the scheduler whose handle this is,
-// creating it, with its informers started and synced, for the first
-// plugin that asks.
-func ModelFor(ctx context.Context, handle fwk.Handle) (*Model, error) {
-	modelsMu.Lock()
-	defer modelsMu.Unlock()
-	if m, ok := models[handle.SharedInformerFactory()]; ok {
+// NewModels returns a registry's models, none built yet.
+func NewModels() *Models {
+	return &Models{models: map[informers.SharedInformerFactory]*Model{}}
+}
+
+// Plugin returns the framework's factory of a plugin built over its
+// scheduler's model.
+func (ms *Models) Plugin(build func(context.Context, runtime.Object, fwk.Handle, *Model) (fwk.Plugin, error)) frameworkruntime.PluginFactory {
+	return func(ctx context.Context, args runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
+		m, err := ms.For(ctx, handle)
+		if err != nil {
+			return nil, err
+		}
+		return build(ctx, args, handle, m)
+	}
+}
+
+// For returns the model of the scheduler whose handle this is, creating
+// it, with its informers started and synced, for the first plugin that
+// asks.
+func (ms *Models) For(ctx context.Context, handle fwk.Handle) (*Model, error) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if m, ok := ms.models[handle.SharedInformerFactory()]; ok {
 		names := m.schedulers.Load().Clone().Insert(handle.ProfileName())
 		m.schedulers.Store(&names)
 		return m, nil
@@ -143,18 +162,14 @@ func ModelFor(ctx context.Context, handle fwk.Handle) (*Model, error) {
 	podGroups := factory.Scheduling().V1alpha1().PodGroups()
 	m := NewModel(podGroups.Lister(), podInformer.GetIndexer(), handle.ProfileName())
 	m.podGroupInformer, m.podInformer = podGroups.Informer(), podInformer
-	if _, err := m.podGroupInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: m.forgetGroup}); err != nil {
+	if _, err := m.podGroupInformer.AddEventHandler(m.podGroupEvents()); err != nil {
 		return nil, fmt.Errorf("watching PodGroups: %w", err)
 	}
-	observing, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    m.observePod,
-		UpdateFunc: func(_, obj any) { m.observePod(obj) },
-		DeleteFunc: m.forgetPod,
-	})
+	observing, err := podInformer.AddEventHandler(m.PodEvents())
 	if err != nil {
 		return nil, fmt.Errorf("watching pods: %w", err)
 	}
-	m.boundObserved = observing.HasSynced
+	m.observed = observing.HasSynced
 	if err := m.readUpstreamIfServed(ctx, handle); err != nil {
 		return nil, err
 	}
@@ -164,7 +179,7 @@ func ModelFor(ctx context.Context, handle fwk.Handle) (*Model, error) {
 			return nil, fmt.Errorf("syncing the informer of %v", typ)
 		}
 	}
-	models[handle.SharedInformerFactory()] = m
+	ms.models[handle.SharedInformerFactory()] = m
 	return m, nil
 }
 
@@ -182,7 +197,7 @@ func (m *Model) readUpstreamIfServed(ctx context.Context, handle fwk.Handle) err
 	if served {
 		podGroups := handle.SharedInformerFactory().Scheduling().V1beta1().PodGroups()
 		m.upstream, m.upstreamInformer = podGroups.Lister(), podGroups.Informer()
-		if _, err := m.upstreamInformer.AddEventHandler(inOneShape(cache.ResourceEventHandlerFuncs{DeleteFunc: m.forgetGroup})); err != nil {
+		if _, err := m.upstreamInformer.AddEventHandler(inOneShape(m.podGroupEvents())); err != nil {
 			return fmt.Errorf("watching %s PodGroups: %w", topology.UpstreamPodGroupVersion, err)
 		}
 	}
@@ -244,12 +259,20 @@ func (m *Model) OnPodGroupChange(handler cache.ResourceEventHandler) error {
 	return nil
 }
 
-// OnPodChange tells handler of every pod event the scheduler sees.
-func (m *Model) OnPodChange(handler cache.ResourceEventHandler) error {
-	if _, err := m.podInformer.AddEventHandler(handler); err != nil {
-		return fmt.Errorf("watching pods: %w", err)
-	}
-	return nil
+// OnPodChange tells handler of every pod event the scheduler sees, after
+// the group's state has taken it in: what the handler reads of the group
+// includes the pod's change. Plugins add theirs as they are built, before
+// the informer starts.
+func (m *Model) OnPodChange(handler cache.ResourceEventHandler) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.listeners = append(m.listeners, handler)
+}
+
+func (m *Model) podListeners() []cache.ResourceEventHandler {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.listeners
 }
 
 // PodGroup returns the group's PodGroup, in the model's one shape, or nil
@@ -322,9 +345,8 @@ func (m *Model) isOurs(schedulerName string) bool {
 // (a raised minMember) never makes it partly bound, and never evicts what
 // runs.
 func (m *Model) HadQuorum(key types.NamespacedName, pg *v1alpha1.PodGroup) bool {
-	m.mu.Lock()
-	had := m.quorumHad[key] == pg.UID || int32(len(m.boundOf(key))) >= pg.Spec.MinMember
-	m.mu.Unlock()
+	var had bool
+	m.read(key, func(st *State) { had = st.quorumHad == pg.UID || st.census.Bound() >= pg.Spec.MinMember })
 	if had {
 		return true
 	}
@@ -371,17 +393,64 @@ func parse(pg *v1alpha1.PodGroup) (*topology.Topology, error) {
 	return topo, nil
 }
 
-// forgetGroup drops what the model keeps of a deleted PodGroup: its
-// parsed topology, its attempt and the rooms held for it.
-func (m *Model) forgetGroup(obj any) {
-	if key, ok := KeyOf(obj); ok {
-		m.mu.Lock()
-		delete(m.parsed, key)
-		delete(m.quorumHad, key)
-		m.mu.Unlock()
-		m.attempts.Forget(key)
-		m.rooms.Release(key)
+// podGroupEvents keeps the states in step with PodGroups: which pods are
+// members depends on the PodGroup (topology.NotAMember), so a group's
+// members are counted again when its PodGroup is created or deleted; a
+// deleted one's parsed topology, attempt, quorum and rooms are dropped.
+func (m *Model) podGroupEvents() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if key, ok := KeyOf(obj); ok {
+				m.recount(key)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			key, ok := KeyOf(obj)
+			if !ok {
+				return
+			}
+			m.mu.Lock()
+			delete(m.parsed, key)
+			m.mu.Unlock()
+			m.states.update(key, func(st *State) {
+				st.attempt.forget()
+				st.quorumHad = ""
+			})
+			m.rooms.Release(key)
+			m.recount(key)
+		},
 	}
+}
+
+// recount counts the group's members again from the pod informer's store,
+// against the PodGroup the model now has: as a PodGroup is created or
+// deleted, or when the pod handler has not yet seen the initial list.
+func (m *Model) recount(key types.NamespacedName) {
+	pods, err := Members(m.pods, key)
+	if err != nil {
+		klog.Background().Error(err, "Counting members", "podGroup", key)
+		return
+	}
+	pg := m.PodGroup(key)
+	m.states.update(key, func(st *State) {
+		for uid := range st.members {
+			st.remove(uid)
+		}
+		st.podGroup = uidOf(pg)
+		for _, pod := range pods {
+			if m.NotAMember(pod, pg) == "" {
+				st.put(pod)
+			}
+		}
+		st.noteQuorum(pg)
+	})
+}
+
+func uidOf(pg *v1alpha1.PodGroup) types.UID {
+	if pg == nil {
+		return ""
+	}
+	return pg.UID
 }
 
 // topologySource is what a PodGroup's topology depends on.
@@ -417,49 +486,83 @@ func Changed(old, updated *v1alpha1.PodGroup) bool {
 		!maps.Equal(musterAnnotations(old.Annotations), musterAnnotations(updated.Annotations))
 }
 
+// read runs view on the group's state. Until the pod handler has seen
+// the informer's initial list, as just after a start, the queue's handler
+// may have seen more of it, and sorted a partly bound gang's members as
+// unbound: the group is counted again from the informer's store, which
+// holds the whole list before either handler hears of it.
+func (m *Model) read(key types.NamespacedName, view func(*State)) {
+	if m.observed != nil && !m.observed() {
+		m.recount(key)
+	}
+	m.states.read(key, view)
+}
+
+// Quorum returns how many members count toward the group's minMember, as
+// counting says, and whether they reach it. It is the one definition of a
+// gang's quorum.
+func (m *Model) Quorum(key types.NamespacedName, minMember int32, counting Counting) (placed int32, reached bool) {
+	m.read(key, func(st *State) { placed = st.placed(counting) })
+	if counting.HeldRooms {
+		placed += m.rooms.Count(key, "")
+	}
+	return placed, placed >= minMember
+}
+
+// Census counts the group's members by phase.
+func (m *Model) Census(key types.NamespacedName) Census {
+	var c Census
+	m.read(key, func(st *State) { c = st.census })
+	return c
+}
+
+// Role is what the group knows of one role's members.
+func (m *Model) Role(key types.NamespacedName, role string) RoleCount {
+	var r RoleCount
+	m.read(key, func(st *State) {
+		if c := st.roles[role]; c != nil {
+			r = *c
+		}
+	})
+	return r
+}
+
 // BoundCount returns how many of the group's active members are bound;
 // the queue's Less asks it for every comparison.
 func (m *Model) BoundCount(key types.NamespacedName) int32 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return int32(len(m.boundOf(key)))
+	return m.Census(key).Bound()
 }
 
 // Bound returns how many of the group's active members are bound, and when
 // the last of them was.
 func (m *Model) Bound(key types.NamespacedName) (count int32, last time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, at := range m.boundOf(key) {
-		count++
-		if at.After(last) {
-			last = at
-		}
-	}
+	m.read(key, func(st *State) { count, last = st.census.Bound(), st.lastBind() })
 	return count, last
 }
 
-// boundOf is the group's bound active members, with when each was bound;
-// the caller holds mu. Until the model's pod handler has seen the
-// informer's initial list, as just after a start, the queue's handler may
-// have seen more of it, and sorted a partly bound gang's members as
-// unbound: they are counted from the informer's store, which holds the
-// whole list before either handler hears of it.
-func (m *Model) boundOf(key types.NamespacedName) map[types.UID]time.Time {
-	if m.boundObserved == nil || m.boundObserved() {
-		return m.bound[key]
+// PodEvents is the model's one pod handler: it keeps every group's
+// members, then tells the plugins' handlers (OnPodChange).
+func (m *Model) PodEvents() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, isInInitialList bool) {
+			m.observePod(obj)
+			for _, l := range m.podListeners() {
+				l.OnAdd(obj, isInInitialList)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			m.observePod(newObj)
+			for _, l := range m.podListeners() {
+				l.OnUpdate(oldObj, newObj)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			m.forgetPod(obj)
+			for _, l := range m.podListeners() {
+				l.OnDelete(obj)
+			}
+		},
 	}
-	members, err := m.Members(key)
-	if err != nil {
-		return m.bound[key]
-	}
-	bound := map[types.UID]time.Time{}
-	for _, pod := range members {
-		if pod.Spec.NodeName != "" && topology.IsActiveMember(pod) {
-			bound[pod.UID] = boundAt(pod)
-		}
-	}
-	return bound
 }
 
 func (m *Model) observePod(obj any) {
@@ -473,19 +576,14 @@ func (m *Model) observePod(obj any) {
 	}
 	pg := m.PodGroup(key)
 	notAMember := m.NotAMember(pod, pg) != ""
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if notAMember || pod.Spec.NodeName == "" || !topology.IsActiveMember(pod) {
-		m.dropBound(key, pod.UID)
-		return
-	}
-	if m.bound[key] == nil {
-		m.bound[key] = map[types.UID]time.Time{}
-	}
-	m.bound[key][pod.UID] = boundAt(pod)
-	if pg != nil && int32(len(m.bound[key])) >= pg.Spec.MinMember {
-		m.quorumHad[key] = pg.UID
-	}
+	m.states.update(key, func(st *State) {
+		if notAMember {
+			st.remove(pod.UID)
+			return
+		}
+		st.put(pod)
+		st.noteQuorum(pg)
+	})
 }
 
 func (m *Model) forgetPod(obj any) {
@@ -497,17 +595,15 @@ func (m *Model) forgetPod(obj any) {
 		return
 	}
 	if key, ok := topology.GroupOf(pod); ok {
-		m.mu.Lock()
-		m.dropBound(key, pod.UID)
-		m.mu.Unlock()
+		m.states.update(key, func(st *State) {
+			st.remove(pod.UID)
+			st.attempt.reserved.Delete(pod.UID)
+			// A group with no member left starts its next attempt afresh.
+			if st.census.Active() == 0 {
+				st.attempt.forget()
+			}
+		})
 		m.heldTold.forget(pod.UID)
-	}
-}
-
-func (m *Model) dropBound(key types.NamespacedName, uid types.UID) {
-	delete(m.bound[key], uid)
-	if len(m.bound[key]) == 0 {
-		delete(m.bound, key)
 	}
 }
 
@@ -526,17 +622,12 @@ func boundAt(pod *corev1.Pod) time.Time {
 // ActivatePending moves the group's unbound active members to the active
 // queue, past any backoff.
 func (m *Model) ActivatePending(logger klog.Logger, activator fwk.PodActivator, key types.NamespacedName) {
-	members, err := m.Members(key)
-	if err != nil {
-		logger.Error(err, "Waking members", "podGroup", key)
-		return
-	}
 	pending := map[string]*corev1.Pod{}
-	for _, pod := range members {
-		if pod.Spec.NodeName == "" && topology.IsActiveMember(pod) {
+	m.read(key, func(st *State) {
+		for _, pod := range st.unbound {
 			pending[pod.Namespace+"/"+pod.Name] = pod
 		}
-	}
+	})
 	if len(pending) > 0 {
 		activator.Activate(logger, pending)
 	}

@@ -121,11 +121,14 @@ func TestBoundMembersAreCountedFromTheStoreUntilTheHandlerCaughtUp(t *testing.T)
 		require.NoError(t, pods.Add(pod))
 	}
 	caughtUp := false
-	m.boundObserved = func() bool { return caughtUp }
+	m.observed = func() bool { return caughtUp }
 	assert.Equal(t, int32(2), m.BoundCount(key), "counted from the store")
 
 	caughtUp = true
-	assert.Equal(t, int32(0), m.BoundCount(key), "the handler's count, once it has the initial list (none observed here)")
+	gone, _, _ := pods.GetByKey("ns/late-0")
+	require.NoError(t, pods.Delete(gone))
+	m.PodEvents().OnDelete(gone)
+	assert.Equal(t, int32(1), m.BoundCount(key), "the handler's count, once it has the initial list")
 }
 
 // testGroup is a model of one scheduler-plugins PodGroup, ns/train of
@@ -215,7 +218,7 @@ func TestAGangThatHadItsQuorumKeepsIt(t *testing.T) {
 	g.m.forgetPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b", Labels: map[string]string{topology.GroupLabel: "train"}}})
 	assert.True(t, g.m.HadQuorum(g.key, g.pg), "a member gone: the gang still had its quorum")
 
-	g.m.forgetGroup(g.pg)
+	g.m.podGroupEvents().OnDelete(g.pg)
 	g.setPodGroup(t, func(pg *v1alpha1.PodGroup) { pg.UID = "second" })
 	assert.False(t, g.m.HadQuorum(g.key, g.pg), "a PodGroup made again under the name starts anew")
 }

@@ -71,32 +71,3 @@ func RoomMadeIn(state fwk.CycleState) (*RoomMade, bool) {
 	made, ok := data.(*RoomMade)
 	return made, ok
 }
-
-// QuorumKey is where Gang's PreFilter leaves, for the preemption plugin,
-// how to tell whether the cycle's member's gang has its quorum (bound and
-// reserved members reach minMember): Gang alone knows its reservations.
-// It is asked only when a pod fits nowhere, off PreFilter's hot path.
-const QuorumKey fwk.StateKey = "muster.dev/quorum"
-
-// QuorumCheck says, when called, whether the cycle's gang has its quorum.
-type QuorumCheck func() bool
-
-// Clone returns the same check: it holds no state of the cycle.
-func (q QuorumCheck) Clone() fwk.StateData { return q }
-
-// HasQuorum asks the check Gang's PreFilter left in the cycle whether the
-// member's gang has its quorum; known is false when it left none.
-func HasQuorum(state fwk.CycleState) (reached, known bool) {
-	if state == nil {
-		return false, false
-	}
-	data, err := state.Read(QuorumKey)
-	if err != nil {
-		return false, false
-	}
-	check, ok := data.(QuorumCheck)
-	if !ok {
-		return false, false
-	}
-	return check(), true
-}

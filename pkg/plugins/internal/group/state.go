@@ -1,0 +1,290 @@
+package group
+
+import (
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// Phase is where a member stands, as the scheduler's informer shows it.
+type Phase uint8
+
+const (
+	// Gated: not bound, held back by scheduling gates.
+	Gated Phase = iota
+	// Pending: not bound, to be scheduled.
+	Pending
+	// Bound: bound to a node, not running yet.
+	Bound
+	// Running: bound and running.
+	Running
+	// Succeeded and Failed: finished.
+	Succeeded
+	Failed
+	// Terminating: being deleted before it finished.
+	Terminating
+	phases
+)
+
+// PhaseOf is where a member stands.
+func PhaseOf(pod *corev1.Pod) Phase {
+	switch {
+	case pod.Status.Phase == corev1.PodSucceeded:
+		return Succeeded
+	case pod.Status.Phase == corev1.PodFailed:
+		return Failed
+	case pod.DeletionTimestamp != nil:
+		return Terminating
+	case pod.Spec.NodeName == "" && len(pod.Spec.SchedulingGates) > 0:
+		return Gated
+	case pod.Spec.NodeName == "":
+		return Pending
+	case pod.Status.Phase == corev1.PodRunning:
+		return Running
+	}
+	return Bound
+}
+
+// Census counts a group's members by phase.
+type Census [phases]int32
+
+// Active counts the members neither finished nor being deleted, as
+// topology.IsActiveMember says.
+func (c Census) Active() int32 { return c[Gated] + c[Pending] + c[Bound] + c[Running] }
+
+// Bound counts the active members bound to a node.
+func (c Census) Bound() int32 { return c[Bound] + c[Running] }
+
+// Unbound counts the active members not bound to a node.
+func (c Census) Unbound() int32 { return c[Gated] + c[Pending] }
+
+// RoleCount is what a group knows of one role's members.
+type RoleCount struct {
+	// Any counts its members in any phase, finished ones too.
+	Any int32
+	// Active counts those neither finished nor being deleted.
+	Active int32
+	// Reached counts its active members that reached each launch-order
+	// state: bound, running, ready.
+	Reached [3]int32
+}
+
+// reachedIndex is where a launch-order state is counted in
+// RoleCount.Reached.
+func reachedIndex(state topology.StartAfter) int {
+	switch state {
+	case topology.StartAfterScheduled:
+		return 0
+	case topology.StartAfterRunning:
+		return 1
+	}
+	return 2
+}
+
+// ReachedCount counts the role's active members that reached state.
+func (r RoleCount) ReachedCount(state topology.StartAfter) int32 {
+	return r.Reached[reachedIndex(state)]
+}
+
+// member is what a group keeps of one of its pods.
+type member struct {
+	phase   Phase
+	role    string
+	hasRole bool
+	// reached is the launch-order states the pod reached, as indexes of
+	// RoleCount.Reached.
+	reached [3]bool
+	boundAt time.Time
+}
+
+func memberOf(pod *corev1.Pod) member {
+	m := member{phase: PhaseOf(pod)}
+	m.role, m.hasRole = topology.RoleOf(pod)
+	if topology.IsActiveMember(pod) {
+		running := pod.Status.Phase == corev1.PodRunning
+		m.reached = [3]bool{pod.Spec.NodeName != "", running, running && podutil.IsPodReady(pod)}
+	}
+	if pod.Spec.NodeName != "" {
+		m.boundAt = boundAt(pod)
+	}
+	return m
+}
+
+// State is everything that changes about one group: its members by phase
+// and by role, their bind times, the PodGroup (by UID) they were counted
+// against, whether the gang ever had its quorum, and its scheduling
+// attempt. The model's pod handler keeps the members; the plugins change
+// the attempt through Attempts. Every read is O(1) in the group's size.
+type State struct {
+	// podGroup is the UID of the PodGroup the members were counted
+	// against: which pods are members depends on it (topology.NotAMember).
+	podGroup types.UID
+	members  map[types.UID]*member
+	// unbound holds the active members not bound to a node, to be woken.
+	unbound map[types.UID]*corev1.Pod
+	census  Census
+	roles   map[string]*RoleCount
+	// quorumHad is the UID of the PodGroup once minMember of its members
+	// were bound at once: the gang is admitted for good.
+	quorumHad types.UID
+	attempt   attempt
+}
+
+func newState() *State {
+	return &State{members: map[types.UID]*member{}, unbound: map[types.UID]*corev1.Pod{}, roles: map[string]*RoleCount{}, attempt: attempt{reserved: sets.New[types.UID]()}}
+}
+
+// put records a member as the informer now shows it; it replaces what was
+// kept of it.
+func (s *State) put(pod *corev1.Pod) {
+	s.remove(pod.UID)
+	m := memberOf(pod)
+	s.members[pod.UID] = &m
+	s.count(&m, 1)
+	if m.phase == Gated || m.phase == Pending {
+		s.unbound[pod.UID] = pod
+		return
+	}
+	// A member seen bound holds its place itself: its reservation is over.
+	s.attempt.reserved.Delete(pod.UID)
+}
+
+// remove forgets a member.
+func (s *State) remove(uid types.UID) {
+	if old, ok := s.members[uid]; ok {
+		s.count(old, -1)
+		delete(s.members, uid)
+		delete(s.unbound, uid)
+	}
+}
+
+// noteQuorum records that the gang of pg has its quorum bound, for good.
+func (s *State) noteQuorum(pg *v1alpha1.PodGroup) {
+	if pg != nil && s.census.Bound() >= pg.Spec.MinMember {
+		s.quorumHad = pg.UID
+	}
+}
+
+// Counting says what counts toward a gang's quorum beyond its members
+// bound or holding a reservation. docs/gang-scheduling.md says why each
+// caller counts what it does.
+type Counting struct {
+	// HeldRooms counts the rooms held for members their owner creates
+	// later: Permit admits a gang with them.
+	HeldRooms bool
+	// Succeeded counts the members that finished their work: a gang whose
+	// members finished is not stranded.
+	Succeeded bool
+}
+
+// placed counts the members toward the quorum, as counting says, but the
+// held rooms, which the model's Rooms keeps.
+func (s *State) placed(counting Counting) int32 {
+	n := s.census.Bound() + int32(s.attempt.reserved.Len())
+	if counting.Succeeded {
+		n += s.census[Succeeded]
+	}
+	return n
+}
+
+func (s *State) count(m *member, delta int32) {
+	s.census[m.phase] += delta
+	if !m.hasRole {
+		return
+	}
+	r := s.roles[m.role]
+	if r == nil {
+		r = &RoleCount{}
+		s.roles[m.role] = r
+	}
+	r.Any += delta
+	if m.phase <= Running {
+		r.Active += delta
+	}
+	for i, reached := range m.reached {
+		if reached {
+			r.Reached[i] += delta
+		}
+	}
+	if r.Any == 0 {
+		delete(s.roles, m.role)
+	}
+}
+
+// lastBind is when the last of the bound members was bound; it walks the
+// members, and is read only when a partly bound gang's deadline is set.
+func (s *State) lastBind() time.Time {
+	var last time.Time
+	for _, m := range s.members {
+		if (m.phase == Bound || m.phase == Running) && m.boundAt.After(last) {
+			last = m.boundAt
+		}
+	}
+	return last
+}
+
+// empty reports whether the state holds nothing worth keeping.
+func (s *State) empty() bool {
+	return len(s.members) == 0 && s.quorumHad == "" && s.attempt.isFresh()
+}
+
+// states is the state of every group, under one lock. It is never held
+// while calling into the framework, whose queue lock is held while it
+// calls Less.
+type states struct {
+	mu      sync.Mutex
+	byGroup map[types.NamespacedName]*State
+	// onWaitingChange is told when a group starts or stops waiting at
+	// Permit, to keep the gauge of waiting gangs.
+	onWaitingChange func(delta float64)
+}
+
+func newStates(onWaitingChange func(float64)) *states {
+	return &states{byGroup: map[types.NamespacedName]*State{}, onWaitingChange: onWaitingChange}
+}
+
+// update runs change on the group's state, creating it when needed, keeps
+// the waiting gauge in step, and drops a state left empty.
+func (s *states) update(key types.NamespacedName, change func(*State)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.byGroup[key]
+	if st == nil {
+		st = newState()
+		s.byGroup[key] = st
+	}
+	wasWaiting := st.attempt.waiting()
+	change(st)
+	switch isWaiting := st.attempt.waiting(); {
+	case isWaiting && !wasWaiting:
+		s.onWaitingChange(1)
+	case !isWaiting && wasWaiting:
+		s.onWaitingChange(-1)
+	}
+	if st.empty() {
+		delete(s.byGroup, key)
+	}
+}
+
+// read runs view on the group's state; a group without one reads as
+// empty.
+func (s *states) read(key types.NamespacedName, view func(*State)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st := s.byGroup[key]; st != nil {
+		view(st)
+		return
+	}
+	view(emptyState)
+}
+
+// emptyState is what a group without a state reads as; it is never
+// written.
+var emptyState = newState()
