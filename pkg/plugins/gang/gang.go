@@ -71,7 +71,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, groups *gro
 	if err := groups.OnPodGroupChange(g.podGroupHandler(logger)); err != nil {
 		return nil, err
 	}
-	groups.OnPodChange(g.podHandler(logger))
+	groups.OnPodChange(g.podChanged(logger))
 	return g, nil
 }
 
@@ -150,30 +150,27 @@ func (g *Gang) Less(a, b fwk.QueuedEntityInfo) bool {
 	if prioA, prioB := corev1helpers.PodPriority(podA), corev1helpers.PodPriority(podB); prioA != prioB {
 		return prioA > prioB
 	}
-	if partialA, partialB := g.isPartlyBound(podA), g.isPartlyBound(podB); partialA != partialB {
-		return partialA
+	placeA, placeB := g.queuePlace(a, podA), g.queuePlace(b, podB)
+	if placeA.PartlyBound != placeB.PartlyBound {
+		return placeA.PartlyBound
 	}
 	// An elastic group's members above its min take only room no gang
 	// needs for its own min, and idle room goes to the least fulfilled
 	// group first (Paddle EDL).
-	scoreA, extraA := g.groups.ElasticFulfillment(podA)
-	scoreB, extraB := g.groups.ElasticFulfillment(podB)
-	if extraA != extraB {
-		return extraB
+	if placeA.ElasticExtra != placeB.ElasticExtra {
+		return placeB.ElasticExtra
 	}
-	if extraA && scoreA != scoreB {
-		return scoreA < scoreB
+	if placeA.ElasticExtra && placeA.Fulfillment != placeB.Fulfillment {
+		return placeA.Fulfillment < placeB.Fulfillment
 	}
-	timeA, readyA, groupA := g.queueOrder(a, podA)
-	timeB, readyB, groupB := g.queueOrder(b, podB)
-	if !timeA.Equal(timeB) {
-		return timeA.Before(timeB)
+	if !placeA.at.Equal(placeB.at) {
+		return placeA.at.Before(placeB.at)
 	}
-	if !readyA.Equal(readyB) {
-		return readyA.Before(readyB)
+	if !placeA.SeenAt.Equal(placeB.SeenAt) {
+		return placeA.SeenAt.Before(placeB.SeenAt)
 	}
-	if groupA != groupB {
-		return groupA < groupB
+	if placeA.key != placeB.key {
+		return placeA.key < placeB.key
 	}
 	return podA.Namespace+"/"+podA.Name < podB.Namespace+"/"+podB.Name
 }
@@ -196,38 +193,31 @@ func queuedPod(entity fwk.QueuedEntityInfo) (*corev1.Pod, bool) {
 	return info.GetPodInfo().GetPod(), true
 }
 
-// isPartlyBound reports whether the pod's gang has members bound, but fewer
-// than its minMember, and never had its quorum (Model.HadQuorum).
-func (g *Gang) isPartlyBound(pod *corev1.Pod) bool {
-	key, ok := topology.GroupOf(pod)
-	if !ok {
-		return false
-	}
-	bound := g.groups.BoundCount(key)
-	if bound == 0 {
-		return false
-	}
-	pg := g.podGroup(key)
-	return pg != nil && bound < pg.Spec.MinMember && !g.groups.HadQuorum(key, pg)
+// queuePlace is where Less places a pod: its group's place, the time it is
+// queued by (its group's creation or, after a failed attempt, the
+// failure's), and the key it is sorted by; a pod of no group, or whose
+// PodGroup is missing, is placed by its own time and key.
+type queuePlace struct {
+	group.QueuePlace
+	at  time.Time
+	key string
 }
 
-// queueOrder is the time, the time its gang was ready, and the key a pod
-// is sorted by: its group's, or its own when it has no group.
-func (g *Gang) queueOrder(info fwk.QueuedEntityInfo, pod *corev1.Pod) (at, ready time.Time, key string) {
-	if group, ok := topology.GroupOf(pod); ok {
-		if pg := g.podGroup(group); pg != nil {
-			at = pg.CreationTimestamp.Time
-			if queued := g.attempts.QueuedAt(group); queued.After(at) {
-				at = queued
+func (g *Gang) queuePlace(info fwk.QueuedEntityInfo, pod *corev1.Pod) queuePlace {
+	if key, ok := topology.GroupOf(pod); ok {
+		if pg := g.podGroup(key); pg != nil {
+			p := queuePlace{QueuePlace: g.groups.QueuePlaceOf(key, pg), at: pg.CreationTimestamp.Time, key: key.String()}
+			if p.QueuedAt.After(p.at) {
+				p.at = p.QueuedAt
 			}
-			return at, g.attempts.SeenAt(group), group.String()
+			return p
 		}
 	}
-	at = info.GetTimestamp()
+	p := queuePlace{at: info.GetTimestamp(), key: pod.Namespace + "/" + pod.Name}
 	if initial := info.GetInitialAttemptTimestamp(); initial != nil {
-		at = *initial
+		p.at = *initial
 	}
-	return at, time.Time{}, pod.Namespace + "/" + pod.Name
+	return p
 }
 
 // PreFilter holds again the late rooms a restarted scheduler lost, turns a

@@ -730,8 +730,8 @@ func TestTheMemberThatCompletesAGangWithALateMemberWakesItsSiblings(t *testing.T
 	w0 := member("job", "w0").Label(topology.RoleLabel, "worker").Obj()
 	w1 := member("job", "w1").Label(topology.RoleLabel, "worker").Obj()
 	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, []*corev1.Pod{w0, w1})
-	handler := f.gang.podHandler(klog.Background()).(cache.FilteringResourceEventHandler)
-	handler.OnAdd(w1, false)
+	handler := f.gang.podChanged(klog.Background())
+	handler(group.Added(w1))
 	assert.ElementsMatch(t, []string{"team-a/w0", "team-a/w1"}, f.activator.Activated,
 		"the second worker and the launcher to come make the gang of 3")
 }
@@ -760,9 +760,9 @@ func TestARestartedSchedulerHoldsTheLateRoomOfAnAdmittedGangAgain(t *testing.T) 
 			}
 			f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, tt.pods)
 			// The restarted scheduler's informer lists the pods.
-			handler := f.gang.podHandler(klog.Background()).(cache.FilteringResourceEventHandler)
+			handler := f.gang.podChanged(klog.Background())
 			for _, pod := range tt.pods {
-				handler.OnAdd(pod, true)
+				handler(group.Added(pod))
 			}
 			other := st.MakePod().Namespace(ns).Name("other").UID("other").Obj()
 			nodeInfos, err := f.fw.SnapshotSharedLister().NodeInfos().List()
@@ -913,13 +913,13 @@ func TestAGangWaitingForRoomIsRetriedAtOnceWhenABoundMemberGoes(t *testing.T) {
 	f.gang.attempts.Begin(rigid)
 	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff(), false, "member x fits on no node")
 	markUnschedulable(t, f, "rigid")
-	handler := f.gang.podHandler(klog.Background()).(cache.FilteringResourceEventHandler)
+	handler := f.gang.podChanged(klog.Background())
 
-	handler.OnDelete(pending)
+	handler(group.Deleted(pending))
 	assert.NotNil(t, f.gang.backoffStatus(rigid), "a member that held no room leaves none: the backoff stands")
 	assert.Empty(t, f.activator.Activated)
 
-	handler.OnDelete(extra)
+	handler(group.Deleted(extra))
 	assert.Nil(t, f.gang.backoffStatus(rigid), "room an elastic group gives back is taken at once")
 	assert.ElementsMatch(t, []string{"team-a/r0", "team-a/r1"}, f.activator.Activated)
 
@@ -928,7 +928,7 @@ func TestAGangWaitingForRoomIsRetriedAtOnceWhenABoundMemberGoes(t *testing.T) {
 	f.activator.Activated = nil
 	f.gang.attempts.Begin(rigid)
 	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff(), false, "member x fits on no node")
-	handler.OnDelete(plain)
+	handler(group.Deleted(plain))
 	assert.NotNil(t, f.gang.backoffStatus(rigid), "within a second of its failure the gang still backs off")
 	assert.Empty(t, f.activator.Activated)
 	f.clock.Step(roomFreedBackoff)

@@ -81,56 +81,33 @@ func (g *Gang) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
 	}
 }
 
-// podHandler wakes a group's gated members when the member that completes
-// it arrives, drops a member's reservation once the informer shows it bound
-// or gone, drops a group's attempt once it has no members left, and
-// retries the gangs that wait for room when a group's bound member goes.
-func (g *Gang) podHandler(logger klog.Logger) cache.ResourceEventHandler {
-	return cache.FilteringResourceEventHandler{
-		FilterFunc: func(obj any) bool {
-			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tombstone.Obj
+// podChanged wakes a group's gated members when the member that completes
+// it arrives, marks the late rooms of a gang found bound for holding
+// again, and retries the gangs that wait for room when a group's bound
+// member goes. The model has taken the change in already.
+func (g *Gang) podChanged(logger klog.Logger) func(group.PodChange) {
+	return func(change group.PodChange) {
+		pod := change.Pod
+		switch {
+		case !change.Grouped:
+		case change.Deleted:
+			if pod.Spec.NodeName != "" {
+				g.retryGangsWaitingForRoom(logger, change.Key)
 			}
-			pod, ok := obj.(*corev1.Pod)
-			if !ok {
-				return false
+		case change.Old != nil || !topology.IsActiveMember(pod):
+		case pod.Spec.NodeName != "":
+			// A member found bound was bound before this scheduler
+			// started: its gang's late rooms may need holding again.
+			g.rooms.Check(change.Key)
+		default:
+			// The queue does not tell other pods about a new unscheduled
+			// pod, so the member that completes a group wakes its gated
+			// siblings here, once, as the group reaches minMember, with
+			// the members its owner creates later counted.
+			if pg := g.podGroup(change.Key); pg != nil && g.groups.Census(change.Key).Active()+total(g.missingLate(change.Key)) == pg.Spec.MinMember {
+				g.activate(logger, change.Key)
 			}
-			_, grouped := topology.GroupOf(pod)
-			return grouped
-		},
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) {
-				pod := obj.(*corev1.Pod)
-				if !topology.IsActiveMember(pod) {
-					return
-				}
-				key, _ := topology.GroupOf(pod)
-				// A member found bound was bound before this scheduler
-				// started: its gang's late rooms may need holding again.
-				if pod.Spec.NodeName != "" {
-					g.rooms.Check(key)
-					return
-				}
-				// The queue does not tell other pods about a new unscheduled
-				// pod, so the member that completes a group wakes its gated
-				// siblings here, once, as the group reaches minMember, with
-				// the members its owner creates later counted. The model
-				// has counted this member already (Model.OnPodChange).
-				if pg := g.podGroup(key); pg != nil && g.groups.Census(key).Active()+total(g.missingLate(key)) == pg.Spec.MinMember {
-					g.activate(logger, key)
-				}
-			},
-			DeleteFunc: func(obj any) {
-				if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-					obj = tombstone.Obj
-				}
-				pod := obj.(*corev1.Pod)
-				key, _ := topology.GroupOf(pod)
-				if pod.Spec.NodeName != "" {
-					g.retryGangsWaitingForRoom(logger, key)
-				}
-			},
-		},
+		}
 	}
 }
 

@@ -92,7 +92,7 @@ func newGangPreemption(handle fwk.Handle, groups *group.Model, fts feature.Featu
 	pl.executor = preemption.NewExecutor(handle, fts)
 	pl.executor.PreemptPod = pl.preemptPod(pl.executor.PreemptPod)
 	pl.evaluator = preemption.NewEvaluator(Name, handle, pl, pl.executor)
-	groups.OnPodChange(pl.victimHandler())
+	groups.OnPodChange(pl.victimGone)
 	return pl, nil
 }
 

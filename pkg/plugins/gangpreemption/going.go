@@ -9,10 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -167,17 +167,10 @@ func (pl *GangPreemption) gone(uid types.UID) {
 	}
 }
 
-// victimHandler tells gone of every pod deleted.
-func (pl *GangPreemption) victimHandler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj any) {
-			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tombstone.Obj
-			}
-			if pod, ok := obj.(*corev1.Pod); ok {
-				pl.gone(pod.UID)
-			}
-		},
+// victimGone tells gone of every pod deleted.
+func (pl *GangPreemption) victimGone(change group.PodChange) {
+	if change.Deleted {
+		pl.gone(change.Pod.UID)
 	}
 }
 

@@ -42,36 +42,33 @@ func isSiblingUpdated(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.Queuei
 // went back to the queue after a hold timed out, as the queue is not told
 // of a bound pod's status changes. Only such transitions count, so a
 // member's routine status updates cost nothing.
-func (l *LaunchOrder) podHandler(logger klog.Logger) cache.ResourceEventHandler {
-	reachedNow := func(oldPod, newPod *corev1.Pod) {
-		key, ok := topology.GroupOf(newPod)
-		if !ok {
+func (l *LaunchOrder) podChanged(logger klog.Logger) func(group.PodChange) {
+	return func(change group.PodChange) {
+		if !change.Grouped || change.Deleted || !reachedAnyNow(change.Old, change.Pod) {
 			return
 		}
-		topo, err := l.topology(key)
+		topo, err := l.topology(change.Key)
 		if err != nil || topo == nil {
 			return
 		}
-		if !hasReached(newPod, topo.StartAfter) || (oldPod != nil && hasReached(oldPod, topo.StartAfter)) {
+		if !hasReached(change.Pod, topo.StartAfter) || (change.Old != nil && hasReached(change.Old, topo.StartAfter)) {
 			return
 		}
-		l.release(logger, key, l.clock.Now())
-		l.wake(logger, key, topo)
+		l.release(logger, change.Key, l.clock.Now())
+		l.wake(logger, change.Key, topo)
 	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if pod, ok := obj.(*corev1.Pod); ok {
-				reachedNow(nil, pod)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			oldPod, okOld := oldObj.(*corev1.Pod)
-			newPod, okNew := newObj.(*corev1.Pod)
-			if okOld && okNew {
-				reachedNow(oldPod, newPod)
-			}
-		},
+}
+
+// reachedAnyNow reports whether the pod reached a start-after state it had
+// not reached before, whichever the group's is: most of a member's status
+// updates reach none, and cost no read of its group.
+func reachedAnyNow(old, pod *corev1.Pod) bool {
+	for _, state := range []topology.StartAfter{topology.StartAfterScheduled, topology.StartAfterRunning, topology.StartAfterReady} {
+		if hasReached(pod, state) && (old == nil || !hasReached(old, state)) {
+			return true
+		}
 	}
+	return false
 }
 
 // podGroupHandler re-evaluates a group's holds when its PodGroup's spec or

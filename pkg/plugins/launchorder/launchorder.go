@@ -61,7 +61,7 @@ func New(ctx context.Context, _ runtime.Object, handle fwk.Handle, groups *group
 	if err := groups.OnPodGroupChange(l.podGroupHandler(logger)); err != nil {
 		return nil, err
 	}
-	groups.OnPodChange(l.podHandler(logger))
+	groups.OnPodChange(l.podChanged(logger))
 	return l, nil
 }
 

@@ -87,8 +87,7 @@ func (f *fixture) turnReady(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
 	nowReady := ready(&st.PodWrapper{Pod: *pod.DeepCopy()}).Obj()
 	f.update(t, nowReady)
-	handler := f.plugin.podHandler(f.logger).(cache.ResourceEventHandlerFuncs)
-	handler.UpdateFunc(pod, nowReady)
+	f.plugin.podChanged(f.logger)(group.Updated(pod, nowReady))
 }
 
 // update changes a pod in the pods' cache and tells the group model, as

@@ -71,7 +71,7 @@ type Model struct {
 	observed func() bool
 	// listeners are the plugins' pod handlers, told of each pod event
 	// after the states have taken it in.
-	listeners []cache.ResourceEventHandler
+	listeners []func(PodChange)
 	// schedulers are the names of the scheduler's profiles: a group's
 	// members are the pods that name one (topology.NotAMember). Each
 	// profile adds its name as it is built; the set is replaced, never
@@ -108,7 +108,9 @@ func NewModel(podGroups schedulinglisters.PodGroupLister, pods cache.Indexer, sc
 	names := sets.New(schedulers...)
 	m.schedulers.Store(&names)
 	for _, obj := range pods.List() {
-		m.observePod(obj)
+		if pod, ok := obj.(*corev1.Pod); ok {
+			m.Take(Added(pod))
+		}
 	}
 	return m
 }
@@ -259,17 +261,39 @@ func (m *Model) OnPodGroupChange(handler cache.ResourceEventHandler) error {
 	return nil
 }
 
+// PodChange is a pod event as the model's handler saw it, with the pod's
+// group, derived once for every plugin.
+type PodChange struct {
+	// Old is the pod before an update; nil for an add or a deletion.
+	Old *corev1.Pod
+	// Pod is the pod after an add or an update, or as it was deleted.
+	Pod     *corev1.Pod
+	Deleted bool
+	// Key is the pod's group; Grouped is false for a pod of none.
+	Key     types.NamespacedName
+	Grouped bool
+}
+
+// Added, Updated and Deleted are the changes an informer tells of.
+func Added(pod *corev1.Pod) PodChange        { return changeOf(nil, pod, false) }
+func Updated(old, pod *corev1.Pod) PodChange { return changeOf(old, pod, false) }
+func Deleted(pod *corev1.Pod) PodChange      { return changeOf(nil, pod, true) }
+func changeOf(old, pod *corev1.Pod, deleted bool) PodChange {
+	key, grouped := topology.GroupOf(pod)
+	return PodChange{Old: old, Pod: pod, Deleted: deleted, Key: key, Grouped: grouped}
+}
+
 // OnPodChange tells handler of every pod event the scheduler sees, after
 // the group's state has taken it in: what the handler reads of the group
 // includes the pod's change. Plugins add theirs as they are built, before
 // the informer starts.
-func (m *Model) OnPodChange(handler cache.ResourceEventHandler) {
+func (m *Model) OnPodChange(handler func(PodChange)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.listeners = append(m.listeners, handler)
 }
 
-func (m *Model) podListeners() []cache.ResourceEventHandler {
+func (m *Model) podListeners() []func(PodChange) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.listeners
@@ -364,6 +388,11 @@ func (m *Model) Topology(key types.NamespacedName) (*topology.Topology, error) {
 	if pg == nil {
 		return nil, nil
 	}
+	return m.TopologyOf(key, pg)
+}
+
+// TopologyOf is Topology for the group's PodGroup pg, already read.
+func (m *Model) TopologyOf(key types.NamespacedName, pg *v1alpha1.PodGroup) (*topology.Topology, error) {
 	source := topologySource(pg)
 	m.mu.Lock()
 	cached, ok := m.parsed[key]
@@ -543,37 +572,46 @@ func (m *Model) Bound(key types.NamespacedName) (count int32, last time.Time) {
 // PodEvents is the model's one pod handler: it keeps every group's
 // members, then tells the plugins' handlers (OnPodChange).
 func (m *Model) PodEvents() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, isInInitialList bool) {
-			m.observePod(obj)
-			for _, l := range m.podListeners() {
-				l.OnAdd(obj, isInInitialList)
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				m.Take(Added(pod))
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			m.observePod(newObj)
-			for _, l := range m.podListeners() {
-				l.OnUpdate(oldObj, newObj)
+			old, okOld := oldObj.(*corev1.Pod)
+			pod, okNew := newObj.(*corev1.Pod)
+			if okOld && okNew {
+				m.Take(Updated(old, pod))
 			}
 		},
 		DeleteFunc: func(obj any) {
-			m.forgetPod(obj)
-			for _, l := range m.podListeners() {
-				l.OnDelete(obj)
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				m.Take(Deleted(pod))
 			}
 		},
 	}
 }
 
-func (m *Model) observePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
+// Take takes a pod's change into its group's state, then tells the
+// plugins' handlers.
+func (m *Model) Take(change PodChange) {
+	if change.Grouped {
+		if change.Deleted {
+			m.forgetPod(change.Key, change.Pod)
+		} else {
+			m.observePod(change.Key, change.Pod)
+		}
 	}
-	key, ok := topology.GroupOf(pod)
-	if !ok {
-		return
+	for _, l := range m.podListeners() {
+		l(change)
 	}
+}
+
+func (m *Model) observePod(key types.NamespacedName, pod *corev1.Pod) {
 	pg := m.PodGroup(key)
 	notAMember := m.NotAMember(pod, pg) != ""
 	m.states.update(key, func(st *State) {
@@ -586,25 +624,16 @@ func (m *Model) observePod(obj any) {
 	})
 }
 
-func (m *Model) forgetPod(obj any) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if key, ok := topology.GroupOf(pod); ok {
-		m.states.update(key, func(st *State) {
-			st.remove(pod.UID)
-			st.attempt.reserved.Delete(pod.UID)
-			// A group with no member left starts its next attempt afresh.
-			if st.census.Active() == 0 {
-				st.attempt.forget()
-			}
-		})
-		m.heldTold.forget(pod.UID)
-	}
+func (m *Model) forgetPod(key types.NamespacedName, pod *corev1.Pod) {
+	m.states.update(key, func(st *State) {
+		st.remove(pod.UID)
+		st.attempt.reserved.Delete(pod.UID)
+		// A group with no member left starts its next attempt afresh.
+		if st.census.Active() == 0 {
+			st.attempt.forget()
+		}
+	})
+	m.heldTold.forget(pod.UID)
 }
 
 // boundAt is when a pod was bound: the API server sets its PodScheduled
@@ -642,13 +671,50 @@ func (m *Model) ElasticFulfillment(pod *corev1.Pod) (score float64, extra bool) 
 		return 0, false
 	}
 	pg := m.PodGroup(key)
-	topo, err := m.Topology(key)
-	if pg == nil || err != nil || topo == nil || topo.Elastic == nil {
+	if pg == nil {
 		return 0, false
 	}
-	bound := m.BoundCount(key)
+	return m.elasticFulfillment(key, pg, m.BoundCount(key))
+}
+
+func (m *Model) elasticFulfillment(key types.NamespacedName, pg *v1alpha1.PodGroup, bound int32) (score float64, extra bool) {
 	if bound < pg.Spec.MinMember {
 		return 0, false
 	}
+	topo, err := m.TopologyOf(key, pg)
+	if err != nil || topo == nil || topo.Elastic == nil {
+		return 0, false
+	}
 	return topo.Elastic.Fulfillment(bound - (pg.Spec.MinMember - topo.Elastic.Min)), true
+}
+
+// QueuePlace is what the queue's order reads of a pod's group, in one
+// read of its state.
+type QueuePlace struct {
+	// PartlyBound: members bound, fewer than minMember, and the gang never
+	// had its quorum (HadQuorum).
+	PartlyBound bool
+	// ElasticExtra: a member above the min of an admitted elastic group,
+	// whose fulfillment is Fulfillment.
+	ElasticExtra bool
+	Fulfillment  float64
+	// QueuedAt is the time the group is queued by after a failed attempt,
+	// or zero; SeenAt is when a member first passed PreEnqueue.
+	QueuedAt, SeenAt time.Time
+}
+
+// QueuePlaceOf returns where the queue places a member of the group of pg.
+func (m *Model) QueuePlaceOf(key types.NamespacedName, pg *v1alpha1.PodGroup) QueuePlace {
+	var p QueuePlace
+	var bound int32
+	var had bool
+	m.read(key, func(st *State) {
+		bound, had = st.census.Bound(), st.quorumHad == pg.UID
+		p.QueuedAt, p.SeenAt = st.attempt.queuedAt, st.attempt.firstSeen
+	})
+	if bound > 0 && bound < pg.Spec.MinMember && !had {
+		p.PartlyBound = !m.HadQuorum(key, pg)
+	}
+	p.Fulfillment, p.ElasticExtra = m.elasticFulfillment(key, pg, bound)
+	return p
 }

@@ -164,7 +164,7 @@ func (g *testGroup) add(t *testing.T, name, node, scheduler, builtFor string) *c
 		pod.Annotations = map[string]string{topology.BuiltForAnnotation: builtFor}
 	}
 	require.NoError(t, g.pods.Add(pod))
-	g.m.observePod(pod)
+	g.m.Take(Added(pod))
 	return pod
 }
 
@@ -215,7 +215,7 @@ func TestAGangThatHadItsQuorumKeepsIt(t *testing.T) {
 	g.add(t, "c", "", topology.SchedulerName, "")
 	assert.True(t, g.m.HadQuorum(g.key, g.pg), "minMember raised to 3: the gang still had its quorum")
 
-	g.m.forgetPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b", Labels: map[string]string{topology.GroupLabel: "train"}}})
+	g.m.Take(Deleted(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b", Labels: map[string]string{topology.GroupLabel: "train"}}}))
 	assert.True(t, g.m.HadQuorum(g.key, g.pg), "a member gone: the gang still had its quorum")
 
 	g.m.podGroupEvents().OnDelete(g.pg)
