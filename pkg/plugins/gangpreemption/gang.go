@@ -402,7 +402,7 @@ func (pl *GangPreemption) actuate(logger klog.Logger, pg *v1alpha1.PodGroup, pod
 	pl.going.start(key, victims, started, pl.exists)
 	// A victim that never goes must not keep the gang out of the queue
 	// until the scheduler's periodic flush; and the wait is forgotten.
-	pl.clock.AfterFunc(maxVictimWait, func() {
+	pl.clock.AfterFunc(pl.args.victimWait(), func() {
 		if pl.going.end(key, started) {
 			pl.groups.ActivatePending(logger, pl.handle, key)
 		}

@@ -40,13 +40,6 @@ import (
 // Name is the plugin's name in the registry and in scheduler configurations.
 const Name = "GangPreemption"
 
-// kube-scheduler's defaults for DefaultPreemption: how many nodes a dry
-// run tries before it picks the best of those that work.
-const (
-	minCandidateNodesPercentage = 10
-	minCandidateNodesAbsolute   = 100
-)
-
 var (
 	_ fwk.PostFilterPlugin  = &GangPreemption{}
 	_ fwk.PreEnqueuePlugin  = &GangPreemption{}
@@ -58,6 +51,7 @@ var (
 // gangs, decided by the profile's filters.
 type GangPreemption struct {
 	handle    fwk.Handle
+	args      Args
 	framework framework.Framework
 	groups    *group.Model
 	fts       feature.Features
@@ -68,9 +62,13 @@ type GangPreemption struct {
 	clock     clock.WithDelayedExecution
 }
 
-// New builds the plugin from the framework's handle and the scheduler's
-// group model; it takes no args.
-func New(_ context.Context, _ runtime.Object, handle fwk.Handle, groups *group.Model) (fwk.Plugin, error) {
+// New builds the plugin from its args, the framework's handle and the
+// scheduler's group model.
+func New(_ context.Context, obj runtime.Object, handle fwk.Handle, groups *group.Model) (fwk.Plugin, error) {
+	args, err := decodeArgs(obj)
+	if err != nil {
+		return nil, err
+	}
 	register()
 	// Owners are read and scaled directly: an informer on every kind of
 	// owner would cost more than the rare preemption of an elastic member.
@@ -78,17 +76,17 @@ func New(_ context.Context, _ runtime.Object, handle fwk.Handle, groups *group.M
 	if err != nil {
 		return nil, fmt.Errorf("creating the client that scales elastic owners: %w", err)
 	}
-	return newGangPreemption(handle, groups, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate), c)
+	return newGangPreemption(handle, args, groups, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate), c)
 }
 
-func newGangPreemption(handle fwk.Handle, groups *group.Model, fts feature.Features, c client.Client) (*GangPreemption, error) {
+func newGangPreemption(handle fwk.Handle, args Args, groups *group.Model, fts feature.Features, c client.Client) (*GangPreemption, error) {
 	// A gang's other members are filtered with the profile's PreFilter
 	// state of their own, which only the framework itself can build.
 	fw, ok := handle.(framework.Framework)
 	if !ok {
 		return nil, fmt.Errorf("%s needs the scheduler's framework as its handle, got %T", Name, handle)
 	}
-	pl := &GangPreemption{handle: handle, framework: fw, groups: groups, fts: fts, going: newGoing(), owners: &owners{client: c}, clock: clock.RealClock{}}
+	pl := &GangPreemption{handle: handle, args: args, framework: fw, groups: groups, fts: fts, going: newGoing(), owners: &owners{client: c}, clock: clock.RealClock{}}
 	pl.executor = preemption.NewExecutor(handle, fts)
 	pl.executor.PreemptPod = pl.preemptPod(pl.executor.PreemptPod)
 	pl.evaluator = preemption.NewEvaluator(Name, handle, pl, pl.executor)
@@ -158,10 +156,9 @@ func (pl *GangPreemption) EventsToRegister(_ context.Context) ([]fwk.ClusterEven
 }
 
 // GetOffsetAndNumCandidates tries, from a random node on, as many nodes as
-// DefaultPreemption's defaults say: 10%, at least 100.
+// the args say (DefaultPreemption's: 10%, at least 100).
 func (pl *GangPreemption) GetOffsetAndNumCandidates(nodes int32) (int32, int32) {
-	n := max(nodes*minCandidateNodesPercentage/100, minCandidateNodesAbsolute)
-	return rand.Int32N(nodes), min(n, nodes)
+	return rand.Int32N(nodes), pl.args.numCandidates(nodes)
 }
 
 // CandidatesToVictimsMap maps each candidate node to its victims.

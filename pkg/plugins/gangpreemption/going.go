@@ -16,12 +16,6 @@ import (
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
-// maxVictimWait bounds how long a gang waits for the victims preempted
-// for it: one that never goes (a node gone, a finalizer) must not hold the
-// gang back for good. A timer then ends the wait (end), and the gang may
-// preempt again.
-const maxVictimWait = 2 * time.Minute
-
 // going is, for each gang preempted for, its victims until they are gone.
 // Until the last is deleted, the gang's members are kept out of the
 // queue, as kube-scheduler keeps a pod whose preemption is running: a

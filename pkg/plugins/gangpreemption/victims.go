@@ -11,7 +11,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
-	"k8s.io/kubernetes/pkg/scheduler/util"
 
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -44,29 +43,40 @@ func (u *unit) EarliestStartTime() *metav1.Time { return u.start }
 func (u *unit) IsGroup() bool                   { return u.keyType != fwk.PodKeyType }
 func (u *unit) Type() fwk.EntityKeyType         { return u.keyType }
 
+// newUnit is the framework's victim (preemption.NewVictim) of the pods,
+// which gangUnits never leaves empty, under name.
 func newUnit(name string, pods []*corev1.Pod, priority int32, keyType fwk.EntityKeyType) *unit {
-	u := &unit{name: name, priority: priority, keyType: keyType}
+	infos := make([]fwk.PodInfo, 0, len(pods))
 	for _, p := range pods {
 		info, _ := framework.NewPodInfo(p)
-		u.pods = append(u.pods, info)
-		if t := util.GetPodStartTime(p); u.start == nil || t != nil && t.Before(u.start) {
-			u.start = t
-		}
+		infos = append(infos, info)
+	}
+	u := &unit{name: name, priority: priority, keyType: keyType, pods: infos}
+	if v, err := preemption.NewVictim(infos, priority, keyType); err == nil {
+		u.start = v.EarliestStartTime()
 	}
 	return u
 }
 
 // moreImportant orders units the dearest first, the reverse of the order
 // they are taken in: the highest priority; a whole gang before a member
-// above an elastic min; more pods; the longest running; an elastic
-// group's lowest index. For pods of no group this is kube-scheduler's
-// own order (priority, then start time). PodDisruptionBudgets are weighed
-// before it, as the framework does.
+// above an elastic min; then kube-scheduler's own order
+// (preemption.MoreImportantVictim: a group before a pod, more pods, the
+// longest running); a unit not started yet, such as a gang waiting at
+// Permit, after one running; then by name and an elastic group's lowest
+// index. PodDisruptionBudgets are weighed before it, as the framework
+// does.
 func moreImportant(a, b *unit) int {
+	if c := cmp.Or(cmp.Compare(b.priority, a.priority), compareBool(a.shrink, b.shrink)); c != 0 {
+		return c
+	}
+	switch {
+	case preemption.MoreImportantVictim(a, b):
+		return -1
+	case preemption.MoreImportantVictim(b, a):
+		return 1
+	}
 	return cmp.Or(
-		cmp.Compare(b.priority, a.priority),
-		compareBool(a.shrink, b.shrink),
-		cmp.Compare(len(b.pods), len(a.pods)),
 		compareStart(a.start, b.start),
 		cmp.Compare(a.name, b.name),
 		cmp.Compare(a.index, b.index),
