@@ -37,7 +37,23 @@ var (
 
 // HeldRooms keeps held room for the gangs it is held for.
 type HeldRooms struct {
-	groups *group.Model
+	groups Groups
+}
+
+// Groups is what HeldRooms reads of the scheduler's groups: the group
+// model, or a table in unit tests.
+type Groups interface {
+	// Rooms is the room held for gangs' late members.
+	Rooms() *group.Rooms
+	// IsAdmitted reports whether the group's gang is admitted.
+	IsAdmitted(key types.NamespacedName) bool
+	// ElasticFulfillment says whether the pod is a member above an
+	// admitted elastic group's min.
+	ElasticFulfillment(pod *corev1.Pod) (score float64, extra bool)
+	// WaitingForRoom lists the gangs waiting for room, with their members.
+	WaitingForRoom() map[types.NamespacedName][]*corev1.Pod
+	// Topology is the group's topology, nil when it has no PodGroup.
+	Topology(key types.NamespacedName) (*topology.Topology, error)
 }
 
 // New builds the plugin over the scheduler's group model; it takes no
@@ -46,9 +62,9 @@ func New(_ context.Context, _ runtime.Object, _ fwk.Handle, groups *group.Model)
 	return NewWithModel(groups), nil
 }
 
-// NewWithModel builds the plugin over a group model; Gang's unit tests run
-// it beside Gang this way.
-func NewWithModel(groups *group.Model) *HeldRooms {
+// NewWithModel builds the plugin over the groups; Gang's unit tests run it
+// beside Gang this way.
+func NewWithModel(groups Groups) *HeldRooms {
 	return &HeldRooms{groups: groups}
 }
 
@@ -188,7 +204,7 @@ func (h *HeldRooms) Unreserve(_ context.Context, state fwk.CycleState, pod *core
 		return
 	}
 	room := data.(taken).room
-	if h.groups.Attempts().IsAdmitted(room.Group) {
+	if h.groups.IsAdmitted(room.Group) {
 		h.groups.Rooms().Add(room)
 	}
 }

@@ -247,6 +247,10 @@ func (m *Model) Attempts() *Attempts { return m.attempts }
 // Rooms is the room held for gangs' late members.
 func (m *Model) Rooms() *Rooms { return m.rooms }
 
+// IsAdmitted reports whether the group's gang reached its quorum in its
+// attempt.
+func (m *Model) IsAdmitted(key types.NamespacedName) bool { return m.attempts.IsAdmitted(key) }
+
 // OnPodGroupChange tells handler of every PodGroup event, of either
 // source, in the model's one shape.
 func (m *Model) OnPodGroupChange(handler cache.ResourceEventHandler) error {
