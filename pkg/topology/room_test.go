@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 )
 
 func TestWaitingForRoom(t *testing.T) {
@@ -49,4 +50,48 @@ func TestWaitingForRoom(t *testing.T) {
 	}
 	assert.Equal(t, []string{"w0", "w1"}, names(LackingMembers(2, []*corev1.Pod{pod("w1", "", false, ""), pod("w0", "", false, "")})),
 		"a gang never tried still lacks its members: what preemption makes room for")
+}
+
+// waitingGang lacks n members of priority, each of cpu CPUs, that may run
+// only in pool.
+func waitingGang(n int, priority int32, cpu, pool string) WaitingGang {
+	var g WaitingGang
+	for range n {
+		g.Lacking = append(g.Lacking, st.MakePod().Priority(priority).NodeSelector(map[string]string{"pool": pool}).
+			Req(map[corev1.ResourceName]string{"cpu": cpu}).Obj())
+	}
+	return g
+}
+
+func poolNode(name, pool, cpu string) *corev1.Node {
+	return st.MakeNode().Name(name).Label("pool", pool).Capacity(map[corev1.ResourceName]string{"cpu": cpu}).Obj()
+}
+
+func TestAWaitingGangKeepsRoomFromItsPriorityAndBelowAndShrinksOnlyItsOwn(t *testing.T) {
+	g := waitingGang(2, 5, "1", "x")
+	assert.Equal(t, int32(5), g.Priority())
+	assert.True(t, g.KeepsRoomFrom(5))
+	assert.True(t, g.KeepsRoomFrom(4))
+	assert.False(t, g.KeepsRoomFrom(6))
+	assert.True(t, g.Shrinks(5), "an elastic group of its priority is shrunk for it")
+	assert.False(t, g.Shrinks(4), "one of lower priority is preempted, not shrunk")
+	assert.False(t, g.Shrinks(6))
+}
+
+func TestAWaitingGangKeepsANodeItsMemberMayUseWhileTheClusterCouldHoldIt(t *testing.T) {
+	x1, x2, y1, tiny := poolNode("x1", "x", "4"), poolNode("x2", "x", "4"), poolNode("y1", "y", "4"), poolNode("tiny", "x", "2")
+	cluster := []*corev1.Node{x1, x2, y1, tiny}
+	g := waitingGang(3, 0, "3", "x")
+	assert.True(t, g.MayUse(x1))
+	assert.False(t, g.MayUse(y1), "its members may not run there")
+	assert.False(t, g.MayUse(tiny), "its member would not fit it empty")
+	assert.True(t, g.CouldHold(cluster), "9 CPUs of the 10 in pool x")
+	assert.True(t, g.KeepsNode(x1, 0, g.CouldHold(cluster)))
+	assert.False(t, g.KeepsNode(x1, 1, true), "not from a higher priority")
+
+	huge := waitingGang(4, 0, "3", "x")
+	assert.False(t, huge.CouldHold(cluster), "12 CPUs, pool x has 10: it waits for room no one could give")
+	assert.False(t, huge.KeepsNode(x1, 0, huge.CouldHold(cluster)))
+	assert.False(t, WaitingGang{}.CouldHold(cluster), "a gang that lacks nothing keeps nothing")
+	assert.Equal(t, "12", func() string { n := huge.Need(); return n.Cpu().String() }())
 }

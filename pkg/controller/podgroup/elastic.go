@@ -178,11 +178,11 @@ func (r *ElasticScaler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if topo.Elastic != nil {
 		r.noteGrowth(pg, topo, members)
 	}
-	if need, pending, waits := waitingForRoom(pg, members); waits {
+	if gang, waits := waitingForRoom(pg, members); waits {
 		r.mu.Lock()
 		r.waiting.Insert(req.NamespacedName)
 		r.mu.Unlock()
-		if err := r.makeRoom(ctx, pg, need, pending); err != nil {
+		if err := r.makeRoom(ctx, pg, gang); err != nil {
 			return reconcile.Result{}, err
 		}
 		// It is looked at again while it waits: room taken back that
@@ -243,30 +243,22 @@ func (r *ElasticScaler) noteGrowth(pg *v1alpha1.PodGroup, topo *topology.Topolog
 }
 
 // waitingForRoom reports whether the gang waits for room
-// (topology.WaitingForRoom); need is what the members it lacks request, and
-// pending the first of them.
-func waitingForRoom(pg *v1alpha1.PodGroup, members []corev1.Pod) (need corev1.ResourceList, pending *corev1.Pod, waits bool) {
+// (topology.WaitingForRoom), with what it lacks.
+func waitingForRoom(pg *v1alpha1.PodGroup, members []corev1.Pod) (topology.WaitingGang, bool) {
 	pods := make([]*corev1.Pod, len(members))
 	for i := range members {
 		pods[i] = &members[i]
 	}
 	lacking, waits := topology.WaitingForRoom(pg.Spec.MinMember, pods)
-	if !waits {
-		return nil, nil, false
-	}
-	need = corev1.ResourceList{}
-	for _, pod := range lacking {
-		need = resources.Add(need, resources.OfPod(pod), 1)
-	}
-	return need, lacking[0], true
+	return topology.WaitingGang{Lacking: lacking}, waits
 }
 
 // makeRoom takes room back from elastic groups for a gang that needs it,
-// once per window. The room counted is on the nodes the gang's pending
-// member may use.
-func (r *ElasticScaler) makeRoom(ctx context.Context, gang *v1alpha1.PodGroup, need corev1.ResourceList, pending *corev1.Pod) error {
-	priority := ptr.Deref(pending.Spec.Priority, 0)
-	key := types.NamespacedName{Namespace: gang.Namespace, Name: gang.Name}
+// once per window. The room counted is on the nodes the gang's first
+// lacking member may use.
+func (r *ElasticScaler) makeRoom(ctx context.Context, pg *v1alpha1.PodGroup, gang topology.WaitingGang) error {
+	need, pending, priority := gang.Need(), gang.Lacking[0], gang.Priority()
+	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
 	now := r.Clock.Now()
 	r.mu.Lock()
 	last, made := r.madeRoom[key]
@@ -292,7 +284,7 @@ func (r *ElasticScaler) makeRoom(ctx context.Context, gang *v1alpha1.PodGroup, n
 	if err != nil {
 		return err
 	}
-	plan := planShrink(deficit, priority, groups)
+	plan := planShrink(deficit, gang, groups)
 	if len(plan) == 0 {
 		klog.FromContext(ctx).V(4).Info("No elastic group can give a waiting gang its room", "podGroup", key, "deficit", deficit)
 		return nil
@@ -407,7 +399,7 @@ func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	free := roomNoGangWaitsFor(nodes, waiting)
+	free := roomNoGangWaitsFor(nodes, waiting, lowestPriority(growable))
 	// Owners are read only for the groups the plan gives room, so that a
 	// cluster with none idle costs no request a second. A group whose
 	// owner has replicas it has not made bound workers of yet is growing
@@ -516,48 +508,42 @@ func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]resources.Room, error)
 	return rooms, nil
 }
 
-// waitingGang is a gang that waits for room: what its unbound members up
-// to its min request, and one of them.
-type waitingGang struct {
-	need    corev1.ResourceList
-	pending *corev1.Pod
-}
-
-// roomNoGangWaitsFor is the nodes that no waiting gang may use: the room
-// on the others is the gang's. A gang the nodes it may use could not hold,
-// however empty, waits for no room anyone could give it, and keeps none.
-func roomNoGangWaitsFor(nodes []resources.Room, waiting []waitingGang) []resources.Room {
-	var holding []waitingGang
+// roomNoGangWaitsFor is the nodes that no waiting gang keeps from elastic
+// groups of the given priority (topology.WaitingGang's rules): the room on
+// the others is the gangs'.
+func roomNoGangWaitsFor(nodes []resources.Room, waiting []topology.WaitingGang, priority int32) []resources.Room {
+	cluster := make([]*corev1.Node, len(nodes))
+	for i, n := range nodes {
+		cluster[i] = n.Node
+	}
+	var holding []topology.WaitingGang
 	for _, gang := range waiting {
-		if couldHold(nodes, gang) {
+		if gang.CouldHold(cluster) {
 			holding = append(holding, gang)
 		}
 	}
 	var free []resources.Room
 	for _, n := range nodes {
-		if !slices.ContainsFunc(holding, func(gang waitingGang) bool { return topology.MayRunOn(gang.pending, n.Node) }) {
+		if !slices.ContainsFunc(holding, func(gang topology.WaitingGang) bool { return gang.KeepsNode(n.Node, priority, true) }) {
 			free = append(free, n)
 		}
 	}
 	return free
 }
 
-// couldHold reports whether the nodes the gang's pending member may use
-// could hold what it needs if they were empty: a gang larger than that
-// waits for no room anyone could give it.
-func couldHold(nodes []resources.Room, gang waitingGang) bool {
-	capacity := corev1.ResourceList{}
-	for _, n := range nodes {
-		if topology.MayRunOn(gang.pending, n.Node) {
-			capacity = resources.Add(capacity, n.Node.Status.Allocatable, 1)
-		}
+// lowestPriority is the lowest priority of the groups: the room no gang
+// keeps from it is kept from none of them.
+func lowestPriority(groups []*elasticGroup) int32 {
+	lowest := groups[0].priority
+	for _, g := range groups[1:] {
+		lowest = min(lowest, g.priority)
 	}
-	return resources.Fits(gang.need, capacity)
+	return lowest
 }
 
 // survey lists the admitted elastic groups, each with its bound workers,
 // and the gangs that wait for room.
-func (r *ElasticScaler) survey(ctx context.Context) (groups []*elasticGroup, waiting []waitingGang, err error) {
+func (r *ElasticScaler) survey(ctx context.Context) (groups []*elasticGroup, waiting []topology.WaitingGang, err error) {
 	pgs, err := r.Groups.PodGroups(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -568,8 +554,8 @@ func (r *ElasticScaler) survey(ctx context.Context) (groups []*elasticGroup, wai
 		if err != nil {
 			return nil, nil, err
 		}
-		if need, pending, waits := waitingForRoom(pg, members); waits {
-			waiting = append(waiting, waitingGang{need: need, pending: pending})
+		if gang, waits := waitingForRoom(pg, members); waits {
+			waiting = append(waiting, gang)
 		}
 		topo, errs := topology.FromPodGroup(pg)
 		if len(errs) > 0 || topo.Elastic == nil {

@@ -73,12 +73,13 @@ type shrink struct {
 }
 
 // planShrink chooses the members that elastic groups give back so that a
-// waiting gang of priority waiting gets deficit, as Paddle EDL does: each
-// from the most fulfilled group of the gang's priority,
+// waiting gang gets deficit, as Paddle EDL does: each from the most
+// fulfilled group the gang shrinks (topology.WaitingGang.Shrinks: of its
+// priority),
 // its highest index first, never below its min. It returns nothing when
 // all they may give would not cover the deficit: evicting members that do
 // not let the gang start would only slow the others down.
-func planShrink(deficit corev1.ResourceList, waiting int32, groups []*elasticGroup) []shrink {
+func planShrink(deficit corev1.ResourceList, waiting topology.WaitingGang, groups []*elasticGroup) []shrink {
 	cur := map[*elasticGroup]int{}
 	for _, g := range groups {
 		slices.SortFunc(g.workers, func(a, b elasticWorker) int { return cmp.Compare(a.index, b.index) })
@@ -89,10 +90,7 @@ func planShrink(deficit corev1.ResourceList, waiting int32, groups []*elasticGro
 	for !resources.Covered(left) {
 		var most *elasticGroup
 		for _, g := range groups {
-			// A group of lower priority than the gang is muster-scheduler's
-			// to preempt, at once; taking from it here as well would take
-			// twice.
-			if g.priority != waiting || int32(cur[g]) <= g.elastic.Min {
+			if !waiting.Shrinks(g.priority) || int32(cur[g]) <= g.elastic.Min {
 				continue
 			}
 			if most == nil || compareNeed(g, most, cur) > 0 {

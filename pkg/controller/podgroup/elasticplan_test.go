@@ -87,7 +87,7 @@ func TestPlanShrink(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []taken
-			for _, s := range planShrink(tt.deficit, tt.waiting, tt.groups) {
+			for _, s := range planShrink(tt.deficit, gangOfPriority(tt.waiting), tt.groups) {
 				got = append(got, taken{s.group.key.Name, s.worker.index})
 				assert.Greater(t, s.before, s.after, "a shrink lowers the fulfillment")
 			}
@@ -110,14 +110,15 @@ func TestWaitingForRoom(t *testing.T) {
 	bound.Spec.NodeName = "node-1"
 	pg := podGroup(3, v1alpha1.PodGroupStatus{})
 
-	need, first, waits := waitingForRoom(pg, []corev1.Pod{*bound, *unschedulable(pod("b")), *pod("c")})
+	gang, waits := waitingForRoom(pg, []corev1.Pod{*bound, *unschedulable(pod("b")), *pod("c")})
 	assert.True(t, waits)
+	need := gang.Need()
 	assert.True(t, need.Cpu().Equal(resource.MustParse("2")), "the two members missing from the min: %v", need)
-	assert.Equal(t, "b", first.Name)
+	assert.Equal(t, "b", gang.Lacking[0].Name)
 
-	_, _, waits = waitingForRoom(pg, []corev1.Pod{*bound, *pod("b"), *pod("c")})
+	_, waits = waitingForRoom(pg, []corev1.Pod{*bound, *pod("b"), *pod("c")})
 	assert.False(t, waits, "the scheduler has not found it short of room")
-	_, _, waits = waitingForRoom(pg, []corev1.Pod{*bound, *unschedulable(pod("b"))})
+	_, waits = waitingForRoom(pg, []corev1.Pod{*bound, *unschedulable(pod("b"))})
 	assert.False(t, waits, "a member is missing: the gang waits for pods, not room")
 }
 
@@ -219,16 +220,23 @@ func TestRoomIsTakenBackInTheReverseOfTheOrderItIsGiven(t *testing.T) {
 	// is taken back from the larger first.
 	big := withTemplate(elastic("big", 0, 1, 3, 0, 1), cpu("2"), "")
 	small := withTemplate(elastic("small", 0, 1, 3, 0, 1), cpu("1"), "")
-	plan := planShrink(cpu("1"), 0, []*elasticGroup{small, big})
+	plan := planShrink(cpu("1"), gangOfPriority(0), []*elasticGroup{small, big})
 	if assert.Len(t, plan, 1) {
 		assert.Equal(t, "big", plan[0].group.key.Name)
 	}
 }
 
 func TestIdleRoomIsOnlyWhereNoGangWaits(t *testing.T) {
-	waiting := func(pool string, need corev1.ResourceList) waitingGang {
-		pending := st.MakePod().Name("gang-0").NodeSelector(map[string]string{"pool": pool}).Obj()
-		return waitingGang{need: need, pending: pending}
+	// waiting is a gang of the priority lacking n members of 3 CPUs that
+	// may run only in pool.
+	waiting := func(pool string, n int, priority int32) topology.WaitingGang {
+		var lacking []*corev1.Pod
+		for i := range n {
+			pod := st.MakePod().Name(fmt.Sprintf("gang-%d", i)).Priority(priority).NodeSelector(map[string]string{"pool": pool}).
+				Req(map[corev1.ResourceName]string{"cpu": "3"}).Obj()
+			lacking = append(lacking, pod)
+		}
+		return topology.WaitingGang{Lacking: lacking}
 	}
 	nodes := []resources.Room{room("x1", "x", cpu("4")), room("x2", "x", cpu("4")), room("y1", "y", cpu("4"))}
 	names := func(rooms []resources.Room) []string {
@@ -238,8 +246,17 @@ func TestIdleRoomIsOnlyWhereNoGangWaits(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, []string{"y1"}, names(roomNoGangWaitsFor(nodes, []waitingGang{waiting("x", cpu("6"))})),
+	assert.Equal(t, []string{"y1"}, names(roomNoGangWaitsFor(nodes, []topology.WaitingGang{waiting("x", 2, 0)}, 0)),
 		"the nodes a waiting gang may use are its")
-	assert.Equal(t, []string{"x1", "x2", "y1"}, names(roomNoGangWaitsFor(nodes, []waitingGang{waiting("x", cpu("9"))})),
+	assert.Equal(t, []string{"x1", "x2", "y1"}, names(roomNoGangWaitsFor(nodes, []topology.WaitingGang{waiting("x", 3, 0)}, 0)),
 		"a gang its nodes could never hold keeps no room")
+	assert.Equal(t, []string{"x1", "x2", "y1"}, names(roomNoGangWaitsFor(nodes, []topology.WaitingGang{waiting("x", 2, 0)}, 5)),
+		"a gang keeps no room from groups of higher priority")
+	assert.Equal(t, []string{"y1"}, names(roomNoGangWaitsFor(nodes, []topology.WaitingGang{waiting("x", 2, 5)}, 0)),
+		"a gang keeps room from groups of lower priority")
+}
+
+// gangOfPriority is a waiting gang lacking one member of the priority.
+func gangOfPriority(priority int32) topology.WaitingGang {
+	return topology.WaitingGang{Lacking: []*corev1.Pod{st.MakePod().Name("gang-0").Priority(priority).Obj()}}
 }

@@ -861,7 +861,7 @@ func TestAnElasticGroupsExtraLeavesRoomToAGangWaitingForItsMin(t *testing.T) {
 	// filter runs a cycle of the pod: PreFilter, then Filter on the node.
 	filter := func(pod *corev1.Pod) *fwk.Status {
 		state := framework.NewCycleState()
-		_, status := f.held.PreFilter(f.ctx, state, pod, nil)
+		_, status := f.held.PreFilter(f.ctx, state, pod, nodeInfos)
 		require.True(t, status.IsSuccess(), "PreFilter: %v", status)
 		return f.held.Filter(f.ctx, state, pod, node)
 	}

@@ -50,8 +50,8 @@ type Groups interface {
 	// ElasticFulfillment says whether the pod is a member above an
 	// admitted elastic group's min.
 	ElasticFulfillment(pod *corev1.Pod) (score float64, extra bool)
-	// WaitingForRoom lists the gangs waiting for room, with their members.
-	WaitingForRoom() map[types.NamespacedName][]*corev1.Pod
+	// WaitingForRoom lists the gangs waiting for room.
+	WaitingForRoom() map[types.NamespacedName]topology.WaitingGang
 	// Topology is the group's topology, nil when it has no PodGroup.
 	Topology(key types.NamespacedName) (*topology.Topology, error)
 }
@@ -83,16 +83,16 @@ func (p pinned) Clone() fwk.StateData { return p }
 // elastic group's member above its min leaves room to.
 const elasticHoldKey fwk.StateKey = Name + "/elastic-hold"
 
-// elasticHold is the unbound members, by gang, of the gangs of the pod's
-// priority or higher that wait for room.
-type elasticHold map[types.NamespacedName][]*corev1.Pod
+// elasticHold is the gangs waiting for room that keep room from the pod
+// (topology.WaitingGang: its priority rule, and the nodes could hold it).
+type elasticHold map[types.NamespacedName]topology.WaitingGang
 
 func (e elasticHold) Clone() fwk.StateData { return e }
 
 // PreFilter sends a late member to the room held for it and, for a member
 // above an admitted elastic group's min, notes the gangs waiting for room,
 // once per cycle.
-func (h *HeldRooms) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (h *HeldRooms) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	key, ok := topology.GroupOf(pod)
 	if !ok {
 		// Filter still keeps it out of held rooms.
@@ -105,22 +105,30 @@ func (h *HeldRooms) PreFilter(_ context.Context, state fwk.CycleState, pod *core
 		}
 	}
 	if _, extra := h.groups.ElasticFulfillment(pod); extra {
-		if hold := h.waitingGangs(corev1helpers.PodPriority(pod)); len(hold) > 0 {
+		if hold := h.waitingGangs(corev1helpers.PodPriority(pod), nodes); len(hold) > 0 {
 			state.Write(elasticHoldKey, hold)
 		}
 	}
 	return nil, nil
 }
 
-// waitingGangs returns the unbound members of the gangs waiting for room
-// whose members are of the given priority or higher.
-func (h *HeldRooms) waitingGangs(priority int32) elasticHold {
+// waitingGangs returns the gangs waiting for room that keep room from an
+// elastic group's members of the given priority, and that the nodes could
+// hold.
+func (h *HeldRooms) waitingGangs(priority int32, nodes []fwk.NodeInfo) elasticHold {
 	hold := elasticHold{}
-	for key, members := range h.groups.WaitingForRoom() {
-		for _, member := range members {
-			if member.Spec.NodeName == "" && topology.IsActiveMember(member) && corev1helpers.PodPriority(member) >= priority {
-				hold[key] = append(hold[key], member)
+	var cluster []*corev1.Node
+	for key, gang := range h.groups.WaitingForRoom() {
+		if !gang.KeepsRoomFrom(priority) {
+			continue
+		}
+		if cluster == nil {
+			for _, n := range nodes {
+				cluster = append(cluster, n.Node())
 			}
+		}
+		if gang.CouldHold(cluster) {
+			hold[key] = gang
 		}
 	}
 	return hold
@@ -154,20 +162,17 @@ func (h *HeldRooms) Filter(_ context.Context, state fwk.CycleState, pod *corev1.
 	return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("room on the node is held for the members %v will create later", groups))
 }
 
-// gangWaitingOn finds a gang of the cycle's hold with an unbound member
-// that could run on the node: the elastic group's member leaves it the
-// room there. A gang whose members fit on no such node, however empty,
-// keeps no room.
+// gangWaitingOn finds a gang of the cycle's hold that may use the node
+// (topology.WaitingGang.MayUse): the elastic group's member leaves it the
+// room there.
 func gangWaitingOn(state fwk.CycleState, node *corev1.Node) (types.NamespacedName, bool) {
 	data, err := state.Read(elasticHoldKey)
 	if err != nil {
 		return types.NamespacedName{}, false
 	}
-	for key, members := range data.(elasticHold) {
-		for _, member := range members {
-			if topology.MayRunOn(member, node) && resources.Fits(resources.OfPod(member), node.Status.Allocatable) {
-				return key, true
-			}
+	for key, gang := range data.(elasticHold) {
+		if gang.MayUse(node) {
+			return key, true
 		}
 	}
 	return types.NamespacedName{}, false

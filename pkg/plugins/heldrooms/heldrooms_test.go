@@ -25,13 +25,13 @@ type groups struct {
 	rooms      *group.Rooms
 	admitted   sets.Set[types.NamespacedName]
 	extras     sets.Set[string]
-	waiting    map[types.NamespacedName][]*corev1.Pod
+	waiting    map[types.NamespacedName]topology.WaitingGang
 	topologies map[types.NamespacedName]*topology.Topology
 }
 
 func newGroups() *groups {
 	return &groups{rooms: group.NewRooms(), admitted: sets.New[types.NamespacedName](), extras: sets.New[string](),
-		waiting: map[types.NamespacedName][]*corev1.Pod{}, topologies: map[types.NamespacedName]*topology.Topology{}}
+		waiting: map[types.NamespacedName]topology.WaitingGang{}, topologies: map[types.NamespacedName]*topology.Topology{}}
 }
 
 func (g *groups) Rooms() *group.Rooms                      { return g.rooms }
@@ -39,7 +39,7 @@ func (g *groups) IsAdmitted(key types.NamespacedName) bool { return g.admitted.H
 func (g *groups) ElasticFulfillment(pod *corev1.Pod) (float64, bool) {
 	return 0.5, g.extras.Has(pod.Name)
 }
-func (g *groups) WaitingForRoom() map[types.NamespacedName][]*corev1.Pod { return g.waiting }
+func (g *groups) WaitingForRoom() map[types.NamespacedName]topology.WaitingGang { return g.waiting }
 func (g *groups) Topology(key types.NamespacedName) (*topology.Topology, error) {
 	return g.topologies[key], nil
 }
@@ -129,13 +129,13 @@ func TestAMemberAboveAnElasticMinLeavesRoomToAGangWaitingForItsMin(t *testing.T)
 	}
 	tests := []struct {
 		name    string
-		waiting map[types.NamespacedName][]*corev1.Pod
+		waiting map[types.NamespacedName]topology.WaitingGang
 		extra   bool
 		want    map[string]string
 	}{
 		{
 			name:    "a gang of the same priority keeps every node its member would fit empty",
-			waiting: map[types.NamespacedName][]*corev1.Pod{key("rigid"): {waitingMember("rigid", "r0", low, "")}},
+			waiting: map[types.NamespacedName]topology.WaitingGang{key("rigid"): {Lacking: []*corev1.Pod{waitingMember("rigid", "r0", low, "")}}},
 			extra:   true,
 			want: map[string]string{
 				"n1":   "room on the node is kept for gang team-a/rigid, which waits for its min: members above an elastic group's min take only room no gang needs",
@@ -144,7 +144,7 @@ func TestAMemberAboveAnElasticMinLeavesRoomToAGangWaitingForItsMin(t *testing.T)
 		},
 		{
 			name:    "its node selector keeps only the nodes it may run on",
-			waiting: map[types.NamespacedName][]*corev1.Pod{key("rigid"): {waitingMember("rigid", "r0", low, "b")}},
+			waiting: map[types.NamespacedName]topology.WaitingGang{key("rigid"): {Lacking: []*corev1.Pod{waitingMember("rigid", "r0", low, "b")}}},
 			extra:   true,
 			want: map[string]string{"n1": "",
 				"n2":   "room on the node is kept for gang team-a/rigid, which waits for its min: members above an elastic group's min take only room no gang needs",
@@ -152,21 +152,22 @@ func TestAMemberAboveAnElasticMinLeavesRoomToAGangWaitingForItsMin(t *testing.T)
 		},
 		{
 			name:    "a gang of lower priority keeps nothing from it",
-			waiting: map[types.NamespacedName][]*corev1.Pod{key("rigid"): {waitingMember("rigid", "r0", low-1, "")}},
+			waiting: map[types.NamespacedName]topology.WaitingGang{key("rigid"): {Lacking: []*corev1.Pod{waitingMember("rigid", "r0", low-1, "")}}},
 			extra:   true,
 			want:    map[string]string{"n1": "", "n2": "", "tiny": ""},
 		},
 		{
 			name:    "a member up to the min is kept from nothing",
-			waiting: map[types.NamespacedName][]*corev1.Pod{key("rigid"): {waitingMember("rigid", "r0", high, "")}},
+			waiting: map[types.NamespacedName]topology.WaitingGang{key("rigid"): {Lacking: []*corev1.Pod{waitingMember("rigid", "r0", high, "")}}},
 			extra:   false,
 			want:    map[string]string{"n1": "", "n2": "", "tiny": ""},
 		},
 		{
-			name:    "a bound member of the waiting gang holds its room already",
-			waiting: map[types.NamespacedName][]*corev1.Pod{key("rigid"): {st.MakePod().Namespace(ns).Name("r0").Node("n1").Priority(high).Obj()}},
-			extra:   true,
-			want:    map[string]string{"n1": "", "n2": "", "tiny": ""},
+			name: "a gang the nodes could not hold, however empty, keeps none",
+			waiting: map[types.NamespacedName]topology.WaitingGang{key("rigid"): {Lacking: []*corev1.Pod{
+				waitingMember("rigid", "r0", low, ""), waitingMember("rigid", "r1", low, ""), waitingMember("rigid", "r2", low, ""), waitingMember("rigid", "r3", low, "")}}},
+			extra: true,
+			want:  map[string]string{"n1": "", "n2": "", "tiny": ""},
 		},
 	}
 	for _, tt := range tests {

@@ -21,10 +21,10 @@ func (m *Model) LackingMembers(key types.NamespacedName, minMember int32) []*cor
 }
 
 // WaitingForRoom lists the gangs waiting for room (topology.WaitingForRoom)
-// with their unbound members: those whose last attempt failed and that
+// with the members they lack: those whose last attempt failed and that
 // the scheduler has marked so.
-func (m *Model) WaitingForRoom() map[types.NamespacedName][]*corev1.Pod {
-	waiting := map[types.NamespacedName][]*corev1.Pod{}
+func (m *Model) WaitingForRoom() map[types.NamespacedName]topology.WaitingGang {
+	waiting := map[types.NamespacedName]topology.WaitingGang{}
 	for _, key := range m.attempts.Failed() {
 		pg := m.PodGroup(key)
 		if pg == nil {
@@ -34,8 +34,8 @@ func (m *Model) WaitingForRoom() map[types.NamespacedName][]*corev1.Pod {
 		if err != nil {
 			continue
 		}
-		if _, waits := topology.WaitingForRoom(pg.Spec.MinMember, members); waits {
-			waiting[key] = members
+		if lacking, waits := topology.WaitingForRoom(pg.Spec.MinMember, members); waits {
+			waiting[key] = topology.WaitingGang{Lacking: lacking}
 		}
 	}
 	return waiting
