@@ -151,6 +151,7 @@ const intro = "Each workload ran under three schedulers in the upstream harness 
 	"Workloads (test/perf/config/performance-config.yaml):\n\n" +
 	"- `SchedulingBasic`: calibration, plain pods on 500 nodes.\n" +
 	"- `GangFit<N>`: gangs of N pods that all fit, on 500 nodes.\n" +
+	"- `GangSize<N>`: one gang of N pods (10, 100, 1,000, 5,000) on 5,000 nodes: what a gang's size costs each member.\n" +
 	"- `GangContention10`: room for half of 200 gangs of 10 at once; their pods arrive interleaved; each pod runs 8s once bound and is then deleted. Throughput here includes the time pods run, so completion time, attempts per pod and partial gangs are its figures.\n" +
 	"- `Mixed10`: gangs of 10 while plain pods churn in another namespace.\n" +
 	"- `LaunchOrder9`: MPI gangs of 8 workers and a launcher; the workload marks each worker Ready as soon as it is bound.\n" +
@@ -315,8 +316,30 @@ func writeTargets(b *strings.Builder, r results) {
 		mus, best := r.median(w, "muster", idle), min(r.median(w, "coscheduling", idle), r.median(w, "default", idle))
 		target(b, fmt.Sprintf("%s: idle worker GPU-seconds ≤ 10%% of the best other profile's (%s)", w, number(best)), ratio(mus, best), mus >= 0 && best > 0 && mus <= 0.1*best)
 	}
+	writeGangSizeTarget(b, r)
 	writeUpstreamTargets(b, r)
 	b.WriteString("\n")
+}
+
+// writeGangSizeTarget checks that a gang's size costs each of its members
+// no more: the time per member from the first pod created to the last of
+// the quorum bound, for one gang of 5,000 against one of 10.
+func writeGangSizeTarget(b *strings.Builder, r results) {
+	completion := metricByUnit("completion_s")
+	perMember := func(profile string, size float64) float64 {
+		v := r.median(fmt.Sprintf("GangSize%.0f/5000Nodes", size), profile, completion)
+		if v < 0 {
+			return v
+		}
+		return v / size * 1000
+	}
+	small, large := perMember("muster", 10), perMember("muster", 5000)
+	if small < 0 || large < 0 {
+		return
+	}
+	target(b, fmt.Sprintf("GangSize: muster's time per member in a gang of 5,000 ≤ 1.2 × in a gang of 10 (%s ms; default, no gang: %s and %s ms)",
+		number(small), number(perMember("default", 10)), number(perMember("default", 5000))),
+		number(large)+" ms, "+ratio(large, small), large <= 1.2*small)
 }
 
 // writeUpstreamTargets checks the targets on upstream's own gang
