@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/stranded"
 	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -68,6 +69,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, groups *gro
 	register()
 	g := newGang(handle, args, groups, clock.RealClock{})
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
+	stranded.New(logger, handle, groups, g.clock, g.permitTimeout, reportEvicted)
 	if err := groups.OnPodGroupChange(g.podGroupHandler(logger)); err != nil {
 		return nil, err
 	}
@@ -403,9 +405,6 @@ func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1
 		if wp := g.handle.GetWaitingPod(uid); wp != nil {
 			wp.Reject(Name, message)
 		}
-	}
-	if g.groups.BoundCount(key) > 0 {
-		g.expirePartlyBound(klog.FromContext(ctx), key, g.clock.Now())
 	}
 	if !first {
 		return

@@ -35,6 +35,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/stranded"
 	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -105,6 +106,12 @@ func newFixtureOn(t *testing.T, nodes []*corev1.Node, args Args, podGroups []*v1
 	model := group.NewModel(schedulinglisters.NewPodGroupLister(f.podGroups), f.pods, topology.SchedulerName)
 	factory := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		f.gang = newGang(h, args, model, f.clock)
+		stranded.New(klog.Background(), h, model, f.clock, f.gang.permitTimeout, reportEvicted)
+		// The evictor hears of the members bound before it, as a
+		// scheduler's informer lists them at its start.
+		for _, pod := range pods {
+			model.Take(group.Added(pod))
+		}
 		return f.gang, nil
 	}
 	f.held = heldrooms.NewWithModel(model)

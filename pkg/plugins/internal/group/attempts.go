@@ -35,9 +35,6 @@ type attempt struct {
 	// failure says why the last attempt failed, for the members that
 	// back off.
 	failure string
-	// expiryScheduled is set while a check of a partly bound gang's
-	// deadline is pending, so that failed attempts do not add more.
-	expiryScheduled bool
 	// preemptedAt is when victims were last preempted for the group, until
 	// it is admitted.
 	preemptedAt time.Time
@@ -48,7 +45,7 @@ func (a *attempt) waiting() bool { return len(a.reserved) > 0 && !a.admitted }
 // isFresh reports whether the attempt is as a new group's.
 func (a *attempt) isFresh() bool {
 	return len(a.reserved) == 0 && a.firstSeen.IsZero() && !a.inProgress && !a.admitted &&
-		a.failedAt.IsZero() && a.queuedAt.IsZero() && a.backoffUntil.IsZero() && !a.expiryScheduled && a.preemptedAt.IsZero()
+		a.failedAt.IsZero() && a.queuedAt.IsZero() && a.backoffUntil.IsZero() && a.preemptedAt.IsZero()
 }
 
 // Attempts changes and reads the attempt of every group the scheduler is
@@ -98,21 +95,6 @@ func (s *Attempts) IsReserved(key types.NamespacedName, uid types.UID) bool {
 	var reserved bool
 	s.read(key, func(a *attempt) { reserved = a.reserved.Has(uid) })
 	return reserved
-}
-
-// ScheduleExpiry records that a check of the group's deadline is pending;
-// false when one already is.
-func (s *Attempts) ScheduleExpiry(key types.NamespacedName) (scheduled bool) {
-	s.update(key, func(a *attempt) {
-		scheduled = !a.expiryScheduled
-		a.expiryScheduled = true
-	})
-	return scheduled
-}
-
-// ExpiryDone records that the pending check ran.
-func (s *Attempts) ExpiryDone(key types.NamespacedName) {
-	s.update(key, func(a *attempt) { a.expiryScheduled = false })
 }
 
 // Admit marks the group admitted. It returns the members waiting at Permit
