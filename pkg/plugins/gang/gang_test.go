@@ -35,8 +35,8 @@ import (
 
 	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
-	"github.com/muster-dev/muster/pkg/plugins/internal/stranded"
 	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
+	"github.com/muster-dev/muster/pkg/plugins/internal/stranded"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
