@@ -1,0 +1,287 @@
+package gangpreemption
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeports"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedulermetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+const low, high = int32(1), int32(10)
+
+// search is a profile of the default filters that matter here (resources,
+// host ports, inter-pod affinity), HeldRooms, and GangPreemption in
+// PostFilter, over a snapshot of the nodes and the bound pods.
+type search struct {
+	ctx    context.Context
+	fw     framework.Framework
+	pl     *GangPreemption
+	model  *group.Model
+	client *fake.Clientset
+}
+
+func newSearch(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v1alpha1.PodGroup) *search {
+	t.Helper()
+	schedulermetrics.Register()
+	logger, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	var objects []runtime.Object
+	var bound []*corev1.Pod
+	for _, pod := range pods {
+		objects = append(objects, pod)
+		if pod.Spec.NodeName != "" {
+			bound = append(bound, pod)
+		}
+	}
+	client := fake.NewClientset(objects...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	podInformer := factory.Core().V1().Pods().Informer()
+	require.NoError(t, podInformer.AddIndexers(cache.Indexers{group.IndexName: group.IndexFunc}))
+	for _, pod := range pods {
+		require.NoError(t, podInformer.GetStore().Add(pod))
+	}
+	podGroups := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, pg := range pgs {
+		require.NoError(t, podGroups.Add(pg))
+	}
+	model := group.NewModel(schedulinglisters.NewPodGroupLister(podGroups), podInformer.GetIndexer(), topology.SchedulerName)
+	s := &search{ctx: ctx, model: model, client: client}
+	fit := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return noderesources.NewFit(ctx, &config.NodeResourcesFitArgs{ScoringStrategy: &config.ScoringStrategy{
+			Type: config.LeastAllocated, Resources: []config.ResourceSpec{{Name: "cpu", Weight: 1}}}}, h, feature.Features{})
+	}
+	affinity := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return interpodaffinity.New(ctx, &config.InterPodAffinityArgs{}, h, feature.Features{})
+	}
+	ports := func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return nodeports.New(ctx, obj, h, feature.Features{})
+	}
+	held := func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return heldrooms.NewWithModel(model), nil }
+	preemption := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		args, err := decodeArgs(nil)
+		if err != nil {
+			return nil, err
+		}
+		pl, err := newGangPreemption(h, args, model, feature.Features{}, nil)
+		s.pl = pl
+		return pl, err
+	}
+	snapshot := internalcache.NewSnapshot(bound, nodes)
+	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
+		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
+		tf.RegisterPluginAsExtensions(noderesources.Name, fit, "PreFilter", "Filter"),
+		tf.RegisterPluginAsExtensions(nodeports.Name, ports, "PreFilter", "Filter"),
+		tf.RegisterPluginAsExtensions(interpodaffinity.Name, affinity, "PreFilter", "Filter"),
+		tf.RegisterPluginAsExtensions(heldrooms.Name, held, "PreFilter", "Filter"),
+		tf.RegisterPluginAsExtensions(Name, preemption, "PostFilter"),
+		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
+	}, topology.SchedulerName,
+		frameworkruntime.WithClientSet(client),
+		frameworkruntime.WithEventRecorder(events.NewFakeRecorder(100)),
+		frameworkruntime.WithInformerFactory(factory),
+		frameworkruntime.WithPodNominator(internalqueue.NewSchedulingQueue(nil, factory)),
+		frameworkruntime.WithSnapshotSharedLister(snapshot),
+		frameworkruntime.WithMutableSnapshotLister(snapshot),
+		frameworkruntime.WithLogger(logger),
+		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
+		frameworkruntime.WithPodActivator(&plugintest.Activator{}),
+	)
+	require.NoError(t, err)
+	s.fw = fw
+	return s
+}
+
+// postFilter runs the member's cycle as the scheduler does when it fits
+// nowhere: PreFilter, Filter on every node, Gang's mark that the member
+// entered its attempt, then GangPreemption's PostFilter.
+func (s *search) postFilter(t *testing.T, pod *corev1.Pod, pg *v1alpha1.PodGroup) (*fwk.PostFilterResult, *fwk.Status) {
+	t.Helper()
+	state := framework.NewCycleState()
+	_, status, _ := s.fw.RunPreFilterPlugins(s.ctx, state, pod)
+	require.True(t, status.IsSuccess() || status.Code() == fwk.Unschedulable, "PreFilter: %v", status)
+	nodes, err := s.fw.SnapshotSharedLister().NodeInfos().List()
+	require.NoError(t, err)
+	statuses := map[string]*fwk.Status{}
+	for _, n := range nodes {
+		filtered := s.fw.RunFilterPluginsWithNominatedPods(s.ctx, state, pod, n)
+		require.False(t, filtered.IsSuccess(), "the member fits on %s: no preemption is needed", n.Node().Name)
+		statuses[n.Node().Name] = filtered
+	}
+	group.EnterCycle(state, types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, pg)
+	return s.pl.PostFilter(s.ctx, state, pod, framework.NewNodeToStatus(statuses, fwk.NewStatus(fwk.UnschedulableAndUnresolvable)))
+}
+
+// deleted returns the names of the pods the plugin deleted, once it has
+// deleted want of them (the executor deletes apart from the cycle).
+func (s *search) deleted(t *testing.T, want int) []string {
+	t.Helper()
+	var names []string
+	require.Eventually(t, func() bool {
+		names = nil
+		for _, a := range s.client.Actions() {
+			if d, ok := a.(clienttesting.DeleteAction); ok && d.GetResource().Resource == "pods" {
+				names = append(names, d.GetName())
+			}
+		}
+		return len(names) >= want
+	}, 10*time.Second, 10*time.Millisecond)
+	slices.Sort(names)
+	return names
+}
+
+func node(name string, cpu string) *corev1.Node {
+	return st.MakeNode().Name(name).Label("kubernetes.io/hostname", name).Capacity(map[corev1.ResourceName]string{"cpu": cpu, "pods": "110"}).Obj()
+}
+
+func podGroup(name string, minMember int32) *v1alpha1.PodGroup {
+	pg := &v1alpha1.PodGroup{}
+	pg.Namespace, pg.Name, pg.UID = "ns", name, types.UID(name)
+	pg.Spec.MinMember = minMember
+	return pg
+}
+
+// gangMember is a pending member of the gang of high priority.
+func gangMember(gang, name, cpu string) *st.PodWrapper {
+	return st.MakePod().Namespace("ns").Name(name).UID(name).SchedulerName(topology.SchedulerName).
+		Label(topology.GroupLabel, gang).Priority(high).Req(map[corev1.ResourceName]string{"cpu": cpu})
+}
+
+// running is a bound pod of no group.
+func running(name, node string, priority int32, cpu string) *st.PodWrapper {
+	return st.MakePod().Namespace("ns").Name(name).UID(name).Node(node).Priority(priority).Req(map[corev1.ResourceName]string{"cpu": cpu})
+}
+
+func TestAGangOnOneHostPortTakesOneVictimPerNode(t *testing.T) {
+	pg := podGroup("web", 2)
+	members := []*corev1.Pod{
+		gangMember("web", "web-0", "1").ContainerPort([]corev1.ContainerPort{{HostPort: 8080, ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}).Obj(),
+		gangMember("web", "web-1", "1").ContainerPort([]corev1.ContainerPort{{HostPort: 8080, ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}).Obj(),
+	}
+	port := []corev1.ContainerPort{{HostPort: 8080, ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}
+	pods := append([]*corev1.Pod{
+		running("old-a", "n1", low, "1").ContainerPort(port).Obj(),
+		running("old-b", "n2", low, "1").ContainerPort(port).Obj(),
+		running("bystander", "n1", low, "1").Obj(),
+	}, members...)
+	s := newSearch(t, []*corev1.Node{node("n1", "8"), node("n2", "8")}, pods, []*v1alpha1.PodGroup{pg})
+
+	result, status := s.postFilter(t, members[1], pg)
+	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
+	assert.Contains(t, status.Message(), "preempting 2 victims for the gang's 2 missing members")
+	require.NotNil(t, result)
+	assert.NotEmpty(t, result.NominatingInfo.NominatedNodeName)
+	assert.Equal(t, []string{"old-a", "old-b"}, s.deleted(t, 2), "one holder of the port per node; the bystander stays")
+}
+
+func TestAMemberWithRequiredAffinityTakesItsVictimBesideItsPeer(t *testing.T) {
+	pg := podGroup("train", 1)
+	affine := gangMember("train", "train-0", "2").PodAffinityExists("app", "kubernetes.io/hostname", st.PodAffinityWithRequiredReq).Obj()
+	pods := []*corev1.Pod{
+		running("peer", "n2", high, "1").Label("app", "db").Obj(),
+		running("victim-n1", "n1", low, "3").Obj(),
+		running("victim-n2", "n2", low, "3").Obj(),
+		affine,
+	}
+	s := newSearch(t, []*corev1.Node{node("n1", "4"), node("n2", "4")}, pods, []*v1alpha1.PodGroup{pg})
+
+	result, status := s.postFilter(t, affine, pg)
+	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
+	require.NotNil(t, result)
+	assert.Equal(t, "n2", result.NominatingInfo.NominatedNodeName, "beside its peer")
+	assert.Equal(t, []string{"victim-n2"}, s.deleted(t, 1))
+}
+
+func TestAPreemptorNeverTakesTheRoomHeldForALateMember(t *testing.T) {
+	pg := podGroup("gang", 1)
+	member := gangMember("gang", "gang-0", "3").Obj()
+	pods := []*corev1.Pod{
+		running("victim-n1", "n1", low, "2").Obj(),
+		running("victim-n2", "n2", low, "2").Obj(),
+		member,
+	}
+	s := newSearch(t, []*corev1.Node{node("n1", "4"), node("n2", "4")}, pods, []*v1alpha1.PodGroup{pg})
+	// n1's last 2 CPUs are held for another gang's launcher, to come.
+	s.model.Rooms().Add(&group.Room{Group: types.NamespacedName{Namespace: "ns", Name: "mpi"}, Role: "launcher", Node: "n1",
+		Request: corev1.ResourceList{corev1.ResourceCPU: *resourceQuantity("2")}})
+
+	result, status := s.postFilter(t, member, pg)
+	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
+	require.NotNil(t, result)
+	assert.Equal(t, "n2", result.NominatingInfo.NominatedNodeName)
+	assert.Equal(t, []string{"victim-n2"}, s.deleted(t, 1))
+}
+
+func TestNothingIsTakenForAGangThatWouldStillNotFit(t *testing.T) {
+	pg := podGroup("big", 3)
+	members := []*corev1.Pod{gangMember("big", "big-0", "3").Obj(), gangMember("big", "big-1", "3").Obj(), gangMember("big", "big-2", "3").Obj()}
+	pods := append([]*corev1.Pod{running("victim-n1", "n1", low, "3").Obj(), running("victim-n2", "n2", low, "3").Obj()}, members...)
+	s := newSearch(t, []*corev1.Node{node("n1", "4"), node("n2", "4")}, pods, []*v1alpha1.PodGroup{pg})
+
+	result, status := s.postFilter(t, members[0], pg)
+	assert.Equal(t, fwk.Unschedulable, status.Code())
+	assert.Contains(t, status.Message(), "no lower-priority victims would make room for member big-2", "two nodes of 4 CPUs hold two members of 3, whatever goes")
+	assert.Nil(t, result)
+	for _, a := range s.client.Actions() {
+		assert.NotEqual(t, "delete", a.GetVerb(), "nothing is taken: %v", a)
+	}
+}
+
+func TestOnlyLowerPriorityVictimsAreTaken(t *testing.T) {
+	pg := podGroup("gang", 2)
+	members := []*corev1.Pod{gangMember("gang", "gang-0", "3").Obj(), gangMember("gang", "gang-1", "3").Obj()}
+	pods := append([]*corev1.Pod{
+		running("equal", "n1", high, "3").Obj(),
+		running("lower", "n2", low, "3").Obj(),
+	}, members...)
+	s := newSearch(t, []*corev1.Node{node("n1", "4"), node("n2", "4")}, pods, []*v1alpha1.PodGroup{pg})
+
+	result, status := s.postFilter(t, members[0], pg)
+	assert.Equal(t, fwk.Unschedulable, status.Code())
+	assert.Contains(t, status.Message(), "no lower-priority victims would make room")
+	assert.Nil(t, result)
+	for _, a := range s.client.Actions() {
+		assert.NotEqual(t, "delete", a.GetVerb(), "the room of one member is no room for the gang: %v", a)
+	}
+}
+
+func resourceQuantity(v string) *resource.Quantity {
+	q := resource.MustParse(v)
+	return &q
+}
