@@ -92,7 +92,9 @@ func newSearch(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v1
 	ports := func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		return nodeports.New(ctx, obj, h, feature.Features{})
 	}
-	held := func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return heldrooms.NewWithModel(model), nil }
+	held := func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
+		return heldrooms.NewWithModel(model), nil
+	}
 	preemption := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		args, err := decodeArgs(nil)
 		if err != nil {
