@@ -34,7 +34,7 @@ func (m *Model) HolderOf(pod *corev1.Pod) (*corev1.Pod, bool) {
 		return nil, false
 	}
 	place, errs := topo.Identify(pod)
-	if len(errs) > 0 {
+	if len(errs) > 0 || !m.mayShare(key, pod) {
 		return nil, false
 	}
 	members, err := m.Members(key)
@@ -58,6 +58,24 @@ func (m *Model) HolderOf(pod *corev1.Pod) (*corev1.Pod, bool) {
 		}
 	}
 	return nil, false
+}
+
+// mayShare reports whether another active member may hold the pod's place:
+// one has its role and index as their labels say. Most members share it
+// with none, and are answered without a scan of their group.
+func (m *Model) mayShare(key types.NamespacedName, pod *corev1.Pod) bool {
+	place := placeOf(pod)
+	if place == "" {
+		return true
+	}
+	var others int32
+	m.read(key, func(st *State) {
+		others = st.places[place]
+		if own, counted := st.members[pod.UID]; counted && own.place == place && own.phase <= Running {
+			others--
+		}
+	})
+	return others > 0
 }
 
 func createdBefore(a, b *corev1.Pod) bool {

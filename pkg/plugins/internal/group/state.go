@@ -1,6 +1,7 @@
 package group
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -102,10 +103,33 @@ type member struct {
 	// RoleCount.Reached.
 	reached [3]bool
 	boundAt time.Time
+	// place is the member's role and index as its labels say (placeOf),
+	// "" when they say none.
+	place string
+}
+
+// placeOf keys a pod by the role and index its labels give it, without the
+// group's topology: two members Identify puts in one place have one key.
+// A JobSet's pods, whose index the topology computes, share a key per
+// role; a pod whose index is invalid has none.
+func placeOf(pod *corev1.Pod) string {
+	role, ok := topology.RoleOf(pod)
+	if !ok {
+		return ""
+	}
+	if pod.Labels[topology.IndexLabel] == "" && pod.Labels[topology.JobSetJobIndexLabel] != "" {
+		return role + "/jobset"
+	}
+	// A pod with no index is its role's only replica: index 0.
+	index, _, err := topology.IndexOf(pod)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s/%d", role, index)
 }
 
 func memberOf(pod *corev1.Pod) member {
-	m := member{phase: PhaseOf(pod)}
+	m := member{phase: PhaseOf(pod), place: placeOf(pod)}
 	m.role, m.hasRole = topology.RoleOf(pod)
 	if topology.IsActiveMember(pod) {
 		running := pod.Status.Phase == corev1.PodRunning
@@ -131,6 +155,8 @@ type State struct {
 	unbound map[types.UID]*corev1.Pod
 	census  Census
 	roles   map[string]*RoleCount
+	// places counts the active members by place (placeOf).
+	places map[string]int32
 	// quorumHad is the UID of the PodGroup once minMember of its members
 	// were bound at once: the gang is admitted for good.
 	quorumHad types.UID
@@ -138,7 +164,7 @@ type State struct {
 }
 
 func newState() *State {
-	return &State{members: map[types.UID]*member{}, unbound: map[types.UID]*corev1.Pod{}, roles: map[string]*RoleCount{}, attempt: attempt{reserved: sets.New[types.UID]()}}
+	return &State{members: map[types.UID]*member{}, unbound: map[types.UID]*corev1.Pod{}, roles: map[string]*RoleCount{}, places: map[string]int32{}, attempt: attempt{reserved: sets.New[types.UID]()}}
 }
 
 // put records a member as the informer now shows it; it replaces what was
@@ -196,6 +222,11 @@ func (s *State) placed(counting Counting) int32 {
 
 func (s *State) count(m *member, delta int32) {
 	s.census[m.phase] += delta
+	if m.place != "" && m.phase <= Running {
+		if s.places[m.place] += delta; s.places[m.place] == 0 {
+			delete(s.places, m.place)
+		}
+	}
 	if !m.hasRole {
 		return
 	}

@@ -154,3 +154,35 @@ func TestAPodGroupMadeAgainRecountsItsMembers(t *testing.T) {
 	g.m.podGroupEvents().OnAdd(g.pg, false)
 	assert.Equal(t, int32(0), g.m.BoundCount(g.key), "a member built for the first PodGroup is no member of the second")
 }
+
+func TestMayShareAnswersFromTheStateWhetherAnotherMemberHasThePodsPlace(t *testing.T) {
+	g := newTestGroup(t, 2)
+	indexed := func(name, index string) *corev1.Pod {
+		pod := worker(name, "", "", false)
+		pod.Labels[topology.IndexLabel] = index
+		return pod
+	}
+	first := indexed("first", "0")
+	g.m.Take(Added(first))
+	g.m.Take(Added(indexed("other", "1")))
+	assert.False(t, g.m.mayShare(g.key, first), "no other member says worker 0")
+
+	twin := indexed("twin", "0")
+	assert.True(t, g.m.mayShare(g.key, twin), "a pod the state has not seen yet shares worker 0 with first")
+	g.m.Take(Added(twin))
+	assert.True(t, g.m.mayShare(g.key, first))
+	assert.True(t, g.m.mayShare(g.key, twin))
+
+	done := indexed("twin", "0")
+	done.Status.Phase = corev1.PodSucceeded
+	g.m.Take(Updated(twin, done))
+	assert.False(t, g.m.mayShare(g.key, first), "a finished member holds no place")
+
+	jobset := worker("js", "", "", false)
+	jobset.Labels[topology.JobSetJobIndexLabel] = "0"
+	assert.False(t, g.m.mayShare(g.key, jobset), "no other JobSet pod of the role")
+	g.m.Take(Added(jobset))
+	other := worker("js-2", "", "", false)
+	other.Labels[topology.JobSetJobIndexLabel] = "1"
+	assert.True(t, g.m.mayShare(g.key, other), "a JobSet's pods of one role are compared by the topology")
+}
