@@ -48,7 +48,7 @@ func (l *LaunchOrder) podChanged(logger klog.Logger) func(group.PodChange) {
 			return
 		}
 		topo, err := l.topology(change.Key)
-		if err != nil || topo == nil {
+		if err != nil || topo == nil || !ordered(topo) {
 			return
 		}
 		if !hasReached(change.Pod, topo.StartAfter) || (change.Old != nil && hasReached(change.Old, topo.StartAfter)) {
@@ -57,6 +57,17 @@ func (l *LaunchOrder) podChanged(logger klog.Logger) func(group.PodChange) {
 		l.release(logger, change.Key, l.clock.Now())
 		l.wake(logger, change.Key, topo)
 	}
+}
+
+// ordered reports whether a role of the group waits for another: a group
+// without a launch order has no successor to release or wake.
+func ordered(topo *topology.Topology) bool {
+	for _, role := range topo.Roles {
+		if len(topo.Predecessors(role)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // reachedAnyNow reports whether the pod reached a start-after state it had
