@@ -157,6 +157,10 @@ type State struct {
 	roles   map[string]*RoleCount
 	// places counts the active members by place (placeOf).
 	places map[string]int32
+	// last is when the last of the bound members was bound; stale when
+	// that member has left, to be found again at the next read.
+	last      time.Time
+	lastStale bool
 	// quorumHad is the UID of the PodGroup once minMember of its members
 	// were bound at once: the gang is admitted for good.
 	quorumHad types.UID
@@ -222,6 +226,14 @@ func (s *State) placed(counting Counting) int32 {
 
 func (s *State) count(m *member, delta int32) {
 	s.census[m.phase] += delta
+	if m.phase == Bound || m.phase == Running {
+		switch {
+		case delta > 0 && m.boundAt.After(s.last):
+			s.last = m.boundAt
+		case delta < 0 && !m.boundAt.Before(s.last):
+			s.lastStale = true
+		}
+	}
 	if m.place != "" && m.phase <= Running {
 		if s.places[m.place] += delta; s.places[m.place] == 0 {
 			delete(s.places, m.place)
@@ -249,16 +261,18 @@ func (s *State) count(m *member, delta int32) {
 	}
 }
 
-// lastBind is when the last of the bound members was bound; it walks the
-// members, and is read only when a partly bound gang's deadline is set.
+// lastBind is when the last of the bound members was bound. It walks the
+// members only when that member has left since the last read.
 func (s *State) lastBind() time.Time {
-	var last time.Time
-	for _, m := range s.members {
-		if (m.phase == Bound || m.phase == Running) && m.boundAt.After(last) {
-			last = m.boundAt
+	if s.lastStale {
+		s.last, s.lastStale = time.Time{}, false
+		for _, m := range s.members {
+			if (m.phase == Bound || m.phase == Running) && m.boundAt.After(s.last) {
+				s.last = m.boundAt
+			}
 		}
 	}
-	return last
+	return s.last
 }
 
 // empty reports whether the state holds nothing worth keeping.

@@ -132,6 +132,11 @@ func TestBoundTellsTheLastBind(t *testing.T) {
 	count, last := g.m.Bound(g.key)
 	assert.Equal(t, int32(2), count)
 	assert.Equal(t, epoch.Add(time.Minute), last)
+
+	g.m.Take(Deleted(at("b", epoch.Add(time.Minute))))
+	count, last = g.m.Bound(g.key)
+	assert.Equal(t, int32(1), count)
+	assert.Equal(t, epoch, last, "the last bound member gone, the one before it is the last")
 }
 
 func TestActivatePendingWakesTheUnboundMembersOnly(t *testing.T) {

@@ -72,17 +72,17 @@ func (e *Evictor) podChanged(change group.PodChange) {
 // last bind, unless one is set or the gang once had its quorum
 // (Model.HadQuorum): a gang admitted for good is never partly bound.
 func (e *Evictor) arm(key types.NamespacedName) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.armed.Has(key) {
+		return
+	}
 	pg := e.groups.PodGroup(key)
 	if pg == nil || e.groups.HadQuorum(key, pg) {
 		return
 	}
 	bound, lastBind := e.groups.Bound(key)
 	if bound == 0 {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.armed.Has(key) {
 		return
 	}
 	e.armed.Insert(key)
