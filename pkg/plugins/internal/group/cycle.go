@@ -32,15 +32,22 @@ func EnterCycle(state fwk.CycleState, key types.NamespacedName, pg *v1alpha1.Pod
 // CycleOf returns the record Gang's PreFilter left; false when the cycle's
 // pod is in no group, or Gang turned it away first.
 func CycleOf(state fwk.CycleState) (*Cycle, bool) {
+	return fromCycle[*Cycle](state, CycleKey)
+}
+
+// fromCycle reads what a plugin left in the cycle state under key; false
+// when it left nothing there, or the cycle has no state.
+func fromCycle[T fwk.StateData](state fwk.CycleState, key fwk.StateKey) (T, bool) {
+	var none T
 	if state == nil {
-		return nil, false
+		return none, false
 	}
-	data, err := state.Read(CycleKey)
+	data, err := state.Read(key)
 	if err != nil {
-		return nil, false
+		return none, false
 	}
-	c, ok := data.(*Cycle)
-	return c, ok
+	v, ok := data.(T)
+	return v, ok
 }
 
 // GroupIn returns the pod's group as the cycle read it, or, in a step with

@@ -61,13 +61,5 @@ func (r *RoomMade) Clone() fwk.StateData { return r }
 
 // RoomMadeIn returns the record the preemption plugin left in the cycle.
 func RoomMadeIn(state fwk.CycleState) (*RoomMade, bool) {
-	if state == nil {
-		return nil, false
-	}
-	data, err := state.Read(RoomMadeKey)
-	if err != nil {
-		return nil, false
-	}
-	made, ok := data.(*RoomMade)
-	return made, ok
+	return fromCycle[*RoomMade](state, RoomMadeKey)
 }
