@@ -62,6 +62,10 @@ type Model struct {
 
 	mu     sync.Mutex
 	parsed map[types.NamespacedName]parsedTopology
+	// shaped holds each upstream PodGroup in the model's one shape, by
+	// the version it was read at: the queue's Less reads it on every
+	// comparison.
+	shaped map[types.NamespacedName]*v1alpha1.PodGroup
 	// states is every group's State; the model's pod handler alone
 	// writes its members.
 	states *states
@@ -100,6 +104,7 @@ func NewModel(podGroups schedulinglisters.PodGroupLister, pods cache.Indexer, sc
 	m := &Model{
 		podGroups: podGroups, pods: pods,
 		parsed:   map[types.NamespacedName]parsedTopology{},
+		shaped:   map[types.NamespacedName]*v1alpha1.PodGroup{},
 		states:   newStates(reportWaitingGangs),
 		rooms:    NewRooms(),
 		heldTold: told{pods: sets.New[types.UID]()},
@@ -324,7 +329,20 @@ func (m *Model) PodGroup(key types.NamespacedName) *v1alpha1.PodGroup {
 		}
 		return nil
 	}
-	return topology.FromUpstream(upstream)
+	return m.inOneShape(key, upstream)
+}
+
+// inOneShape is topology.FromUpstream, converted once per version of the
+// PodGroup.
+func (m *Model) inOneShape(key types.NamespacedName, upstream *schedulingv1beta1.PodGroup) *v1alpha1.PodGroup {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if pg := m.shaped[key]; pg != nil && pg.UID == upstream.UID && pg.ResourceVersion == upstream.ResourceVersion {
+		return pg
+	}
+	pg := topology.FromUpstream(upstream)
+	m.shaped[key] = pg
+	return pg
 }
 
 // UpstreamPodGroup returns the group's PodGroup as scheduling.k8s.io
@@ -444,6 +462,7 @@ func (m *Model) podGroupEvents() cache.ResourceEventHandler {
 			}
 			m.mu.Lock()
 			delete(m.parsed, key)
+			delete(m.shaped, key)
 			m.mu.Unlock()
 			m.states.update(key, func(st *State) {
 				st.attempt.forget()
