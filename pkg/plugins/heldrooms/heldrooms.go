@@ -153,13 +153,24 @@ func (h *HeldRooms) Filter(_ context.Context, state fwk.CycleState, pod *corev1.
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"room on the node is kept for gang %s, which waits for its min: members above an elastic group's min take only room no gang needs", waiting))
 	}
-	key, _ := topology.GroupOf(pod)
+	key := groupIn(state, pod)
 	role, _ := topology.RoleOf(pod)
 	held, groups := h.groups.Rooms().HeldOn(node.Name, key, role)
 	if held == nil || resources.FitsBeside(resources.OfPod(pod), held, nodeInfo) {
 		return nil
 	}
 	return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("room on the node is held for the members %v will create later", groups))
+}
+
+// groupIn is the pod's group as the cycle read it (group.Cycle), so that
+// Filter, run on every node, does not derive it again; a pod of no group
+// has the zero key.
+func groupIn(state fwk.CycleState, pod *corev1.Pod) types.NamespacedName {
+	if c, ok := group.CycleOf(state); ok {
+		return c.Key
+	}
+	key, _ := topology.GroupOf(pod)
+	return key
 }
 
 // gangWaitingOn finds a gang of the cycle's hold that may use the node
