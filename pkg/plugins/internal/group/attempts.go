@@ -191,21 +191,6 @@ func (s *Attempts) Backoff(key types.NamespacedName) (until time.Time, failure s
 	return until, failure
 }
 
-// SeenAt is when a member of the group first passed PreEnqueue, or zero.
-func (s *Attempts) SeenAt(key types.NamespacedName) time.Time {
-	var at time.Time
-	s.read(key, func(a *attempt) { at = a.firstSeen })
-	return at
-}
-
-// QueuedAt is the time the group is queued by after a failed attempt,
-// or zero.
-func (s *Attempts) QueuedAt(key types.NamespacedName) time.Time {
-	var at time.Time
-	s.read(key, func(a *attempt) { at = a.queuedAt })
-	return at
-}
-
 // Failed lists the groups whose last attempt failed: the scheduler found
 // no room for a member and the group has not been admitted since.
 func (s *Attempts) Failed() []types.NamespacedName {
