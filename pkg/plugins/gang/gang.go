@@ -48,14 +48,13 @@ var (
 	_ fwk.EnqueueExtensions = &Gang{}
 )
 
-// Gang places a PodGroup's pods all-or-nothing. The state it changes,
-// attempts and held rooms, is the group model's.
+// Gang places a PodGroup's pods all-or-nothing. The state it changes, the
+// attempts, is the group model's.
 type Gang struct {
 	handle   fwk.Handle
 	args     Args
 	groups   *group.Model
 	attempts *group.Attempts
-	rooms    *group.Rooms
 	clock    clock.WithDelayedExecution
 }
 
@@ -69,7 +68,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, groups *gro
 	register()
 	g := newGang(handle, args, groups, clock.RealClock{})
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
-	stranded.New(logger, handle, groups, g.clock, g.permitTimeout, reportEvicted)
+	stranded.New(logger, handle, groups, g.clock, reportEvicted)
 	if err := groups.OnPodGroupChange(g.podGroupHandler(logger)); err != nil {
 		return nil, err
 	}
@@ -78,12 +77,12 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, groups *gro
 }
 
 func newGang(handle fwk.Handle, args Args, groups *group.Model, clk clock.WithDelayedExecution) *Gang {
+	groups.SetDefaultScheduleTimeout(args.permitTimeout())
 	return &Gang{
 		handle:   handle,
 		args:     args,
 		groups:   groups,
 		attempts: groups.Attempts(),
-		rooms:    groups.Rooms(),
 		clock:    clk,
 	}
 }
@@ -117,7 +116,7 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		return status
 	}
 	// Members their owner creates only later count: room is held for them.
-	if active := g.groups.Census(key).Active() + total(g.missingLate(key)); active < pg.Spec.MinMember {
+	if active := g.groups.Census(key).Active() + g.groups.LateMembers(key).Total(); active < pg.Spec.MinMember {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForMembersMessage(key, active, pg.Spec.MinMember))
 	}
 	g.attempts.Seen(key, g.clock.Now())
@@ -222,12 +221,10 @@ func (g *Gang) queuePlace(info fwk.QueuedEntityInfo, pod *corev1.Pod) queuePlace
 	return p
 }
 
-// PreFilter holds again the late rooms a restarted scheduler lost, turns a
-// member away while its group backs off, and rejects a group whose
-// minResources exceed what the cluster has free before any member is
-// placed.
-func (g *Gang) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	g.restoreLateRooms(klog.FromContext(ctx))
+// PreFilter turns a member away while its group backs off, and rejects a
+// group whose minResources exceed what the cluster has free before any
+// member is placed.
+func (g *Gang) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	key, ok := topology.GroupOf(pod)
 	if !ok {
 		return nil, nil
@@ -344,8 +341,7 @@ func (g *Gang) Permit(ctx context.Context, state fwk.CycleState, pod *corev1.Pod
 	if pg == nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod))), 0
 	}
-	if !g.admitIfComplete(klog.FromContext(ctx), key, pg, pod, nodeName) {
-		placed, _ := g.groups.Quorum(key, pg.Spec.MinMember, group.Counting{HeldRooms: true})
+	if admitted, placed := g.admitIfComplete(klog.FromContext(ctx), key, pg, pod); !admitted {
 		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("waiting at Permit for %d more members of group %s (%d/%d placed)",
 			pg.Spec.MinMember-placed, key, placed, pg.Spec.MinMember)), g.permitTimeout(pg)
 	}
@@ -353,21 +349,14 @@ func (g *Gang) Permit(ctx context.Context, state fwk.CycleState, pod *corev1.Pod
 }
 
 // admitIfComplete admits the group when its bound and reserved members,
-// with the room held for members their owner creates later, reach
-// minMember: every member waiting at Permit, but the one asking (self, at
-// Permit on selfNode; nil for none), is allowed to bind. It reports
-// whether the group is admitted.
-func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg *v1alpha1.PodGroup, self *corev1.Pod, selfNode string) bool {
-	withRooms := group.Counting{HeldRooms: true}
-	placed, reached := g.groups.Quorum(key, pg.Spec.MinMember, withRooms)
-	if missing := g.missingLate(key); !reached && placed+total(missing)-g.rooms.Count(key, "") >= pg.Spec.MinMember {
-		if g.holdLateRooms(logger, key, missing, self, selfNode) {
-			placed, reached = g.groups.Quorum(key, pg.Spec.MinMember, withRooms)
-			g.expireLateRooms(logger, pg)
-		}
-	}
+// with the room HeldRooms holds for members their owner creates later,
+// reach minMember: every member waiting at Permit, but the one asking
+// (self; nil for none), is allowed to bind. It reports whether the group
+// is admitted, and how many members it counted.
+func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg *v1alpha1.PodGroup, self *corev1.Pod) (admitted bool, placed int32) {
+	placed, reached := g.groups.Quorum(key, pg.Spec.MinMember, group.Counting{HeldRooms: true})
 	if !reached {
-		return false
+		return false, placed
 	}
 	var selfUID types.UID
 	if self != nil {
@@ -391,7 +380,7 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 		g.recordEvent(pg, corev1.EventTypeNormal, "GangAdmitted", "Admitted", note)
 		g.groups.RecordInitiallyScheduled(logger, g.handle.ClientSet(), pg, true, note)
 	}
-	return true
+	return true, placed
 }
 
 // rejectGroup ends a failed attempt: every sibling waiting at Permit is
@@ -399,7 +388,6 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 // keepPlace keeps the group's place in the queue (Attempts.Fail).
 func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1alpha1.PodGroup, reason string, backoff time.Duration, keepPlace bool) {
 	reserved, first := g.attempts.Fail(key, g.clock.Now(), backoff, keepPlace, reason)
-	g.rooms.Release(key)
 	message := fmt.Sprintf("group %s rejected: %s", key, reason)
 	for _, uid := range reserved {
 		if wp := g.handle.GetWaitingPod(uid); wp != nil {
@@ -455,10 +443,7 @@ func (g *Gang) quorum(key types.NamespacedName, pg *v1alpha1.PodGroup) (placed i
 }
 
 func (g *Gang) permitTimeout(pg *v1alpha1.PodGroup) time.Duration {
-	if s := pg.Spec.ScheduleTimeoutSeconds; s != nil && *s > 0 && time.Duration(*s)*time.Second <= group.MaxPermitWait {
-		return time.Duration(*s) * time.Second
-	}
-	return g.args.permitTimeout()
+	return g.groups.ScheduleTimeout(pg)
 }
 
 // podGroup returns the group's PodGroup, or nil when it does not exist.

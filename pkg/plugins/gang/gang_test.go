@@ -49,6 +49,7 @@ type fixture struct {
 	fw        framework.Framework
 	gang      *Gang
 	held      *heldrooms.HeldRooms
+	model     *group.Model
 	pods      cache.Indexer
 	podGroups cache.Indexer
 	clock     *testingclock.FakeClock
@@ -106,7 +107,7 @@ func newFixtureOn(t *testing.T, nodes []*corev1.Node, args Args, podGroups []*v1
 	model := group.NewModel(schedulinglisters.NewPodGroupLister(f.podGroups), f.pods, topology.SchedulerName)
 	factory := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		f.gang = newGang(h, args, model, f.clock)
-		stranded.New(klog.Background(), h, model, f.clock, f.gang.permitTimeout, reportEvicted)
+		stranded.New(klog.Background(), h, model, f.clock, reportEvicted)
 		// The evictor hears of the members bound before it, as a
 		// scheduler's informer lists them at its start.
 		for _, pod := range pods {
@@ -114,8 +115,11 @@ func newFixtureOn(t *testing.T, nodes []*corev1.Node, args Args, podGroups []*v1
 		}
 		return f.gang, nil
 	}
-	f.held = heldrooms.NewWithModel(model)
-	heldFactory := func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return f.held, nil }
+	f.model = model
+	heldFactory := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		f.held = heldrooms.NewWithModel(model, h, f.clock)
+		return f.held, nil
+	}
 	f.client = fake.NewClientset()
 	for _, pod := range pods {
 		_, err := f.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
@@ -657,7 +661,7 @@ func TestALateMemberGetsItsRoomHeld(t *testing.T) {
 	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, workers[0]).Code())
 	require.True(t, f.reserveAndPermit(t, workers[1]).IsSuccess(), "admitted with the launcher's room held")
 	assert.True(t, f.outcome(workers[0]).IsSuccess())
-	node, held := f.gang.rooms.Node(key, "launcher")
+	node, held := f.model.Rooms().Node(key, "launcher")
 	require.True(t, held)
 	// Both workers reserved on node-1 leave 2 CPUs there: the launcher's 3
 	// are held on node-2.
@@ -683,12 +687,12 @@ func TestALateMemberGetsItsRoomHeld(t *testing.T) {
 	assert.Equal(t, []string{"node-2"}, sets.List(result.NodeNames), "the launcher goes to its room")
 	assert.Nil(t, f.fw.RunFilterPlugins(f.ctx, state, launcher, node2), "its own room fits it")
 	require.True(t, f.fw.RunReservePluginsReserve(f.ctx, state, launcher, "node-2").IsSuccess())
-	_, held = f.gang.rooms.Node(key, "launcher")
+	_, held = f.model.Rooms().Node(key, "launcher")
 	assert.False(t, held, "the room is the launcher's now")
 	assert.Nil(t, f.held.Filter(f.ctx, framework.NewCycleState(), other, node2))
 
 	f.fw.RunReservePluginsUnreserve(f.ctx, state, launcher, "node-2")
-	node, held = f.gang.rooms.Node(key, "launcher")
+	node, held = f.model.Rooms().Node(key, "launcher")
 	assert.True(t, held && node == "node-2", "a launcher that fails to bind gives its room back: held on %q (%v)", node, held)
 	assert.Equal(t, fwk.Unschedulable, f.held.Filter(f.ctx, framework.NewCycleState(), other, node2).Code(), "the room is held from others again")
 }
@@ -716,7 +720,7 @@ func TestALateMemberIsHeldRoomWhereItsTemplateLetsItRun(t *testing.T) {
 			w0 := member("job", "w0").Label(topology.RoleLabel, "worker").Req(map[corev1.ResourceName]string{"cpu": "1"}).Obj()
 			f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, []*corev1.Pod{w0})
 			status := f.reserveAndPermit(t, w0)
-			node, held := f.gang.rooms.Node(types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
+			node, held := f.model.Rooms().Node(types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
 			if tt.node == "" {
 				assert.Equal(t, fwk.Wait, status.Code(), "no room for the launcher: the gang is not admitted")
 				assert.False(t, held)
@@ -767,16 +771,15 @@ func TestARestartedSchedulerHoldsTheLateRoomOfAnAdmittedGangAgain(t *testing.T) 
 			}
 			f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, tt.pods)
 			// The restarted scheduler's informer lists the pods.
-			handler := f.gang.podChanged(klog.Background())
 			for _, pod := range tt.pods {
-				handler(group.Added(pod))
+				f.model.Take(group.Added(pod))
 			}
 			other := st.MakePod().Namespace(ns).Name("other").UID("other").Obj()
 			nodeInfos, err := f.fw.SnapshotSharedLister().NodeInfos().List()
 			require.NoError(t, err)
-			_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), other, nodeInfos)
+			_, status := f.held.PreFilter(f.ctx, framework.NewCycleState(), other, nodeInfos)
 			require.True(t, status.IsSuccess())
-			node, held := f.gang.rooms.Node(types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
+			node, held := f.model.Rooms().Node(types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
 			assert.Equal(t, tt.held, held)
 			if tt.held {
 				assert.Equal(t, "node-2", node, "where the launcher's template lets it run")
@@ -797,7 +800,7 @@ func TestTheRoomOfALateMemberThatNeverComesIsReleased(t *testing.T) {
 	f.drainEvents()
 
 	f.clock.Step(30 * time.Second)
-	assert.Zero(t, f.gang.rooms.Count(types.NamespacedName{Namespace: ns, Name: "job"}, ""))
+	assert.Zero(t, f.model.Rooms().Count(types.NamespacedName{Namespace: ns, Name: "job"}, ""))
 	assert.Equal(t, []string{"Warning LateMemberMissing 1 late members were not created within 30s of the gang's admission; released the room held for them"}, f.drainEvents())
 }
 

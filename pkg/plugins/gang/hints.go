@@ -74,7 +74,7 @@ func (g *Gang) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
 			}
 			key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
 			if g.attempts.IsWaiting(key) {
-				g.admitIfComplete(logger, key, pg, nil, "")
+				g.admitIfComplete(logger, key, pg, nil)
 			}
 			g.activate(logger, key)
 		},
@@ -82,9 +82,8 @@ func (g *Gang) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
 }
 
 // podChanged wakes a group's gated members when the member that completes
-// it arrives, marks the late rooms of a gang found bound for holding
-// again, and retries the gangs that wait for room when a group's bound
-// member goes. The model has taken the change in already.
+// it arrives, and retries the gangs that wait for room when a group's
+// bound member goes. The model has taken the change in already.
 func (g *Gang) podChanged(logger klog.Logger) func(group.PodChange) {
 	return func(change group.PodChange) {
 		pod := change.Pod
@@ -94,17 +93,13 @@ func (g *Gang) podChanged(logger klog.Logger) func(group.PodChange) {
 			if pod.Spec.NodeName != "" {
 				g.retryGangsWaitingForRoom(logger, change.Key)
 			}
-		case change.Old != nil || !topology.IsActiveMember(pod):
-		case pod.Spec.NodeName != "":
-			// A member found bound was bound before this scheduler
-			// started: its gang's late rooms may need holding again.
-			g.rooms.Check(change.Key)
+		case change.Old != nil || !topology.IsActiveMember(pod) || pod.Spec.NodeName != "":
 		default:
 			// The queue does not tell other pods about a new unscheduled
 			// pod, so the member that completes a group wakes its gated
 			// siblings here, once, as the group reaches minMember, with
 			// the members its owner creates later counted.
-			if pg := g.podGroup(change.Key); pg != nil && g.groups.Census(change.Key).Active()+total(g.missingLate(change.Key)) == pg.Spec.MinMember {
+			if pg := g.podGroup(change.Key); pg != nil && g.groups.Census(change.Key).Active()+g.groups.LateMembers(change.Key).Total() == pg.Spec.MinMember {
 				g.activate(logger, change.Key)
 			}
 		}

@@ -33,6 +33,7 @@ import (
 	schedulermetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
@@ -92,8 +93,8 @@ func newSearch(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v1
 	ports := func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		return nodeports.New(ctx, obj, h, feature.Features{})
 	}
-	held := func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
-		return heldrooms.NewWithModel(model), nil
+	held := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return heldrooms.NewWithModel(model, h, clock.RealClock{}), nil
 	}
 	preemption := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		args, err := decodeArgs(nil)

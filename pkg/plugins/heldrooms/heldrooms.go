@@ -1,10 +1,13 @@
 // Package heldrooms implements the HeldRooms scheduler plugin, which keeps
 // room that gangs need from pods that would take it:
 //
-//   - the room held for a gang's late member (group.Rooms, held by Gang at
-//     admission) is that member's: PreFilter pins the member to it, Filter
-//     keeps every other pod out, Reserve hands it to the member and
-//     Unreserve gives it back when the member fails to bind;
+//   - it owns the whole life of the room held for a gang's late member
+//     (group.Rooms, late.go): Reserve holds it as the member that completes
+//     the gang with it is reserved, PreFilter holds it again after a
+//     restart, a timer releases it when the member does not come. The room
+//     is that member's: PreFilter pins the member to it, Filter keeps every
+//     other pod out, Reserve hands it to the member and Unreserve gives it
+//     back when the member fails to bind;
 //   - an elastic group's members above its min take only room no gang
 //     waiting for its min (topology.WaitingForRoom) could use.
 package heldrooms
@@ -12,13 +15,17 @@ package heldrooms
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/resources"
@@ -37,7 +44,9 @@ var (
 
 // HeldRooms keeps held room for the gangs it is held for.
 type HeldRooms struct {
+	handle fwk.Handle
 	groups Groups
+	clock  clock.WithDelayedExecution
 }
 
 // Groups is what HeldRooms reads of the scheduler's groups: the group
@@ -54,18 +63,32 @@ type Groups interface {
 	WaitingForRoom() map[types.NamespacedName]topology.WaitingGang
 	// Topology is the group's topology, nil when it has no PodGroup.
 	Topology(key types.NamespacedName) (*topology.Topology, error)
+	// PodGroup is the group's PodGroup, nil when it has none.
+	PodGroup(key types.NamespacedName) *v1alpha1.PodGroup
+	// LateMembers is where the group's late members stand.
+	LateMembers(key types.NamespacedName) group.LateMembers
+	// Quorum counts the gang's members toward its minMember.
+	Quorum(key types.NamespacedName, minMember int32, counting group.Counting) (placed int32, reached bool)
+	// BoundCount is how many of the group's active members are bound.
+	BoundCount(key types.NamespacedName) int32
+	// ScheduleTimeout is how long room is held for late members.
+	ScheduleTimeout(pg *v1alpha1.PodGroup) time.Duration
+	// OnPodChange tells the plugin of pod events.
+	OnPodChange(handler func(group.PodChange))
 }
 
 // New builds the plugin over the scheduler's group model; it takes no
 // args.
-func New(_ context.Context, _ runtime.Object, _ fwk.Handle, groups *group.Model) (fwk.Plugin, error) {
-	return NewWithModel(groups), nil
+func New(_ context.Context, _ runtime.Object, handle fwk.Handle, groups *group.Model) (fwk.Plugin, error) {
+	return NewWithModel(groups, handle, clock.RealClock{}), nil
 }
 
-// NewWithModel builds the plugin over the groups; Gang's unit tests run it
-// beside Gang this way.
-func NewWithModel(groups Groups) *HeldRooms {
-	return &HeldRooms{groups: groups}
+// NewWithModel builds the plugin over the groups, with the framework's
+// handle and a clock; unit tests build it this way.
+func NewWithModel(groups Groups, handle fwk.Handle, clk clock.WithDelayedExecution) *HeldRooms {
+	h := &HeldRooms{handle: handle, groups: groups, clock: clk}
+	groups.OnPodChange(h.podChanged)
+	return h
 }
 
 // Name returns the plugin's name.
@@ -89,12 +112,13 @@ type elasticHold map[types.NamespacedName]topology.WaitingGang
 
 func (e elasticHold) Clone() fwk.StateData { return e }
 
-// PreFilter sends a late member to the room held for it and, for a member
-// above an admitted elastic group's min, notes the gangs waiting for room,
-// once per cycle.
-func (h *HeldRooms) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	key, ok := topology.GroupOf(pod)
-	if !ok {
+// PreFilter holds again the late rooms a restarted scheduler lost, sends a
+// late member to the room held for it and, for a member above an admitted
+// elastic group's min, notes the gangs waiting for room, once per cycle.
+func (h *HeldRooms) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	h.restore(klog.FromContext(ctx), nodes)
+	key := groupIn(state, pod)
+	if key == (types.NamespacedName{}) {
 		// Filter still keeps it out of held rooms.
 		return nil, nil
 	}
@@ -197,17 +221,22 @@ type taken struct{ room *group.Room }
 
 func (t taken) Clone() fwk.StateData { return t }
 
-// Reserve hands a late member the room held for it.
-func (h *HeldRooms) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
-	key, ok := topology.GroupOf(pod)
-	if !ok {
+// Reserve hands a late member the room held for it, or, when the member
+// completes its gang with the room of the members to come, holds that
+// room: Gang's Permit then admits the gang. It runs after Gang's Reserve,
+// which counts the member's reservation.
+func (h *HeldRooms) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
+	key := groupIn(state, pod)
+	if key == (types.NamespacedName{}) {
 		return nil
 	}
 	if role, ok := topology.RoleOf(pod); ok {
 		if room := h.groups.Rooms().Take(key, role); room != nil {
 			state.Write(takenKey, taken{room: room})
+			return nil
 		}
 	}
+	h.holdForGang(klog.FromContext(ctx), key, pod, nodeName)
 	return nil
 }
 

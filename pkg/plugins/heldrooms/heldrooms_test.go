@@ -3,6 +3,7 @@ package heldrooms
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,6 +14,8 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	testingclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -27,11 +30,18 @@ type groups struct {
 	extras     sets.Set[string]
 	waiting    map[types.NamespacedName]topology.WaitingGang
 	topologies map[types.NamespacedName]*topology.Topology
+	podGroups  map[types.NamespacedName]*v1alpha1.PodGroup
+	late       map[types.NamespacedName]group.LateMembers
+	// placed counts the members bound or reserved, bound those bound.
+	placed, bound map[types.NamespacedName]int32
+	listeners     []func(group.PodChange)
 }
 
 func newGroups() *groups {
 	return &groups{rooms: group.NewRooms(), admitted: sets.New[types.NamespacedName](), extras: sets.New[string](),
-		waiting: map[types.NamespacedName]topology.WaitingGang{}, topologies: map[types.NamespacedName]*topology.Topology{}}
+		waiting: map[types.NamespacedName]topology.WaitingGang{}, topologies: map[types.NamespacedName]*topology.Topology{},
+		podGroups: map[types.NamespacedName]*v1alpha1.PodGroup{}, late: map[types.NamespacedName]group.LateMembers{},
+		placed: map[types.NamespacedName]int32{}, bound: map[types.NamespacedName]int32{}}
 }
 
 func (g *groups) Rooms() *group.Rooms                      { return g.rooms }
@@ -42,6 +52,20 @@ func (g *groups) ElasticFulfillment(pod *corev1.Pod) (float64, bool) {
 func (g *groups) WaitingForRoom() map[types.NamespacedName]topology.WaitingGang { return g.waiting }
 func (g *groups) Topology(key types.NamespacedName) (*topology.Topology, error) {
 	return g.topologies[key], nil
+}
+func (g *groups) PodGroup(key types.NamespacedName) *v1alpha1.PodGroup   { return g.podGroups[key] }
+func (g *groups) LateMembers(key types.NamespacedName) group.LateMembers { return g.late[key] }
+func (g *groups) BoundCount(key types.NamespacedName) int32              { return g.bound[key] }
+func (g *groups) ScheduleTimeout(*v1alpha1.PodGroup) time.Duration       { return time.Minute }
+func (g *groups) OnPodChange(handler func(group.PodChange)) {
+	g.listeners = append(g.listeners, handler)
+}
+func (g *groups) Quorum(key types.NamespacedName, minMember int32, counting group.Counting) (int32, bool) {
+	placed := g.placed[key]
+	if counting.HeldRooms {
+		placed += g.rooms.Count(key, "")
+	}
+	return placed, placed >= minMember
 }
 
 func key(name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
@@ -83,7 +107,7 @@ func filter(t *testing.T, h *HeldRooms, pod *corev1.Pod, nodes ...fwk.NodeInfo) 
 func TestALateMemberIsPinnedToTheRoomHeldForIt(t *testing.T) {
 	g := newGroups()
 	g.rooms.Add(&group.Room{Group: key("mpi"), Role: "launcher", Node: "n2", Request: cpu("2")})
-	h := NewWithModel(g)
+	h := NewWithModel(g, nil, testingclock.NewFakeClock(time.Time{}))
 
 	result, got := filter(t, h, member("mpi", "launcher", "launcher", "2"), node("n1", "a", "4"), node("n2", "a", "4"))
 	require.NotNil(t, result)
@@ -95,7 +119,7 @@ func TestALateMemberIsPinnedToTheRoomHeldForIt(t *testing.T) {
 func TestARoomHeldOnANodeIsClosedToEveryOtherPod(t *testing.T) {
 	g := newGroups()
 	g.rooms.Add(&group.Room{Group: key("mpi"), Role: "launcher", Node: "n1", Request: cpu("3")})
-	h := NewWithModel(g)
+	h := NewWithModel(g, nil, testingclock.NewFakeClock(time.Time{}))
 	tests := []struct {
 		name string
 		pod  *corev1.Pod
@@ -179,7 +203,7 @@ func TestAMemberAboveAnElasticMinLeavesRoomToAGangWaitingForItsMin(t *testing.T)
 			if tt.extra {
 				g.extras.Insert(extra.Name)
 			}
-			_, got := filter(t, NewWithModel(g), extra, node("n1", "a", "4"), node("n2", "b", "4"), node("tiny", "b", "2"))
+			_, got := filter(t, NewWithModel(g, nil, testingclock.NewFakeClock(time.Time{})), extra, node("n1", "a", "4"), node("n2", "b", "4"), node("tiny", "b", "2"))
 			assert.Equal(t, tt.want, got)
 		})
 	}
@@ -192,7 +216,7 @@ func TestReserveHandsTheRoomToItsMemberAndUnreserveGivesItBackToAnAdmittedGang(t
 		if admitted {
 			g.admitted.Insert(key("mpi"))
 		}
-		h := NewWithModel(g)
+		h := NewWithModel(g, nil, testingclock.NewFakeClock(time.Time{}))
 		launcher := member("mpi", "launcher", "launcher", "2")
 		state := framework.NewCycleState()
 		require.True(t, h.Reserve(context.Background(), state, launcher, "n1").IsSuccess())
@@ -210,7 +234,7 @@ func TestReserveHandsTheRoomToItsMemberAndUnreserveGivesItBackToAnAdmittedGang(t
 func TestReserveOfAPodWithNoRoomHoldsNothingForUnreserveToGiveBack(t *testing.T) {
 	g := newGroups()
 	g.admitted.Insert(key("mpi"))
-	h := NewWithModel(g)
+	h := NewWithModel(g, nil, testingclock.NewFakeClock(time.Time{}))
 	worker := member("mpi", "worker", "worker-0", "1")
 	state := framework.NewCycleState()
 	require.True(t, h.Reserve(context.Background(), state, worker, "n1").IsSuccess())
@@ -230,7 +254,7 @@ func TestSignPod(t *testing.T) {
 	rigid, errs := topology.Parse(map[string]string{topology.RolesAnnotation: "worker=4"})
 	require.Empty(t, errs)
 	g.topologies[key("mpi")], g.topologies[key("elastic")], g.topologies[key("rigid")] = late, elastic, rigid
-	h := NewWithModel(g)
+	h := NewWithModel(g, nil, testingclock.NewFakeClock(time.Time{}))
 	tests := []struct {
 		name     string
 		pod      *corev1.Pod

@@ -50,11 +50,16 @@ func (a *attempt) isFresh() bool {
 
 // Attempts changes and reads the attempt of every group the scheduler is
 // working on, in the groups' State.
-type Attempts struct{ states *states }
+type Attempts struct {
+	states *states
+	// rooms are the rooms held for late members, which a failed attempt
+	// gives up with its reservations.
+	rooms *Rooms
+}
 
 // NewAttempts returns the attempts of groups with no state yet.
 func NewAttempts(onWaitingChange func(float64)) *Attempts {
-	return &Attempts{states: newStates(onWaitingChange)}
+	return &Attempts{states: newStates(onWaitingChange), rooms: NewRooms()}
 }
 
 func (s *Attempts) update(key types.NamespacedName, change func(*attempt)) {
@@ -120,9 +125,10 @@ func (s *Attempts) Begin(key types.NamespacedName) {
 	s.update(key, func(a *attempt) { a.inProgress = true })
 }
 
-// Fail ends the group's attempt, which failed for reason: it returns the
-// members still holding a reservation, to be rejected, which gives their
-// reservations up, and whether this call ended the attempt (false when a
+// Fail ends the group's attempt, which failed for reason: it releases the
+// rooms held for the group's late members, returns the members still
+// holding a reservation, to be rejected, which gives their reservations
+// up, and whether this call ended the attempt (false when a
 // sibling's failure already did). keepPlace leaves the group's place in
 // the queue as it was: the attempt ended only to wait for the victims
 // preempted for it.
@@ -140,6 +146,7 @@ func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Du
 			a.queuedAt = now
 		}
 	})
+	s.rooms.Release(key)
 	return reserved, first
 }
 

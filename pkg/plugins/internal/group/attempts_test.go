@@ -25,3 +25,17 @@ func TestWaitingGaugeFollowsTheGroups(t *testing.T) {
 	s.Unreserve(b, "b0")
 	assert.Equal(t, 0.0, waiting)
 }
+
+func TestAFailedAttemptGivesUpTheRoomHeldForItsLateMembers(t *testing.T) {
+	s := NewAttempts(func(float64) {})
+	mpi := types.NamespacedName{Namespace: "team-a", Name: "mpi"}
+	other := types.NamespacedName{Namespace: "team-a", Name: "other"}
+	s.rooms.Add(&Room{Group: mpi, Role: "launcher", Node: "n1"})
+	s.rooms.Add(&Room{Group: other, Role: "launcher", Node: "n1"})
+	s.Begin(mpi)
+	s.Reserve(mpi, "w0")
+	reserved, _ := s.Fail(mpi, time.Now(), 0, false, "member w1 fits on no node")
+	assert.Equal(t, []types.UID{"w0"}, reserved)
+	assert.Zero(t, s.rooms.Count(mpi, ""), "the failed gang's room is given up")
+	assert.Equal(t, int32(1), s.rooms.Count(other, ""), "another gang's is not")
+}

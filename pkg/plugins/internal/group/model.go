@@ -40,6 +40,10 @@ import (
 // a plugin returns is cut to it.
 const MaxPermitWait = 15 * time.Minute
 
+// DefaultScheduleTimeout is a gang's schedule timeout when neither its
+// PodGroup nor Gang's args set one.
+const DefaultScheduleTimeout = time.Minute
+
 // Model is one scheduler profile's view of its groups, shared by Gang and
 // LaunchOrder so that the two never see different versions of a group: one
 // PodGroup informer per source, the member index on the scheduler's pod
@@ -86,6 +90,9 @@ type Model struct {
 	attempts *Attempts
 	rooms    *Rooms
 	heldTold told
+	// scheduleTimeout is a gang's schedule timeout when its PodGroup sets
+	// none, from Gang's args (SetDefaultScheduleTimeout).
+	scheduleTimeout atomic.Int64
 }
 
 type parsedTopology struct {
@@ -109,7 +116,8 @@ func NewModel(podGroups schedulinglisters.PodGroupLister, pods cache.Indexer, sc
 		rooms:    NewRooms(),
 		heldTold: told{pods: sets.New[types.UID]()},
 	}
-	m.attempts = &Attempts{states: m.states}
+	m.attempts = &Attempts{states: m.states, rooms: m.rooms}
+	m.scheduleTimeout.Store(int64(DefaultScheduleTimeout))
 	names := sets.New(schedulers...)
 	m.schedulers.Store(&names)
 	for _, obj := range pods.List() {
@@ -251,6 +259,24 @@ func (m *Model) Attempts() *Attempts { return m.attempts }
 
 // Rooms is the room held for gangs' late members.
 func (m *Model) Rooms() *Rooms { return m.rooms }
+
+// SetDefaultScheduleTimeout sets the schedule timeout of a gang whose
+// PodGroup sets none; Gang sets it from its args as it is built.
+func (m *Model) SetDefaultScheduleTimeout(timeout time.Duration) {
+	m.scheduleTimeout.Store(int64(timeout))
+}
+
+// ScheduleTimeout is how long a gang's reserved members wait at Permit for
+// the rest, how long a partly bound gang may take to complete, and how long
+// room is held for members its owner creates late: the PodGroup's
+// spec.scheduleTimeoutSeconds, within the framework's cap on a Permit
+// wait, or the default.
+func (m *Model) ScheduleTimeout(pg *v1alpha1.PodGroup) time.Duration {
+	if s := pg.Spec.ScheduleTimeoutSeconds; s != nil && *s > 0 && time.Duration(*s)*time.Second <= MaxPermitWait {
+		return time.Duration(*s) * time.Second
+	}
+	return time.Duration(m.scheduleTimeout.Load())
+}
 
 // IsAdmitted reports whether the group's gang reached its quorum in its
 // attempt.
@@ -559,6 +585,46 @@ func (m *Model) Quorum(key types.NamespacedName, minMember int32, counting Count
 		placed += m.rooms.Count(key, "")
 	}
 	return placed, placed >= minMember
+}
+
+// LateMembers is where a group's late members stand: the members of the
+// roles its owner creates only after others are Ready (topology.Late),
+// for which room is held at admission.
+type LateMembers struct {
+	// Missing is how many members of each late role do not exist yet.
+	Missing map[string]int32
+	// Came reports whether a pod of a late role exists, in any phase: a
+	// launcher that has finished needs no room.
+	Came bool
+}
+
+// Total is how many late members do not exist yet.
+func (l LateMembers) Total() int32 {
+	var n int32
+	for _, c := range l.Missing {
+		n += c
+	}
+	return n
+}
+
+// LateMembers reads where the group's late members stand; the zero value
+// for a group with none.
+func (m *Model) LateMembers(key types.NamespacedName) LateMembers {
+	topo, err := m.Topology(key)
+	if err != nil || topo == nil || len(topo.Late) == 0 {
+		return LateMembers{}
+	}
+	active := map[string]int32{}
+	var came bool
+	m.read(key, func(st *State) {
+		for role := range topo.Late {
+			if c := st.roles[role]; c != nil {
+				active[role] = c.Active
+				came = came || c.Any > 0
+			}
+		}
+	})
+	return LateMembers{Missing: topo.MissingLate(active), Came: came}
 }
 
 // Census counts the group's members by phase.

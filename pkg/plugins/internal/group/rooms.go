@@ -13,8 +13,10 @@ import (
 
 // Room is room held on a node for a member of a gang that its owner
 // creates only after others are Ready, such as mpi-operator's launcher
-// under WaitForWorkersReady: Gang admits the gang with it, and HeldRooms
-// binds the member into it when it comes and keeps every other pod out.
+// under WaitForWorkersReady. HeldRooms owns its life: it holds the room as
+// the gang is admitted with it, binds the member into it when it comes,
+// keeps every other pod out, and releases it when the member does not
+// come.
 type Room struct {
 	Group   types.NamespacedName
 	Role    string

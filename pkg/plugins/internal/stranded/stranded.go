@@ -41,8 +41,6 @@ type Evictor struct {
 	handle fwk.Handle
 	groups *group.Model
 	clock  clock.WithDelayedExecution
-	// timeout is a gang's schedule timeout.
-	timeout func(*v1alpha1.PodGroup) time.Duration
 	// evicted is told of each gang evicted, for the plugin's metrics.
 	evicted func()
 	logger  klog.Logger
@@ -53,8 +51,8 @@ type Evictor struct {
 }
 
 // New returns an evictor that hears of binds from the model.
-func New(logger klog.Logger, handle fwk.Handle, groups *group.Model, clk clock.WithDelayedExecution, timeout func(*v1alpha1.PodGroup) time.Duration, evicted func()) *Evictor {
-	e := &Evictor{handle: handle, groups: groups, clock: clk, timeout: timeout, evicted: evicted, logger: logger, armed: sets.New[types.NamespacedName]()}
+func New(logger klog.Logger, handle fwk.Handle, groups *group.Model, clk clock.WithDelayedExecution, evicted func()) *Evictor {
+	e := &Evictor{handle: handle, groups: groups, clock: clk, evicted: evicted, logger: logger, armed: sets.New[types.NamespacedName]()}
 	groups.OnPodChange(e.podChanged)
 	return e
 }
@@ -86,7 +84,7 @@ func (e *Evictor) arm(key types.NamespacedName) {
 		return
 	}
 	e.armed.Insert(key)
-	deadline := lastBind.Add(e.timeout(pg))
+	deadline := lastBind.Add(e.groups.ScheduleTimeout(pg))
 	e.clock.AfterFunc(max(deadline.Sub(e.clock.Now()), 0), func() {
 		e.mu.Lock()
 		e.armed.Delete(key)
@@ -105,7 +103,7 @@ func (e *Evictor) evictIfStranded(key types.NamespacedName, now time.Time) {
 	if pg == nil {
 		return
 	}
-	if _, lastBind := e.groups.Bound(key); now.Before(lastBind.Add(e.timeout(pg))) {
+	if _, lastBind := e.groups.Bound(key); now.Before(lastBind.Add(e.groups.ScheduleTimeout(pg))) {
 		e.arm(key)
 		return
 	}
@@ -141,7 +139,7 @@ func (e *Evictor) strandedMembers(key types.NamespacedName, pg *v1alpha1.PodGrou
 	}
 	slices.SortFunc(bound, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	return bound, fmt.Sprintf("%d/%d members placed and %d more could not be placed within %s of the last bind",
-		placed, pg.Spec.MinMember, pending, e.timeout(pg))
+		placed, pg.Spec.MinMember, pending, e.groups.ScheduleTimeout(pg))
 }
 
 // evict deletes a stranded gang's bound members, so that they hold no room

@@ -1,0 +1,159 @@
+package heldrooms
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/resources"
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// A gang whose owner creates some members only after others are Ready,
+// such as mpi-operator's launcher under WaitForWorkersReady, is admitted
+// with room held for them. HeldRooms holds it as the member that completes
+// the gang with it is reserved, holds it again after a restart, releases
+// it when the late members do not come within the schedule timeout, and
+// keeps every other pod out of it (heldrooms.go). A failed attempt gives
+// it up with the gang's reservations (group.Attempts.Fail).
+
+// holdForGang holds the room of the gang's late members when the member
+// just reserved (self, on selfNode) completes the gang with them, and
+// starts the rooms' expiry.
+func (h *HeldRooms) holdForGang(logger klog.Logger, key types.NamespacedName, self *corev1.Pod, selfNode string) {
+	late := h.groups.LateMembers(key)
+	if late.Total() == 0 || h.groups.IsAdmitted(key) {
+		return
+	}
+	pg := h.groups.PodGroup(key)
+	if pg == nil {
+		return
+	}
+	placed, reached := h.groups.Quorum(key, pg.Spec.MinMember, group.Counting{HeldRooms: true})
+	if reached || placed+late.Total()-h.groups.Rooms().Count(key, "") < pg.Spec.MinMember {
+		return
+	}
+	nodes, err := h.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		logger.Error(err, "Listing nodes to hold room for late members", "podGroup", key)
+		return
+	}
+	if h.hold(logger, key, late.Missing, nodes, self, selfNode) {
+		h.expire(logger, pg)
+	}
+}
+
+// restore holds again the rooms of admitted gangs whose late members are
+// still to come, for the groups marked by Rooms.Check: a restarted
+// scheduler lost them with its memory. A gang counts as admitted when its
+// bound members and its late members to come make its minMember. It runs
+// at PreFilter, inside a scheduling cycle, so that the nodes are current
+// and the rooms are back before any other pod is filtered.
+func (h *HeldRooms) restore(logger klog.Logger, nodes []fwk.NodeInfo) {
+	for _, key := range h.groups.Rooms().ToCheck() {
+		pg := h.groups.PodGroup(key)
+		late := h.groups.LateMembers(key)
+		if pg == nil || late.Total() == 0 || late.Came || h.groups.Rooms().Count(key, "") > 0 {
+			continue
+		}
+		if bound := h.groups.BoundCount(key); bound == 0 || bound+late.Total() < pg.Spec.MinMember {
+			continue
+		}
+		if h.hold(logger, key, late.Missing, nodes, nil, "") {
+			logger.V(2).Info("Held again the room of late members of an admitted gang", "podGroup", key)
+			h.expire(logger, pg)
+		}
+	}
+}
+
+// hold holds room for every late member not yet created nor held, each on
+// a node where it fits beside everything placed and held, and reports
+// whether it could; it holds none when it cannot hold all. self is the
+// member reserved on selfNode, which the cycle's nodes do not count yet.
+func (h *HeldRooms) hold(logger klog.Logger, key types.NamespacedName, missing map[string]int32, nodes []fwk.NodeInfo, self *corev1.Pod, selfNode string) bool {
+	topo, err := h.groups.Topology(key)
+	if err != nil || topo == nil {
+		return false
+	}
+	nodes = slices.DeleteFunc(slices.Clone(nodes), func(n fwk.NodeInfo) bool { return n.Node() == nil })
+	// The member's own node first: a launcher beside its workers.
+	slices.SortStableFunc(nodes, func(a, b fwk.NodeInfo) int {
+		return boolOrder(a.Node().Name != selfNode) - boolOrder(b.Node().Name != selfNode)
+	})
+	rooms := h.groups.Rooms()
+	var held []*group.Room
+	for _, role := range slices.Sorted(maps.Keys(missing)) {
+		late := topo.Late[role]
+		for range missing[role] - rooms.Count(key, role) {
+			node := h.findRoom(nodes, late, self, selfNode)
+			if node == "" {
+				for _, r := range held {
+					rooms.Take(key, r.Role)
+				}
+				return false
+			}
+			r := &group.Room{Group: key, Role: role, Node: node, Request: late.Requests}
+			rooms.Add(r)
+			held = append(held, r)
+			logger.V(2).Info("Holding room for a late member", "podGroup", key, "role", role, "node", node)
+		}
+	}
+	return true
+}
+
+// findRoom returns a node that the late member's pod template lets it use
+// (its node selector, required node affinity and tolerations) where its
+// requests fit beside what is placed and held, or "".
+func (h *HeldRooms) findRoom(nodes []fwk.NodeInfo, late topology.LateMember, self *corev1.Pod, selfNode string) string {
+	pod := late.Pod()
+	for _, node := range nodes {
+		if !topology.MayRunOn(pod, node.Node()) {
+			continue
+		}
+		held, _ := h.groups.Rooms().HeldOn(node.Node().Name, types.NamespacedName{}, "")
+		if self != nil && node.Node().Name == selfNode {
+			held = resources.Add(held, resources.OfPod(self), 1)
+		}
+		if resources.FitsBeside(late.Requests, held, node) {
+			return node.Node().Name
+		}
+	}
+	return ""
+}
+
+func boolOrder(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// expire releases a gang's rooms, with a Warning event, when its late
+// members have not come within its schedule timeout.
+func (h *HeldRooms) expire(logger klog.Logger, pg *v1alpha1.PodGroup) {
+	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
+	timeout := h.groups.ScheduleTimeout(pg)
+	h.clock.AfterFunc(timeout, func() {
+		if released := h.groups.Rooms().Release(key); released > 0 {
+			logger.V(2).Info("Released the room of late members that did not come", "podGroup", key, "rooms", released)
+			group.RecordEvent(h.handle, pg, corev1.EventTypeWarning, "LateMemberMissing", "Release",
+				fmt.Sprintf("%d late members were not created within %s of the gang's admission; released the room held for them", released, timeout))
+		}
+	})
+}
+
+// podChanged marks the late rooms of a gang whose member is found bound
+// for holding again at the next PreFilter: the member was bound before
+// this scheduler started, which may have lost the rooms with its memory.
+func (h *HeldRooms) podChanged(change group.PodChange) {
+	if change.Grouped && !change.Deleted && change.Old == nil && change.Pod.Spec.NodeName != "" && topology.IsActiveMember(change.Pod) {
+		h.groups.Rooms().Check(change.Key)
+	}
+}

@@ -1,0 +1,163 @@
+package heldrooms
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	fwk "k8s.io/kube-scheduler/framework"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	testingclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// handle is the part of the framework's handle HeldRooms uses for late
+// rooms: the cycle's snapshot and the event recorder.
+type handle struct {
+	fwk.Handle
+	snapshot fwk.SharedLister
+	events   *events.FakeRecorder
+}
+
+func (h handle) SnapshotSharedLister() fwk.SharedLister    { return h.snapshot }
+func (h handle) EventRecorder() events.EventRecorderLogger { return h.events }
+
+// lateGang is an MPI gang of minMember 3: a launcher its operator creates
+// once the two workers are Ready, with the given launcher template.
+func lateGang(t *testing.T, g *groups, launcher string) *v1alpha1.PodGroup {
+	t.Helper()
+	annotations := map[string]string{
+		topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2",
+		topology.LateMembersAnnotation: launcher,
+	}
+	topo, errs := topology.Parse(annotations)
+	require.Empty(t, errs)
+	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mpi", UID: "mpi", Annotations: annotations},
+		Spec: v1alpha1.PodGroupSpec{MinMember: 3}}
+	g.topologies[key("mpi")], g.podGroups[key("mpi")] = topo, pg
+	g.late[key("mpi")] = group.LateMembers{Missing: map[string]int32{"launcher": 1}}
+	return pg
+}
+
+func nodeObj(name, pool, cpu string) *corev1.Node {
+	return st.MakeNode().Name(name).Label("pool", pool).Capacity(map[corev1.ResourceName]string{"cpu": cpu, "pods": "110"}).Obj()
+}
+
+func TestReserveHoldsTheLateRoomWhenTheMemberCompletesTheGang(t *testing.T) {
+	// w0 is on n1 (4 CPUs) already; the cycle's snapshot does not hold w1,
+	// reserved now on n1.
+	w0 := st.MakePod().Namespace(ns).Name("w0").UID("w0").Node("n1").Req(map[corev1.ResourceName]string{"cpu": "1"}).Obj()
+	tests := []struct {
+		name     string
+		launcher string
+		placed   int32
+		admitted bool
+		// node is where the launcher's room is held, "" for none.
+		node string
+	}{
+		{"the second worker completes the gang: beside the workers", `{"launcher":{"requests":{"cpu":"2"}}}`, 2, false, "n1"},
+		{"it does not fit beside them: the next node", `{"launcher":{"requests":{"cpu":"3"}}}`, 2, false, "n2"},
+		{"its template keeps it to the cpu pool", `{"launcher":{"requests":{"cpu":"1"},"nodeSelector":{"pool":"cpu"}}}`, 2, false, "n2"},
+		{"one worker is not enough", `{"launcher":{"requests":{"cpu":"1"}}}`, 1, false, ""},
+		{"a gang admitted already holds nothing more", `{"launcher":{"requests":{"cpu":"1"}}}`, 2, true, ""},
+		{"no node has room: nothing is held", `{"launcher":{"requests":{"cpu":"5"}}}`, 2, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGroups()
+			lateGang(t, g, tt.launcher)
+			g.placed[key("mpi")] = tt.placed
+			if tt.admitted {
+				g.admitted.Insert(key("mpi"))
+			}
+			snapshot := internalcache.NewSnapshot([]*corev1.Pod{w0}, []*corev1.Node{nodeObj("n1", "gpu", "4"), nodeObj("n2", "cpu", "4")})
+			clk := testingclock.NewFakeClock(time.Time{})
+			h := NewWithModel(g, handle{snapshot: snapshot, events: events.NewFakeRecorder(10)}, clk)
+
+			w1 := member("mpi", "worker", "w1", "1")
+			require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), w1, "n1").IsSuccess())
+			node, held := g.rooms.Node(key("mpi"), "launcher")
+			assert.Equal(t, tt.node, node)
+			assert.Equal(t, tt.node != "", held)
+		})
+	}
+}
+
+func TestTheLateRoomIsReleasedWithAnEventWhenItsMemberDoesNotCome(t *testing.T) {
+	for _, came := range []bool{false, true} {
+		g := newGroups()
+		lateGang(t, g, `{"launcher":{"requests":{"cpu":"1"}}}`)
+		g.placed[key("mpi")] = 2
+		snapshot := internalcache.NewSnapshot(nil, []*corev1.Node{nodeObj("n1", "gpu", "4")})
+		clk := testingclock.NewFakeClock(time.Time{})
+		recorder := events.NewFakeRecorder(10)
+		h := NewWithModel(g, handle{snapshot: snapshot, events: recorder}, clk)
+		require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
+		require.Equal(t, int32(1), g.rooms.Count(key("mpi"), ""))
+		if came {
+			require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "launcher", "l0", "1"), "n1").IsSuccess())
+			require.Zero(t, g.rooms.Count(key("mpi"), ""), "the launcher took its room")
+		}
+
+		clk.Step(59 * time.Second)
+		if !came {
+			assert.Equal(t, int32(1), g.rooms.Count(key("mpi"), ""), "held until the schedule timeout")
+		}
+		clk.Step(time.Second)
+		assert.Zero(t, g.rooms.Count(key("mpi"), ""))
+		if came {
+			assert.Empty(t, recorder.Events, "a launcher that came took its room: nothing to tell")
+			continue
+		}
+		require.Len(t, recorder.Events, 1)
+		assert.Equal(t, "Warning LateMemberMissing 1 late members were not created within 1m0s of the gang's admission; released the room held for them", <-recorder.Events)
+	}
+}
+
+func TestPreFilterHoldsAgainTheLateRoomOfAGangFoundBound(t *testing.T) {
+	bound := func(name string) *corev1.Pod {
+		return member("mpi", "worker", name, "1")
+	}
+	tests := []struct {
+		name  string
+		bound int32
+		late  group.LateMembers
+		held  bool
+	}{
+		{"both workers bound, the launcher to come", 2, group.LateMembers{Missing: map[string]int32{"launcher": 1}}, true},
+		{"one worker bound: the gang was never admitted", 1, group.LateMembers{Missing: map[string]int32{"launcher": 1}}, false},
+		{"the launcher has finished", 2, group.LateMembers{Missing: map[string]int32{"launcher": 1}, Came: true}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGroups()
+			lateGang(t, g, `{"launcher":{"requests":{"cpu":"1"},"nodeSelector":{"pool":"cpu"}}}`)
+			g.bound[key("mpi")], g.late[key("mpi")] = tt.bound, tt.late
+			h := NewWithModel(g, handle{events: events.NewFakeRecorder(10)}, testingclock.NewFakeClock(time.Time{}))
+			// The restarted scheduler's informer lists a bound worker.
+			w0 := bound("w0")
+			w0.Spec.NodeName = "n1"
+			for _, listener := range g.listeners {
+				listener(group.Added(w0))
+			}
+			nodes := []fwk.NodeInfo{node("n1", "gpu", "4", w0), node("n2", "cpu", "4")}
+			_, status := h.PreFilter(context.Background(), framework.NewCycleState(), st.MakePod().Namespace(ns).Name("other").Obj(), nodes)
+			require.True(t, status.IsSuccess())
+			room, held := g.rooms.Node(key("mpi"), "launcher")
+			assert.Equal(t, tt.held, held)
+			if tt.held {
+				assert.Equal(t, "n2", room, "where the launcher's template lets it run")
+			}
+		})
+	}
+}
