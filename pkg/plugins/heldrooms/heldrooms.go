@@ -117,8 +117,8 @@ func (e elasticHold) Clone() fwk.StateData { return e }
 // elastic group's min, notes the gangs waiting for room, once per cycle.
 func (h *HeldRooms) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	h.restore(klog.FromContext(ctx), nodes)
-	key := groupIn(state, pod)
-	if key == (types.NamespacedName{}) {
+	key, ok := group.KeyIn(state, pod)
+	if !ok {
 		// Filter still keeps it out of held rooms.
 		return nil, nil
 	}
@@ -177,24 +177,15 @@ func (h *HeldRooms) Filter(_ context.Context, state fwk.CycleState, pod *corev1.
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"room on the node is kept for gang %s, which waits for its min: members above an elastic group's min take only room no gang needs", waiting))
 	}
-	key := groupIn(state, pod)
+	// Read from the cycle (group.Cycle): Filter runs on every node. A pod
+	// of no group has the zero key.
+	key, _ := group.KeyIn(state, pod)
 	role, _ := topology.RoleOf(pod)
 	held, groups := h.groups.Rooms().HeldOn(node.Name, key, role)
 	if held == nil || resources.FitsBeside(resources.OfPod(pod), held, nodeInfo) {
 		return nil
 	}
 	return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("room on the node is held for the members %v will create later", groups))
-}
-
-// groupIn is the pod's group as the cycle read it (group.Cycle), so that
-// Filter, run on every node, does not derive it again; a pod of no group
-// has the zero key.
-func groupIn(state fwk.CycleState, pod *corev1.Pod) types.NamespacedName {
-	if c, ok := group.CycleOf(state); ok {
-		return c.Key
-	}
-	key, _ := topology.GroupOf(pod)
-	return key
 }
 
 // gangWaitingOn finds a gang of the cycle's hold that may use the node
@@ -226,8 +217,8 @@ func (t taken) Clone() fwk.StateData { return t }
 // room: Gang's Permit then admits the gang. It runs after Gang's Reserve,
 // which counts the member's reservation.
 func (h *HeldRooms) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
-	key := groupIn(state, pod)
-	if key == (types.NamespacedName{}) {
+	key, ok := group.KeyIn(state, pod)
+	if !ok {
 		return nil
 	}
 	if role, ok := topology.RoleOf(pod); ok {

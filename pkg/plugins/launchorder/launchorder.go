@@ -97,8 +97,8 @@ func (l *LaunchOrder) Reserve(context.Context, fwk.CycleState, *corev1.Pod, stri
 
 // Unreserve forgets a hold that ended without a release: the pod was
 // rejected, or its wait timed out.
-func (l *LaunchOrder) Unreserve(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) {
-	key, ok := topology.GroupOf(pod)
+func (l *LaunchOrder) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) {
+	key, ok := group.KeyIn(state, pod)
 	if !ok {
 		return
 	}
@@ -118,8 +118,8 @@ func (l *LaunchOrder) Unreserve(ctx context.Context, _ fwk.CycleState, pod *core
 // Permit holds a pod whose role has predecessors until every pod of those
 // roles has reached the group's start-after state. The reservation is kept
 // meanwhile, so the pod still counts toward its gang's quorum.
-func (l *LaunchOrder) Permit(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
-	key, ok := topology.GroupOf(pod)
+func (l *LaunchOrder) Permit(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
+	key, ok := group.KeyIn(state, pod)
 	if !ok {
 		return nil, 0
 	}

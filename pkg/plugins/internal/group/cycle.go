@@ -50,6 +50,16 @@ func fromCycle[T fwk.StateData](state fwk.CycleState, key fwk.StateKey) (T, bool
 	return v, ok
 }
 
+// KeyIn returns the pod's group as the cycle read it, or, in a step with no
+// record (the cycle of a pod of no group, or a test's), as the pod's
+// labels say; false for a pod of no group.
+func KeyIn(state fwk.CycleState, pod *corev1.Pod) (types.NamespacedName, bool) {
+	if c, ok := CycleOf(state); ok {
+		return c.Key, true
+	}
+	return topology.GroupOf(pod)
+}
+
 // GroupIn returns the pod's group as the cycle read it, or, in a step with
 // no record (Unreserve of a cycle that never reached PreFilter's end),
 // as the model has it now; pg is nil when the group has no PodGroup.
