@@ -69,9 +69,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, groups *gro
 	g := newGang(handle, args, groups, clock.RealClock{})
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
 	stranded.New(logger, handle, groups, g.clock, reportEvicted)
-	if err := groups.OnPodGroupChange(g.podGroupHandler(logger)); err != nil {
-		return nil, err
-	}
+	groups.OnPodGroupChange(g.podGroupHandler(logger))
 	groups.OnPodChange(g.podChanged(logger))
 	return g, nil
 }

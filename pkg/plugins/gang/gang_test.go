@@ -117,7 +117,7 @@ func newFixtureOn(t *testing.T, nodes []*corev1.Node, args Args, podGroups []*v1
 	}
 	f.model = model
 	heldFactory := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		f.held = heldrooms.NewWithModel(model, h, f.clock)
+		f.held = heldrooms.NewWithModel(klog.Background(), model, h, f.clock)
 		return f.held, nil
 	}
 	f.client = fake.NewClientset()
@@ -554,22 +554,6 @@ func TestLoweredMinMemberAdmitsWaitingMembersAtOnce(t *testing.T) {
 		assert.True(t, f.outcome(pod).IsSuccess(), "member %s is allowed once minMember is 3", pod.Name)
 	}
 	assert.Contains(t, f.drainEvents(), "Normal GangAdmitted 3/3 members placed; all are allowed to bind")
-}
-
-func TestAStatusOnlyWriteWakesNobody(t *testing.T) {
-	pg := podGroup("job", 2).Obj()
-	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj()})
-	written := pg.DeepCopy()
-	written.Status.Phase = v1alpha1.PodGroupScheduling
-	written.Status.Running = 1
-	handler := f.gang.podGroupHandler(klog.Background()).(cache.ResourceEventHandlerFuncs)
-	handler.UpdateFunc(pg, written)
-	assert.Empty(t, f.activator.Activated, "a status write wakes no member")
-
-	changed := written.DeepCopy()
-	changed.Spec.MinMember = 1
-	handler.UpdateFunc(written, changed)
-	assert.ElementsMatch(t, []string{"team-a/p0", "team-a/p1"}, f.activator.Activated, "a spec change wakes the members")
 }
 
 func TestAPartlyBoundGangIsEvictedAfterItsTimeout(t *testing.T) {

@@ -18,6 +18,8 @@ import (
 
 // EventsToRegister lists the events that can make a member rejected by this
 // plugin schedulable, each with a hint that wakes only the pods it can help.
+// A PodGroup created or changed, its minMember say, wakes its members from
+// the group model's one PodGroup watch.
 func (g *Gang) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		// A sibling is created: the group may have reached minMember. The
@@ -28,8 +30,6 @@ func (g *Gang) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, er
 		// a finished pod as deleted), or a reservation is released: room
 		// was freed.
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: group.IsRoomFreed},
-		// The PodGroup is created or changed, for example its minMember.
-		{Event: fwk.ClusterEvent{Resource: group.PodGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: group.IsOwnPodGroup},
 		// A node arrives or grows.
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}, QueueingHintFn: group.QueueAlways},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.UpdateNodeAllocatable}, QueueingHintFn: group.IsAllocatableGrown},
@@ -53,30 +53,20 @@ func queueIfSameGroup(pod, other *corev1.Pod) fwk.QueueingHint {
 	return fwk.QueueSkip
 }
 
-// podGroupHandler wakes a group's gated members when its PodGroup appears
-// or its spec or topology changes, and admits the members waiting at
-// Permit at once when a lowered minMember is met. The queueing hint above
-// does the waking from the scheduler's own PodGroup informer, which may run
-// ahead of the model's; this handler covers the case where the model is
-// the one behind. A status-only write changes nothing and wakes nobody.
+// podGroupHandler admits the members waiting at Permit at once when a
+// lowered minMember is met; the model wakes the group's pending members. A
+// status-only write changes nothing.
 func (g *Gang) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if key, ok := group.KeyOf(obj); ok {
-				g.activate(logger, key)
-			}
-		},
 		UpdateFunc: func(oldObj, newObj any) {
 			old, okOld := oldObj.(*v1alpha1.PodGroup)
 			pg, okNew := newObj.(*v1alpha1.PodGroup)
 			if !okOld || !okNew || !group.Changed(old, pg) {
 				return
 			}
-			key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
-			if g.attempts.IsWaiting(key) {
+			if key := (types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}); g.attempts.IsWaiting(key) {
 				g.admitIfComplete(logger, key, pg, nil)
 			}
-			g.activate(logger, key)
 		},
 	}
 }

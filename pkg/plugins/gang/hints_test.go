@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -56,34 +55,6 @@ func TestIsRoomFreed(t *testing.T) {
 	}
 }
 
-func TestIsOwnPodGroup(t *testing.T) {
-	podGroupEvent := func(namespace, name string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("scheduling.x-k8s.io/v1alpha1")
-		u.SetKind("PodGroup")
-		u.SetNamespace(namespace)
-		u.SetName(name)
-		return u
-	}
-	tests := []struct {
-		name     string
-		podGroup *unstructured.Unstructured
-		want     fwk.QueueingHint
-	}{
-		{"its own", podGroupEvent(ns, "job"), fwk.Queue},
-		{"another group", podGroupEvent(ns, "other"), fwk.QueueSkip},
-		{"the same name in another namespace", podGroupEvent("team-b", "job"), fwk.QueueSkip},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			logger, _ := ktesting.NewTestContext(t)
-			got, err := group.IsOwnPodGroup(logger, member("job", "p0").Obj(), nil, tt.podGroup)
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-		})
-	}
-}
-
 func TestIsAllocatableGrown(t *testing.T) {
 	node := func(cpu, gpus string) *corev1.Node {
 		resources := map[corev1.ResourceName]string{"cpu": cpu}
@@ -106,39 +77,6 @@ func TestIsAllocatableGrown(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			logger, _ := ktesting.NewTestContext(t)
 			got, err := group.IsAllocatableGrown(logger, member("job", "p0").Obj(), tt.old, tt.new)
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-		})
-	}
-}
-
-func TestIsOwnPodGroupSkipsStatusOnlyWrites(t *testing.T) {
-	stored := func(minMember int64, phase string, annotations map[string]string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-			"spec":   map[string]any{"minMember": minMember},
-			"status": map[string]any{"phase": phase},
-		}}
-		u.SetNamespace(ns)
-		u.SetName("job")
-		u.SetAnnotations(annotations)
-		return u
-	}
-	before := stored(3, "Pending", map[string]string{"team": "a"})
-	tests := []struct {
-		name  string
-		after *unstructured.Unstructured
-		want  fwk.QueueingHint
-	}{
-		{"a status write", stored(3, "Scheduling", map[string]string{"team": "a"}), fwk.QueueSkip},
-		{"another annotation", stored(3, "Pending", map[string]string{"team": "b"}), fwk.QueueSkip},
-		{"a lower minMember", stored(2, "Pending", map[string]string{"team": "a"}), fwk.Queue},
-		{"a muster annotation", stored(3, "Pending", map[string]string{"team": "a", "muster.dev/start-after": "Running"}), fwk.Queue},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			logger, _ := ktesting.NewTestContext(t)
-			got, err := group.IsOwnPodGroup(logger, member("job", "p0").Obj(), before, tt.after)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})

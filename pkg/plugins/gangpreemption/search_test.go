@@ -17,6 +17,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
@@ -94,7 +95,7 @@ func newSearch(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v1
 		return nodeports.New(ctx, obj, h, feature.Features{})
 	}
 	held := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return heldrooms.NewWithModel(model, h, clock.RealClock{}), nil
+		return heldrooms.NewWithModel(klog.Background(), model, h, clock.RealClock{}), nil
 	}
 	preemption := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		args, err := decodeArgs(nil)

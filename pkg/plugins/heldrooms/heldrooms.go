@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -47,6 +48,8 @@ type HeldRooms struct {
 	handle fwk.Handle
 	groups Groups
 	clock  clock.WithDelayedExecution
+	// turned are the pods Filter kept off a node for a gang.
+	turned *turnedAway
 }
 
 // Groups is what HeldRooms reads of the scheduler's groups: the group
@@ -75,20 +78,34 @@ type Groups interface {
 	ScheduleTimeout(pg *v1alpha1.PodGroup) time.Duration
 	// OnPodChange tells the plugin of pod events.
 	OnPodChange(handler func(group.PodChange))
+	// OnPodGroupChange tells the plugin of PodGroup events.
+	OnPodGroupChange(handler cache.ResourceEventHandler)
 }
 
 // New builds the plugin over the scheduler's group model; it takes no
 // args.
-func New(_ context.Context, _ runtime.Object, handle fwk.Handle, groups *group.Model) (fwk.Plugin, error) {
-	return NewWithModel(groups, handle, clock.RealClock{}), nil
+func New(ctx context.Context, _ runtime.Object, handle fwk.Handle, groups *group.Model) (fwk.Plugin, error) {
+	return NewWithModel(klog.FromContext(ctx).WithValues("plugin", Name), groups, handle, clock.RealClock{}), nil
 }
 
 // NewWithModel builds the plugin over the groups, with the framework's
 // handle and a clock; unit tests build it this way.
-func NewWithModel(groups Groups, handle fwk.Handle, clk clock.WithDelayedExecution) *HeldRooms {
-	h := &HeldRooms{handle: handle, groups: groups, clock: clk}
+func NewWithModel(logger klog.Logger, groups Groups, handle fwk.Handle, clk clock.WithDelayedExecution) *HeldRooms {
+	h := &HeldRooms{handle: handle, groups: groups, clock: clk, turned: newTurnedAway()}
 	groups.OnPodChange(h.podChanged)
+	groups.OnPodGroupChange(cache.ResourceEventHandlerFuncs{
+		// A deleted gang's rooms are released, and it waits for room no more.
+		DeleteFunc: func(any) { h.wakeTurnedAway(logger) },
+	})
 	return h
+}
+
+// wakeTurnedAway moves the pods Filter kept off a node for a gang back to
+// the queue: the gang's room is free.
+func (h *HeldRooms) wakeTurnedAway(logger klog.Logger) {
+	if pods := h.turned.take(); len(pods) > 0 {
+		h.handle.Activate(logger, pods)
+	}
 }
 
 // Name returns the plugin's name.
@@ -174,6 +191,7 @@ func (h *HeldRooms) Filter(_ context.Context, state fwk.CycleState, pod *corev1.
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("the member's room is held on node %s", data.(pinned)))
 	}
 	if waiting, ok := gangWaitingOn(state, node); ok {
+		h.turned.add(pod)
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"room on the node is kept for gang %s, which waits for its min: members above an elastic group's min take only room no gang needs", waiting))
 	}
@@ -185,6 +203,7 @@ func (h *HeldRooms) Filter(_ context.Context, state fwk.CycleState, pod *corev1.
 	if held == nil || resources.FitsBeside(resources.OfPod(pod), held, nodeInfo) {
 		return nil
 	}
+	h.turned.add(pod)
 	return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("room on the node is held for the members %v will create later", groups))
 }
 

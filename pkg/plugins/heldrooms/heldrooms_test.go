@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -35,6 +37,7 @@ type groups struct {
 	// placed counts the members bound or reserved, bound those bound.
 	placed, bound map[types.NamespacedName]int32
 	listeners     []func(group.PodChange)
+	podGroupsSeen []cache.ResourceEventHandler
 }
 
 func newGroups() *groups {
@@ -59,6 +62,9 @@ func (g *groups) BoundCount(key types.NamespacedName) int32              { retur
 func (g *groups) ScheduleTimeout(*v1alpha1.PodGroup) time.Duration       { return time.Minute }
 func (g *groups) OnPodChange(handler func(group.PodChange)) {
 	g.listeners = append(g.listeners, handler)
+}
+func (g *groups) OnPodGroupChange(handler cache.ResourceEventHandler) {
+	g.podGroupsSeen = append(g.podGroupsSeen, handler)
 }
 func (g *groups) Quorum(key types.NamespacedName, minMember int32, counting group.Counting) (int32, bool) {
 	placed := g.placed[key]
@@ -107,7 +113,7 @@ func filter(t *testing.T, h *HeldRooms, pod *corev1.Pod, nodes ...fwk.NodeInfo) 
 func TestALateMemberIsPinnedToTheRoomHeldForIt(t *testing.T) {
 	g := newGroups()
 	g.rooms.Add(&group.Room{Group: key("mpi"), Role: "launcher", Node: "n2", Request: cpu("2")})
-	h := NewWithModel(g, nil, testingclock.NewFakeClock(time.Time{}))
+	h := NewWithModel(klog.Background(), g, nil, testingclock.NewFakeClock(time.Time{}))
 
 	result, got := filter(t, h, member("mpi", "launcher", "launcher", "2"), node("n1", "a", "4"), node("n2", "a", "4"))
 	require.NotNil(t, result)
@@ -119,7 +125,7 @@ func TestALateMemberIsPinnedToTheRoomHeldForIt(t *testing.T) {
 func TestARoomHeldOnANodeIsClosedToEveryOtherPod(t *testing.T) {
 	g := newGroups()
 	g.rooms.Add(&group.Room{Group: key("mpi"), Role: "launcher", Node: "n1", Request: cpu("3")})
-	h := NewWithModel(g, nil, testingclock.NewFakeClock(time.Time{}))
+	h := NewWithModel(klog.Background(), g, nil, testingclock.NewFakeClock(time.Time{}))
 	tests := []struct {
 		name string
 		pod  *corev1.Pod
@@ -203,7 +209,7 @@ func TestAMemberAboveAnElasticMinLeavesRoomToAGangWaitingForItsMin(t *testing.T)
 			if tt.extra {
 				g.extras.Insert(extra.Name)
 			}
-			_, got := filter(t, NewWithModel(g, nil, testingclock.NewFakeClock(time.Time{})), extra, node("n1", "a", "4"), node("n2", "b", "4"), node("tiny", "b", "2"))
+			_, got := filter(t, NewWithModel(klog.Background(), g, nil, testingclock.NewFakeClock(time.Time{})), extra, node("n1", "a", "4"), node("n2", "b", "4"), node("tiny", "b", "2"))
 			assert.Equal(t, tt.want, got)
 		})
 	}
@@ -216,7 +222,7 @@ func TestReserveHandsTheRoomToItsMemberAndUnreserveGivesItBackToAnAdmittedGang(t
 		if admitted {
 			g.admitted.Insert(key("mpi"))
 		}
-		h := NewWithModel(g, nil, testingclock.NewFakeClock(time.Time{}))
+		h := NewWithModel(klog.Background(), g, nil, testingclock.NewFakeClock(time.Time{}))
 		launcher := member("mpi", "launcher", "launcher", "2")
 		state := framework.NewCycleState()
 		require.True(t, h.Reserve(context.Background(), state, launcher, "n1").IsSuccess())
@@ -234,7 +240,7 @@ func TestReserveHandsTheRoomToItsMemberAndUnreserveGivesItBackToAnAdmittedGang(t
 func TestReserveOfAPodWithNoRoomHoldsNothingForUnreserveToGiveBack(t *testing.T) {
 	g := newGroups()
 	g.admitted.Insert(key("mpi"))
-	h := NewWithModel(g, nil, testingclock.NewFakeClock(time.Time{}))
+	h := NewWithModel(klog.Background(), g, nil, testingclock.NewFakeClock(time.Time{}))
 	worker := member("mpi", "worker", "worker-0", "1")
 	state := framework.NewCycleState()
 	require.True(t, h.Reserve(context.Background(), state, worker, "n1").IsSuccess())
@@ -254,7 +260,7 @@ func TestSignPod(t *testing.T) {
 	rigid, errs := topology.Parse(map[string]string{topology.RolesAnnotation: "worker=4"})
 	require.Empty(t, errs)
 	g.topologies[key("mpi")], g.topologies[key("elastic")], g.topologies[key("rigid")] = late, elastic, rigid
-	h := NewWithModel(g, nil, testingclock.NewFakeClock(time.Time{}))
+	h := NewWithModel(klog.Background(), g, nil, testingclock.NewFakeClock(time.Time{}))
 	tests := []struct {
 		name     string
 		pod      *corev1.Pod

@@ -13,13 +13,13 @@ import (
 )
 
 // EventsToRegister lists the events that can give a pod kept out of held
-// room a node: room freed or added, a gang's rooms released with its
-// PodGroup, or a waiting gang's member bound, which may end its wait.
+// room a node: room freed or added, or a waiting gang's member bound,
+// which may end its wait. A gang's rooms released with its PodGroup or
+// past their timeout wake the pods kept out of them (turnedAway).
 func (h *HeldRooms) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: group.IsRoomFreed},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: isMemberBound},
-		{Event: fwk.ClusterEvent{Resource: group.PodGroupResource, ActionType: fwk.Delete}, QueueingHintFn: group.QueueAlways},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}, QueueingHintFn: group.QueueAlways},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.UpdateNodeAllocatable}, QueueingHintFn: group.IsAllocatableGrown},
 	}, nil

@@ -143,16 +143,21 @@ func (h *HeldRooms) expire(logger klog.Logger, pg *v1alpha1.PodGroup) {
 	h.clock.AfterFunc(timeout, func() {
 		if released := h.groups.Rooms().Release(key); released > 0 {
 			logger.V(2).Info("Released the room of late members that did not come", "podGroup", key, "rooms", released)
+			h.wakeTurnedAway(logger)
 			group.RecordEvent(h.handle, pg, corev1.EventTypeWarning, "LateMemberMissing", "Release",
 				fmt.Sprintf("%d late members were not created within %s of the gang's admission; released the room held for them", released, timeout))
 		}
 	})
 }
 
-// podChanged marks the late rooms of a gang whose member is found bound
-// for holding again at the next PreFilter: the member was bound before
-// this scheduler started, which may have lost the rooms with its memory.
+// podChanged forgets a turned-away pod once it is bound or gone, and marks
+// the late rooms of a gang whose member is found bound for holding again
+// at the next PreFilter: the member was bound before this scheduler
+// started, which may have lost the rooms with its memory.
 func (h *HeldRooms) podChanged(change group.PodChange) {
+	if change.Deleted || change.Pod.Spec.NodeName != "" {
+		h.turned.forget(change.Pod.UID)
+	}
 	if change.Grouped && !change.Deleted && change.Old == nil && change.Pod.Spec.NodeName != "" && topology.IsActiveMember(change.Pod) {
 		h.groups.Rooms().Check(change.Key)
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -25,8 +27,13 @@ import (
 // rooms: the cycle's snapshot and the event recorder.
 type handle struct {
 	fwk.Handle
-	snapshot fwk.SharedLister
-	events   *events.FakeRecorder
+	snapshot  fwk.SharedLister
+	events    *events.FakeRecorder
+	activator *plugintest.Activator
+}
+
+func (h handle) Activate(logger klog.Logger, pods map[string]*corev1.Pod) {
+	h.activator.Activate(logger, pods)
 }
 
 func (h handle) SnapshotSharedLister() fwk.SharedLister    { return h.snapshot }
@@ -82,7 +89,7 @@ func TestReserveHoldsTheLateRoomWhenTheMemberCompletesTheGang(t *testing.T) {
 			}
 			snapshot := internalcache.NewSnapshot([]*corev1.Pod{w0}, []*corev1.Node{nodeObj("n1", "gpu", "4"), nodeObj("n2", "cpu", "4")})
 			clk := testingclock.NewFakeClock(time.Time{})
-			h := NewWithModel(g, handle{snapshot: snapshot, events: events.NewFakeRecorder(10)}, clk)
+			h := NewWithModel(klog.Background(), g, handle{snapshot: snapshot, events: events.NewFakeRecorder(10)}, clk)
 
 			w1 := member("mpi", "worker", "w1", "1")
 			require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), w1, "n1").IsSuccess())
@@ -101,7 +108,7 @@ func TestTheLateRoomIsReleasedWithAnEventWhenItsMemberDoesNotCome(t *testing.T) 
 		snapshot := internalcache.NewSnapshot(nil, []*corev1.Node{nodeObj("n1", "gpu", "4")})
 		clk := testingclock.NewFakeClock(time.Time{})
 		recorder := events.NewFakeRecorder(10)
-		h := NewWithModel(g, handle{snapshot: snapshot, events: recorder}, clk)
+		h := NewWithModel(klog.Background(), g, handle{snapshot: snapshot, events: recorder}, clk)
 		require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
 		require.Equal(t, int32(1), g.rooms.Count(key("mpi"), ""))
 		if came {
@@ -143,7 +150,7 @@ func TestPreFilterHoldsAgainTheLateRoomOfAGangFoundBound(t *testing.T) {
 			g := newGroups()
 			lateGang(t, g, `{"launcher":{"requests":{"cpu":"1"},"nodeSelector":{"pool":"cpu"}}}`)
 			g.bound[key("mpi")], g.late[key("mpi")] = tt.bound, tt.late
-			h := NewWithModel(g, handle{events: events.NewFakeRecorder(10)}, testingclock.NewFakeClock(time.Time{}))
+			h := NewWithModel(klog.Background(), g, handle{events: events.NewFakeRecorder(10)}, testingclock.NewFakeClock(time.Time{}))
 			// The restarted scheduler's informer lists a bound worker.
 			w0 := bound("w0")
 			w0.Spec.NodeName = "n1"
@@ -158,6 +165,50 @@ func TestPreFilterHoldsAgainTheLateRoomOfAGangFoundBound(t *testing.T) {
 			if tt.held {
 				assert.Equal(t, "n2", room, "where the launcher's template lets it run")
 			}
+		})
+	}
+}
+
+// TestPodsKeptOutOfAGangsRoomAreWokenWhenItIsFreed: Filter kept two pods
+// out of the launcher's room; one was bound elsewhere since. When the
+// room is released, past its timeout or with its PodGroup, the other is
+// moved back to the queue, once.
+func TestPodsKeptOutOfAGangsRoomAreWokenWhenItIsFreed(t *testing.T) {
+	for _, freed := range []string{"the room expires", "the PodGroup is deleted"} {
+		t.Run(freed, func(t *testing.T) {
+			g := newGroups()
+			pg := lateGang(t, g, `{"launcher":{"requests":{"cpu":"1"}}}`)
+			g.placed[key("mpi")] = 2
+			snapshot := internalcache.NewSnapshot(nil, []*corev1.Node{nodeObj("n1", "gpu", "4")})
+			clk := testingclock.NewFakeClock(time.Time{})
+			activator := &plugintest.Activator{}
+			h := NewWithModel(klog.Background(), g, handle{snapshot: snapshot, events: events.NewFakeRecorder(10), activator: activator}, clk)
+			require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
+
+			full := node("n1", "gpu", "4", st.MakePod().Req(map[corev1.ResourceName]string{"cpu": "3"}).Obj())
+			for _, name := range []string{"a", "b"} {
+				pod := st.MakePod().Namespace(ns).Name(name).UID(name).Req(map[corev1.ResourceName]string{"cpu": "1"}).Obj()
+				require.Equal(t, fwk.Unschedulable, h.Filter(context.Background(), framework.NewCycleState(), pod, full).Code())
+			}
+			boundElsewhere := st.MakePod().Namespace(ns).Name("b").UID("b").Node("n2").Obj()
+			for _, listener := range g.listeners {
+				listener(group.Updated(boundElsewhere, boundElsewhere))
+			}
+			assert.Empty(t, activator.Activated)
+
+			if freed == "the room expires" {
+				clk.Step(time.Minute)
+			} else {
+				g.rooms.Release(key("mpi"))
+				for _, handler := range g.podGroupsSeen {
+					handler.OnDelete(pg)
+				}
+			}
+			assert.Equal(t, []string{"team-a/a"}, activator.Activated)
+			for _, handler := range g.podGroupsSeen {
+				handler.OnDelete(pg)
+			}
+			assert.Len(t, activator.Activated, 1, "a pod is woken once")
 		})
 	}
 }

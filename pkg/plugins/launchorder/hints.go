@@ -16,10 +16,10 @@ import (
 )
 
 // EventsToRegister lists the events that can help a pod this plugin turned
-// away: its PodGroup fixed, or a sibling's state changing.
+// away: a sibling's state changing. Its PodGroup fixed wakes it from the
+// group model's one PodGroup watch.
 func (l *LaunchOrder) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: group.PodGroupResource, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: group.IsOwnPodGroup},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Update}, QueueingHintFn: isSiblingUpdated},
 	}, nil
 }

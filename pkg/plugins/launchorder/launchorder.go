@@ -58,9 +58,7 @@ func New(ctx context.Context, _ runtime.Object, handle fwk.Handle, groups *group
 	register()
 	l := newLaunchOrder(handle, groups, clock.RealClock{})
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
-	if err := groups.OnPodGroupChange(l.podGroupHandler(logger)); err != nil {
-		return nil, err
-	}
+	groups.OnPodGroupChange(l.podGroupHandler(logger))
 	groups.OnPodChange(l.podChanged(logger))
 	return l, nil
 }

@@ -6,16 +6,11 @@
 package group
 
 import (
-	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -49,55 +44,6 @@ func Members(indexer cache.Indexer, key types.NamespacedName) ([]*corev1.Pod, er
 		pods = append(pods, obj.(*corev1.Pod))
 	}
 	return pods, nil
-}
-
-// PodGroupResource is how the scheduler names PodGroup events: the
-// resource.version.group of the CRD, watched through a dynamic informer.
-var PodGroupResource = fwk.EventResource(fmt.Sprintf("podgroups.%s.%s", v1alpha1.SchemeGroupVersion.Version, v1alpha1.SchemeGroupVersion.Group))
-
-// IsOwnPodGroup is a queueing hint: it wakes a pod when its own PodGroup is
-// created, or changed in a way that matters to scheduling (Changed); a
-// status-only write wakes nobody.
-func IsOwnPodGroup(logger klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
-	obj, err := meta.Accessor(newObj)
-	if err != nil {
-		return fwk.Queue, fmt.Errorf("reading a PodGroup event: %w", err)
-	}
-	key, ok := topology.GroupOf(pod)
-	if !ok || key != (types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}) {
-		return fwk.QueueSkip, nil
-	}
-	if oldObj == nil {
-		logger.V(5).Info("PodGroup created; the pod may be schedulable", "pod", klog.KObj(pod), "podGroup", key)
-		return fwk.Queue, nil
-	}
-	old, errOld := asPodGroup(oldObj)
-	updated, errNew := asPodGroup(newObj)
-	if errOld != nil || errNew != nil {
-		return fwk.Queue, fmt.Errorf("reading a PodGroup event: %w", errors.Join(errOld, errNew))
-	}
-	if !Changed(old, updated) {
-		logger.V(5).Info("PodGroup update changed neither its spec nor its topology; the pod stays", "pod", klog.KObj(pod), "podGroup", key)
-		return fwk.QueueSkip, nil
-	}
-	logger.V(5).Info("PodGroup spec or topology changed; the pod may be schedulable", "pod", klog.KObj(pod), "podGroup", key)
-	return fwk.Queue, nil
-}
-
-// asPodGroup reads a PodGroup from an event: the scheduler's own informer
-// hands over unstructured objects.
-func asPodGroup(obj any) (*v1alpha1.PodGroup, error) {
-	switch obj := obj.(type) {
-	case *v1alpha1.PodGroup:
-		return obj, nil
-	case *unstructured.Unstructured:
-		pg := &v1alpha1.PodGroup{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.UnstructuredContent(), pg); err != nil {
-			return nil, err
-		}
-		return pg, nil
-	}
-	return nil, fmt.Errorf("unexpected object of type %T", obj)
 }
 
 // KeyOf returns the key of a PodGroup seen by an informer handler, which

@@ -78,8 +78,10 @@ type Model struct {
 	// indexer first).
 	observed func() bool
 	// listeners are the plugins' pod handlers, told of each pod event
-	// after the states have taken it in.
-	listeners []func(PodChange)
+	// after the states have taken it in; podGroupListeners theirs of
+	// PodGroup events.
+	listeners         []func(PodChange)
+	podGroupListeners []cache.ResourceEventHandler
 	// schedulers are the names of the scheduler's profiles: a group's
 	// members are the pods that name one (topology.NotAMember). Each
 	// profile adds its name as it is built; the set is replaced, never
@@ -93,6 +95,10 @@ type Model struct {
 	// scheduleTimeout is a gang's schedule timeout when its PodGroup sets
 	// none, from Gang's args (SetDefaultScheduleTimeout).
 	scheduleTimeout atomic.Int64
+	// activator is the scheduling queue: a group's pending members are
+	// moved back to it when their PodGroup appears or changes. nil in
+	// unit tests that build the model without a scheduler.
+	activator fwk.PodActivator
 }
 
 type parsedTopology struct {
@@ -176,7 +182,7 @@ func (ms *Models) For(ctx context.Context, handle fwk.Handle) (*Model, error) {
 	factory := schedulinginformers.NewSharedInformerFactory(client, 0)
 	podGroups := factory.Scheduling().V1alpha1().PodGroups()
 	m := NewModel(podGroups.Lister(), podInformer.GetIndexer(), handle.ProfileName())
-	m.podGroupInformer, m.podInformer = podGroups.Informer(), podInformer
+	m.podGroupInformer, m.podInformer, m.activator = podGroups.Informer(), podInformer, handle
 	if _, err := m.podGroupInformer.AddEventHandler(m.podGroupEvents()); err != nil {
 		return nil, fmt.Errorf("watching PodGroups: %w", err)
 	}
@@ -283,17 +289,18 @@ func (m *Model) ScheduleTimeout(pg *v1alpha1.PodGroup) time.Duration {
 func (m *Model) IsAdmitted(key types.NamespacedName) bool { return m.attempts.IsAdmitted(key) }
 
 // OnPodGroupChange tells handler of every PodGroup event, of either
-// source, in the model's one shape.
-func (m *Model) OnPodGroupChange(handler cache.ResourceEventHandler) error {
-	if _, err := m.podGroupInformer.AddEventHandler(handler); err != nil {
-		return fmt.Errorf("watching PodGroups: %w", err)
-	}
-	if m.upstreamInformer != nil {
-		if _, err := m.upstreamInformer.AddEventHandler(inOneShape(handler)); err != nil {
-			return fmt.Errorf("watching %s PodGroups: %w", topology.UpstreamPodGroupVersion, err)
-		}
-	}
-	return nil
+// source, in the model's one shape, after the model has taken it in.
+// Plugins add theirs as they are built, before the informers start.
+func (m *Model) OnPodGroupChange(handler cache.ResourceEventHandler) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.podGroupListeners = append(m.podGroupListeners, handler)
+}
+
+func (m *Model) podGroupHandlers() []cache.ResourceEventHandler {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.podGroupListeners
 }
 
 // PodChange is a pod event as the model's handler saw it, with the pod's
@@ -470,15 +477,35 @@ func parse(pg *v1alpha1.PodGroup) (*topology.Topology, error) {
 	return topo, nil
 }
 
-// podGroupEvents keeps the states in step with PodGroups: which pods are
-// members depends on the PodGroup (topology.NotAMember), so a group's
-// members are counted again when its PodGroup is created or deleted; a
-// deleted one's parsed topology, attempt, quorum and rooms are dropped.
+// podGroupEvents keeps the states in step with PodGroups, and wakes the
+// members a PodGroup's change may help. Which pods are members depends on
+// the PodGroup (topology.NotAMember), so a group's members are counted
+// again when its PodGroup is created or deleted; a deleted one's parsed
+// topology, attempt, quorum and rooms are dropped. Its pending members are
+// moved back to the queue when it is created, or its spec or muster
+// annotations change (Changed): kept out for want of it, of a lower
+// minMember, or of a valid topology, they may go now. This is the one
+// watch of PodGroups: the plugins register no queueing hint on them, so
+// kube-scheduler starts no informer of its own for them.
 func (m *Model) podGroupEvents() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if key, ok := KeyOf(obj); ok {
 				m.recount(key)
+				m.wake(key)
+			}
+			for _, handler := range m.podGroupHandlers() {
+				handler.OnAdd(obj, false)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			old, okOld := oldObj.(*v1alpha1.PodGroup)
+			pg, okNew := newObj.(*v1alpha1.PodGroup)
+			if okOld && okNew && Changed(old, pg) {
+				m.wake(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name})
+			}
+			for _, handler := range m.podGroupHandlers() {
+				handler.OnUpdate(oldObj, newObj)
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -496,6 +523,9 @@ func (m *Model) podGroupEvents() cache.ResourceEventHandler {
 			})
 			m.rooms.Release(key)
 			m.recount(key)
+			for _, handler := range m.podGroupHandlers() {
+				handler.OnDelete(obj)
+			}
 		},
 	}
 }
@@ -735,6 +765,14 @@ func boundAt(pod *corev1.Pod) time.Time {
 		}
 	}
 	return pod.CreationTimestamp.Time
+}
+
+// wake moves the group's pending members back to the active queue, when
+// the model serves a scheduler.
+func (m *Model) wake(key types.NamespacedName) {
+	if m.activator != nil {
+		m.ActivatePending(klog.Background(), m.activator, key)
+	}
 }
 
 // ActivatePending moves the group's unbound active members to the active

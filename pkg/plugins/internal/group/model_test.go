@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -243,4 +244,56 @@ func TestAnUpstreamGangInitiallyScheduledHadItsQuorum(t *testing.T) {
 	apimeta.SetStatusCondition(&scheduled.Status.Conditions, metav1.Condition{Type: schedulingv1beta1.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue, Reason: "Scheduled"})
 	require.NoError(t, upstream.Update(scheduled))
 	assert.True(t, m.HadQuorum(key, topology.FromUpstream(scheduled)))
+}
+
+// TestAPodGroupCreatedOrChangedWakesItsPendingMembers: the model's one
+// PodGroup watch moves a group's pending members back to the queue when
+// its PodGroup is created, or its spec or muster annotations change; a
+// status write or another annotation wakes nobody, nor do bound members
+// or other groups' pods.
+func TestAPodGroupCreatedOrChangedWakesItsPendingMembers(t *testing.T) {
+	podGroup := func(minMember int32, phase v1alpha1.PodGroupPhase, annotations map[string]string) *v1alpha1.PodGroup {
+		return &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job", UID: "job", Annotations: annotations},
+			Spec: v1alpha1.PodGroupSpec{MinMember: minMember}, Status: v1alpha1.PodGroupStatus{Phase: phase}}
+	}
+	member := func(group, name, node string) *corev1.Pod {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name),
+			Labels: map[string]string{topology.GroupLabel: group}}, Spec: corev1.PodSpec{SchedulerName: topology.SchedulerName, NodeName: node}}
+		return pod
+	}
+	before := podGroup(3, v1alpha1.PodGroupPending, map[string]string{"team": "a"})
+	tests := []struct {
+		name        string
+		old, pg     *v1alpha1.PodGroup
+		wantWakened bool
+	}{
+		{"created", nil, before, true},
+		{"a status write", before, podGroup(3, v1alpha1.PodGroupScheduling, map[string]string{"team": "a"}), false},
+		{"another annotation", before, podGroup(3, v1alpha1.PodGroupPending, map[string]string{"team": "b"}), false},
+		{"a lower minMember", before, podGroup(2, v1alpha1.PodGroupPending, map[string]string{"team": "a"}), true},
+		{"a muster annotation", before, podGroup(3, v1alpha1.PodGroupPending, map[string]string{"team": "a", "muster.dev/start-after": "Running"}), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			podGroups := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+			require.NoError(t, podGroups.Add(tt.pg))
+			pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexName: IndexFunc})
+			for _, pod := range []*corev1.Pod{member("job", "p0", ""), member("job", "p1", "node-1"), member("other", "o0", "")} {
+				require.NoError(t, pods.Add(pod))
+			}
+			m := NewModel(schedulinglisters.NewPodGroupLister(podGroups), pods, topology.SchedulerName)
+			activator := &plugintest.Activator{}
+			m.activator = activator
+			if tt.old == nil {
+				m.podGroupEvents().OnAdd(tt.pg, false)
+			} else {
+				m.podGroupEvents().OnUpdate(tt.old, tt.pg)
+			}
+			if tt.wantWakened {
+				assert.Equal(t, []string{"ns/p0"}, activator.Activated)
+			} else {
+				assert.Empty(t, activator.Activated)
+			}
+		})
+	}
 }
