@@ -40,7 +40,8 @@ import (
 // Nothing is taken unless every member is placed. The cost is bounded by
 // the members times one DefaultPreemption of a pod (a filter pass over the
 // nodes and a dry run over at most max(10% of them, 100)), plus the
-// victims taken times the members for step 3. Alike members cost a filter
+// victims taken times the members on a victim's node for step 3 (times
+// every member, where a member's filters read other nodes: local.go). Alike members cost a filter
 // pass over the nodes changed since and a dry run each time half the
 // candidates are used up.
 
@@ -328,21 +329,31 @@ func (s *gangSearch) changed(victim fwk.PodInfo, node string) {
 
 // giveBack returns, the dearest first, each victim without which every
 // member still passes its filters on its node, checked in the order they
-// were placed, each beside the members before it.
+// were placed, each beside the members before it. Where no member's
+// filters read other nodes than its own, and the victim bears on none but
+// its own, only the members on the victim's nodes are checked (local.go).
 func (s *gangSearch) giveBack() error {
 	for _, p := range s.placed {
 		if err := s.snapshot.RemovePod(s.logger, p.info.GetPod(), p.node); err != nil {
 			return err
 		}
 	}
-	fits := func() bool {
+	local := true
+	for _, p := range s.placed {
+		local = local && readsOnlyItsNode(p.member, p.state.GetSkipFilterPlugins())
+	}
+	fits := func(given *unit) bool {
 		var added []placement
 		defer func() {
 			for _, p := range added {
 				_ = s.snapshot.RemovePod(s.logger, p.info.GetPod(), p.node)
 			}
 		}()
-		for _, p := range s.placed {
+		members := s.placed
+		if local && given.reachesOnlyItsNodes() {
+			members = s.placedOn(given.nodes())
+		}
+		for _, p := range members {
 			node, err := s.snapshot.NodeInfos().Get(p.node)
 			if err != nil || !s.pl.handle.RunFilterPluginsWithNominatedPods(s.ctx, p.state, p.member, node).IsSuccess() {
 				return false
@@ -357,6 +368,17 @@ func (s *gangSearch) giveBack() error {
 	taken, _, err := reprieve(s.taken, s.pdbs, s.give, fits, s.remove)
 	s.taken = taken
 	return err
+}
+
+// placedOn returns the members placed on the nodes, in the order placed.
+func (s *gangSearch) placedOn(nodes sets.Set[string]) []placement {
+	var on []placement
+	for _, p := range s.placed {
+		if nodes.Has(p.node) {
+			on = append(on, p)
+		}
+	}
+	return on
 }
 
 // unitsByName groups victim pods into the units they were taken as: a

@@ -2,6 +2,7 @@ package gangpreemption
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -27,8 +29,10 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
+	pluginnames "k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeports"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	schedulermetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
@@ -94,6 +98,10 @@ func newSearch(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v1
 	ports := func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		return nodeports.New(ctx, obj, h, feature.Features{})
 	}
+	// As muster's profile configures it: no system default spreading.
+	spread := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return podtopologyspread.New(ctx, &config.PodTopologySpreadArgs{DefaultingType: config.ListDefaulting}, h, feature.Features{})
+	}
 	held := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		return heldrooms.NewWithModel(klog.Background(), model, h, clock.RealClock{}), nil
 	}
@@ -112,6 +120,7 @@ func newSearch(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v1
 		tf.RegisterPluginAsExtensions(noderesources.Name, fit, "PreFilter", "Filter"),
 		tf.RegisterPluginAsExtensions(nodeports.Name, ports, "PreFilter", "Filter"),
 		tf.RegisterPluginAsExtensions(interpodaffinity.Name, affinity, "PreFilter", "Filter"),
+		tf.RegisterPluginAsExtensions(podtopologyspread.Name, spread, "PreFilter", "Filter"),
 		tf.RegisterPluginAsExtensions(heldrooms.Name, held, "PreFilter", "Filter"),
 		tf.RegisterPluginAsExtensions(Name, preemption, "PostFilter"),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
@@ -288,4 +297,73 @@ func TestOnlyLowerPriorityVictimsAreTaken(t *testing.T) {
 func resourceQuantity(v string) *resource.Quantity {
 	q := resource.MustParse(v)
 	return &q
+}
+
+// TestEachMemberKeepsTheVictimsItsNodeCanSpare: three members of 3 CPUs,
+// one per node of 4, each node holding a pod of 2 CPUs and a cheaper one
+// of 1. Each member needs only the dearer pod of its node gone, and the
+// search gives the cheaper ones back: checked only against the member on
+// their own node when no member's filters read other nodes, against every
+// member otherwise (a member with anti-affinity over a zone); both
+// give the same back.
+func TestEachMemberKeepsTheVictimsItsNodeCanSpare(t *testing.T) {
+	for _, zoned := range []bool{false, true} {
+		t.Run(map[bool]string{false: "filters per node", true: "anti-affinity over a zone"}[zoned], func(t *testing.T) {
+			pg := podGroup("train", 3)
+			var pods, members []*corev1.Pod
+			var nodes []*corev1.Node
+			for i := range 3 {
+				name := fmt.Sprintf("n%d", i)
+				n := node(name, "4")
+				n.Labels[corev1.LabelTopologyZone] = "z"
+				nodes = append(nodes, n)
+				pods = append(pods, running("big-"+name, name, low+1, "2").Obj(), running("small-"+name, name, low, "1").Obj())
+				member := gangMember("train", fmt.Sprintf("train-%d", i), "3")
+				if zoned {
+					member = member.PodAntiAffinityExists("no-such-label", corev1.LabelTopologyZone, st.PodAntiAffinityWithRequiredReq)
+				}
+				members = append(members, member.Obj())
+			}
+			s := newSearch(t, nodes, append(pods, members...), []*v1alpha1.PodGroup{pg})
+
+			_, status := s.postFilter(t, members[0], pg)
+			require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
+			assert.Equal(t, []string{"big-n0", "big-n1", "big-n2"}, s.deleted(t, 3))
+		})
+	}
+}
+
+func TestAMembersFiltersReadOnlyItsNode(t *testing.T) {
+	spreadSkipped := sets.New(pluginnames.PodTopologySpread)
+	tests := []struct {
+		name    string
+		member  *corev1.Pod
+		skipped sets.Set[string]
+		want    bool
+	}{
+		{"resources and ports only", gangMember("g", "m", "1").Obj(), spreadSkipped, true},
+		{"affinity per node", gangMember("g", "m", "1").PodAffinityExists("app", corev1.LabelHostname, st.PodAffinityWithRequiredReq).Obj(), spreadSkipped, true},
+		{"anti-affinity per node", gangMember("g", "m", "1").PodAntiAffinityExists("app", corev1.LabelHostname, st.PodAntiAffinityWithRequiredReq).Obj(), spreadSkipped, true},
+		{"affinity over a zone", gangMember("g", "m", "1").PodAffinityExists("app", corev1.LabelTopologyZone, st.PodAffinityWithRequiredReq).Obj(), spreadSkipped, false},
+		{"anti-affinity over a zone", gangMember("g", "m", "1").PodAntiAffinityExists("app", corev1.LabelTopologyZone, st.PodAntiAffinityWithRequiredReq).Obj(), spreadSkipped, false},
+		{"hard spreading", gangMember("g", "m", "1").Obj(), sets.New[string](), false},
+		{"a claim", gangMember("g", "m", "1").PodResourceClaims(corev1.PodResourceClaim{Name: "gpu"}).Obj(), spreadSkipped, false},
+		{"a volume claim", gangMember("g", "m", "1").PVC("data").Obj(), spreadSkipped, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, readsOnlyItsNode(tt.member, tt.skipped))
+		})
+	}
+}
+
+func TestAVictimReachesOtherNodesByItsAntiAffinity(t *testing.T) {
+	unitOf := func(pod *corev1.Pod) *unit {
+		info, err := framework.NewPodInfo(pod)
+		require.NoError(t, err)
+		return &unit{pods: []fwk.PodInfo{info}}
+	}
+	assert.True(t, unitOf(running("v", "n1", low, "1").Obj()).reachesOnlyItsNodes())
+	assert.True(t, unitOf(running("v", "n1", low, "1").PodAntiAffinityExists("app", corev1.LabelHostname, st.PodAntiAffinityWithRequiredReq).Obj()).reachesOnlyItsNodes())
+	assert.False(t, unitOf(running("v", "n1", low, "1").PodAntiAffinityExists("app", corev1.LabelTopologyZone, st.PodAntiAffinityWithRequiredReq).Obj()).reachesOnlyItsNodes())
 }

@@ -32,7 +32,7 @@ func (pl *GangPreemption) SelectVictimsOnNode(ctx context.Context, state fwk.Cyc
 	if status := pl.handle.RunFilterPluginsWithNominatedPods(ctx, state, preemptor, nodeInfo); !status.IsSuccess() {
 		return nil, 0, status
 	}
-	taken, violations, err := reprieve(units, pdbs, room.give, func() bool {
+	taken, violations, err := reprieve(units, pdbs, room.give, func(*unit) bool {
 		return pl.handle.RunFilterPluginsWithNominatedPods(ctx, state, preemptor, nodeInfo).IsSuccess()
 	}, room.remove)
 	if err != nil {
@@ -46,10 +46,10 @@ func (pl *GangPreemption) SelectVictimsOnNode(ctx context.Context, state fwk.Cyc
 
 // reprieve gives back, the dearest first and those whose PDBs would be
 // broken before the rest, every unit of units (all taken off) without
-// which fits still holds; it returns the units taken, the dearest first,
+// which fits, told the unit just given back, still holds; it returns the units taken, the dearest first,
 // and how many of their pods break a PDB. A member above an elastic min
 // goes with its gang when the gang is taken.
-func reprieve(units []*unit, pdbs []*policy.PodDisruptionBudget, give func(*unit) error, fits func() bool, take func(*unit) error) ([]*unit, int, error) {
+func reprieve(units []*unit, pdbs []*policy.PodDisruptionBudget, give func(*unit) error, fits func(given *unit) bool, take func(*unit) error) ([]*unit, int, error) {
 	slices.SortStableFunc(units, moreImportant)
 	violating, nonViolating := preemption.FilterVictimsWithPDBViolation(units, pdbs)
 	var taken, kept []*unit
@@ -63,7 +63,7 @@ func reprieve(units []*unit, pdbs []*policy.PodDisruptionBudget, give func(*unit
 		if err := give(u); err != nil {
 			return err
 		}
-		if fits() {
+		if fits(u) {
 			kept = append(kept, u)
 			return nil
 		}

@@ -96,7 +96,7 @@ func TestReprieveTakesTheCheapestUnitsThatMakeRoom(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &room{capacity: tt.capacity, kept: map[*unit]bool{}}
-			taken, _, err := reprieve(slices.Clone(tt.units), tt.pdbs, r.give, r.fits, r.take)
+			taken, _, err := reprieve(slices.Clone(tt.units), tt.pdbs, r.give, func(*unit) bool { return r.fits() }, r.take)
 			require.NoError(t, err)
 			assert.ElementsMatch(t, names(tt.want), names(taken))
 			assert.True(t, r.fits(), "what is kept fits")
