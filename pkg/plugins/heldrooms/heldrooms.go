@@ -59,6 +59,8 @@ type Groups interface {
 	Rooms() *group.Rooms
 	// IsAdmitted reports whether the group's gang is admitted.
 	IsAdmitted(key types.NamespacedName) bool
+	// IsReserved reports whether the member holds a reservation.
+	IsReserved(key types.NamespacedName, uid types.UID) bool
 	// ElasticFulfillment says whether the pod is a member above an
 	// admitted elastic group's min.
 	ElasticFulfillment(pod *corev1.Pod) (score float64, extra bool)
@@ -233,8 +235,7 @@ func (t taken) Clone() fwk.StateData { return t }
 
 // Reserve hands a late member the room held for it, or, when the member
 // completes its gang with the room of the members to come, holds that
-// room: Gang's Permit then admits the gang. It runs after Gang's Reserve,
-// which counts the member's reservation.
+// room: Gang's Permit then admits the gang.
 func (h *HeldRooms) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	key, ok := group.KeyIn(state, pod)
 	if !ok {

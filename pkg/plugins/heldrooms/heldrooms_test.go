@@ -27,9 +27,11 @@ const ns = "team-a"
 
 // groups is a table of what HeldRooms reads of the scheduler's groups.
 type groups struct {
-	rooms      *group.Rooms
-	admitted   sets.Set[types.NamespacedName]
-	extras     sets.Set[string]
+	rooms    *group.Rooms
+	admitted sets.Set[types.NamespacedName]
+	extras   sets.Set[string]
+	// reserved names the members whose reservation Gang's Reserve counted.
+	reserved   sets.Set[string]
 	waiting    map[types.NamespacedName]topology.WaitingGang
 	topologies map[types.NamespacedName]*topology.Topology
 	podGroups  map[types.NamespacedName]*v1alpha1.PodGroup
@@ -41,7 +43,7 @@ type groups struct {
 }
 
 func newGroups() *groups {
-	return &groups{rooms: group.NewRooms(), admitted: sets.New[types.NamespacedName](), extras: sets.New[string](),
+	return &groups{rooms: group.NewRooms(), admitted: sets.New[types.NamespacedName](), extras: sets.New[string](), reserved: sets.New[string](),
 		waiting: map[types.NamespacedName]topology.WaitingGang{}, topologies: map[types.NamespacedName]*topology.Topology{},
 		podGroups: map[types.NamespacedName]*v1alpha1.PodGroup{}, late: map[types.NamespacedName]group.LateMembers{},
 		placed: map[types.NamespacedName]int32{}, bound: map[types.NamespacedName]int32{}}
@@ -49,6 +51,9 @@ func newGroups() *groups {
 
 func (g *groups) Rooms() *group.Rooms                      { return g.rooms }
 func (g *groups) IsAdmitted(key types.NamespacedName) bool { return g.admitted.Has(key) }
+func (g *groups) IsReserved(key types.NamespacedName, uid types.UID) bool {
+	return g.reserved.Has(string(uid))
+}
 func (g *groups) ElasticFulfillment(pod *corev1.Pod) (float64, bool) {
 	return 0.5, g.extras.Has(pod.Name)
 }

@@ -36,8 +36,13 @@ func (h *HeldRooms) holdForGang(logger klog.Logger, key types.NamespacedName, se
 	if pg == nil {
 		return
 	}
-	placed, reached := h.groups.Quorum(key, pg.Spec.MinMember, group.Counting{HeldRooms: true})
-	if reached || placed+late.Total()-h.groups.Rooms().Count(key, "") < pg.Spec.MinMember {
+	placed, _ := h.groups.Quorum(key, pg.Spec.MinMember, group.Counting{HeldRooms: true})
+	// Gang's Reserve counts the member, unless a profile runs HeldRooms'
+	// first.
+	if !h.groups.IsReserved(key, self.UID) {
+		placed++
+	}
+	if placed >= pg.Spec.MinMember || placed+late.Total()-h.groups.Rooms().Count(key, "") < pg.Spec.MinMember {
 		return
 	}
 	nodes, err := h.handle.SnapshotSharedLister().NodeInfos().List()

@@ -78,12 +78,18 @@ func TestReserveHoldsTheLateRoomWhenTheMemberCompletesTheGang(t *testing.T) {
 		{"one worker is not enough", `{"launcher":{"requests":{"cpu":"1"}}}`, 1, false, ""},
 		{"a gang admitted already holds nothing more", `{"launcher":{"requests":{"cpu":"1"}}}`, 2, true, ""},
 		{"no node has room: nothing is held", `{"launcher":{"requests":{"cpu":"5"}}}`, 2, false, ""},
+		// A profile that runs HeldRooms' Reserve before Gang's: the member
+		// is not counted yet, and still completes the gang.
+		{"before Gang's Reserve counted the member", `{"launcher":{"requests":{"cpu":"2"}}}`, 1, false, "n1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGroups()
 			lateGang(t, g, tt.launcher)
 			g.placed[key("mpi")] = tt.placed
+			if tt.name != "before Gang's Reserve counted the member" {
+				g.reserved.Insert("w1")
+			}
 			if tt.admitted {
 				g.admitted.Insert(key("mpi"))
 			}
@@ -105,6 +111,7 @@ func TestTheLateRoomIsReleasedWithAnEventWhenItsMemberDoesNotCome(t *testing.T) 
 		g := newGroups()
 		lateGang(t, g, `{"launcher":{"requests":{"cpu":"1"}}}`)
 		g.placed[key("mpi")] = 2
+		g.reserved.Insert("w1")
 		snapshot := internalcache.NewSnapshot(nil, []*corev1.Node{nodeObj("n1", "gpu", "4")})
 		clk := testingclock.NewFakeClock(time.Time{})
 		recorder := events.NewFakeRecorder(10)
@@ -179,6 +186,7 @@ func TestPodsKeptOutOfAGangsRoomAreWokenWhenItIsFreed(t *testing.T) {
 			g := newGroups()
 			pg := lateGang(t, g, `{"launcher":{"requests":{"cpu":"1"}}}`)
 			g.placed[key("mpi")] = 2
+			g.reserved.Insert("w1")
 			snapshot := internalcache.NewSnapshot(nil, []*corev1.Node{nodeObj("n1", "gpu", "4")})
 			clk := testingclock.NewFakeClock(time.Time{})
 			activator := &plugintest.Activator{}

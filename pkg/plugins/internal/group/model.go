@@ -288,6 +288,12 @@ func (m *Model) ScheduleTimeout(pg *v1alpha1.PodGroup) time.Duration {
 // attempt.
 func (m *Model) IsAdmitted(key types.NamespacedName) bool { return m.attempts.IsAdmitted(key) }
 
+// IsReserved reports whether the member holds a reservation in its gang's
+// attempt.
+func (m *Model) IsReserved(key types.NamespacedName, uid types.UID) bool {
+	return m.attempts.IsReserved(key, uid)
+}
+
 // OnPodGroupChange tells handler of every PodGroup event, of either
 // source, in the model's one shape, after the model has taken it in.
 // Plugins add theirs as they are built, before the informers start.
