@@ -31,7 +31,6 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
@@ -104,7 +103,7 @@ func newFixtureOn(t *testing.T, nodes []*corev1.Node, args Args, podGroups []*v1
 	if args.PermitTimeoutSeconds == 0 {
 		args.PermitTimeoutSeconds = defaultPermitTimeoutSeconds
 	}
-	model := group.NewModel(schedulinglisters.NewPodGroupLister(f.podGroups), f.pods, topology.SchedulerName)
+	model := group.NewModel(f.podGroups, f.pods, topology.SchedulerName)
 	factory := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		f.gang = newGang(h, args, model, f.clock)
 		stranded.New(klog.Background(), h, model, f.clock, reportEvicted)

@@ -40,7 +40,6 @@ import (
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
@@ -86,7 +85,7 @@ func newSearch(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v1
 	for _, pg := range pgs {
 		require.NoError(t, podGroups.Add(pg))
 	}
-	model := group.NewModel(schedulinglisters.NewPodGroupLister(podGroups), podInformer.GetIndexer(), topology.SchedulerName)
+	model := group.NewModel(podGroups, podInformer.GetIndexer(), topology.SchedulerName)
 	s := &search{ctx: ctx, model: model, client: client}
 	fit := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		return noderesources.NewFit(ctx, &config.NodeResourcesFitArgs{ScoringStrategy: &config.ScoringStrategy{

@@ -25,7 +25,6 @@ import (
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
@@ -63,7 +62,7 @@ func newFixture(t *testing.T, annotations map[string]string, pods ...*corev1.Pod
 		require.NoError(t, f.pods.Add(pod))
 	}
 	factory := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		f.model = group.NewModel(schedulinglisters.NewPodGroupLister(podGroups), f.pods, topology.SchedulerName)
+		f.model = group.NewModel(podGroups, f.pods, topology.SchedulerName)
 		f.plugin = newLaunchOrder(h, f.model, testingclock.NewFakeClock(time.Now()))
 		return f.plugin, nil
 	}

@@ -30,7 +30,6 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	schedulinginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
-	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/pkg/workloadapi"
@@ -55,7 +54,10 @@ const DefaultScheduleTimeout = time.Minute
 // it, is read in that shape (topology.FromUpstream). Where both APIs hold a
 // PodGroup of one name in a namespace, scheduler-plugins' is the group.
 type Model struct {
-	podGroups        schedulinglisters.PodGroupLister
+	// podGroups holds scheduler-plugins' PodGroups by namespace/name: a
+	// read of a name it lacks, as for every upstream group the queue sorts,
+	// allocates no error, as a lister's would.
+	podGroups        cache.Indexer
 	podGroupInformer cache.SharedIndexInformer
 	// upstream and upstreamInformer are nil when the API server does not
 	// serve scheduling.k8s.io's PodGroups.
@@ -113,7 +115,7 @@ type parsedTopology struct {
 // has the group index, for the pods of the named schedulers; the plugins'
 // unit tests build theirs this way, and tell it of later changes to the
 // indexer through PodEvents.
-func NewModel(podGroups schedulinglisters.PodGroupLister, pods cache.Indexer, schedulers ...string) *Model {
+func NewModel(podGroups cache.Indexer, pods cache.Indexer, schedulers ...string) *Model {
 	m := &Model{
 		podGroups: podGroups, pods: pods,
 		parsed:   map[types.NamespacedName]parsedTopology{},
@@ -181,7 +183,7 @@ func (ms *Models) For(ctx context.Context, handle fwk.Handle) (*Model, error) {
 	}
 	factory := schedulinginformers.NewSharedInformerFactory(client, 0)
 	podGroups := factory.Scheduling().V1alpha1().PodGroups()
-	m := NewModel(podGroups.Lister(), podInformer.GetIndexer(), handle.ProfileName())
+	m := NewModel(podGroups.Informer().GetIndexer(), podInformer.GetIndexer(), handle.ProfileName())
 	m.podGroupInformer, m.podInformer, m.activator = podGroups.Informer(), podInformer, handle
 	if _, err := m.podGroupInformer.AddEventHandler(m.podGroupEvents()); err != nil {
 		return nil, fmt.Errorf("watching PodGroups: %w", err)
@@ -350,13 +352,8 @@ func (m *Model) podListeners() []func(PodChange) {
 // PodGroup returns the group's PodGroup, in the model's one shape, or nil
 // when neither source has it.
 func (m *Model) PodGroup(key types.NamespacedName) *v1alpha1.PodGroup {
-	pg, err := m.podGroups.PodGroups(key.Namespace).Get(key.Name)
-	if err == nil {
+	if pg := m.ownPodGroup(key); pg != nil {
 		return pg
-	}
-	if !apierrors.IsNotFound(err) {
-		klog.Background().Error(err, "Reading PodGroup", "podGroup", key)
-		return nil
 	}
 	if m.upstream == nil {
 		return nil
@@ -369,6 +366,20 @@ func (m *Model) PodGroup(key types.NamespacedName) *v1alpha1.PodGroup {
 		return nil
 	}
 	return m.inOneShape(key, upstream)
+}
+
+// ownPodGroup returns scheduler-plugins' PodGroup of the name, or nil.
+func (m *Model) ownPodGroup(key types.NamespacedName) *v1alpha1.PodGroup {
+	obj, exists, err := m.podGroups.GetByKey(key.String())
+	if err != nil {
+		klog.Background().Error(err, "Reading PodGroup", "podGroup", key)
+		return nil
+	}
+	if !exists {
+		return nil
+	}
+	pg, _ := obj.(*v1alpha1.PodGroup)
+	return pg
 }
 
 // inOneShape is topology.FromUpstream, converted once per version of the
@@ -392,7 +403,7 @@ func (m *Model) UpstreamPodGroup(key types.NamespacedName) *schedulingv1beta1.Po
 		return nil
 	}
 	// scheduler-plugins' PodGroup of the name is the group (PodGroup).
-	if _, err := m.podGroups.PodGroups(key.Namespace).Get(key.Name); !apierrors.IsNotFound(err) {
+	if m.ownPodGroup(key) != nil {
 		return nil
 	}
 	upstream, err := m.upstream.PodGroups(key.Namespace).Get(key.Name)

@@ -14,7 +14,6 @@ import (
 	schedulingv1beta1listers "k8s.io/client-go/listers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
-	schedulinglisters "sigs.k8s.io/scheduler-plugins/pkg/generated/listers/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -34,7 +33,7 @@ func TestPodGroupReadsBothSources(t *testing.T) {
 		}))
 	}
 	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexName: IndexFunc})
-	m := NewModel(schedulinglisters.NewPodGroupLister(ours), pods)
+	m := NewModel(ours, pods)
 
 	assert.Nil(t, m.PodGroup(types.NamespacedName{Namespace: "ns", Name: "train"}), "the upstream source is off where the API is not served")
 
@@ -110,7 +109,7 @@ func TestInitiallyScheduled(t *testing.T) {
 // handler has caught up.
 func TestBoundMembersAreCountedFromTheStoreUntilTheHandlerCaughtUp(t *testing.T) {
 	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexName: IndexFunc})
-	m := NewModel(schedulinglisters.NewPodGroupLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})), pods, topology.SchedulerName)
+	m := NewModel(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), pods, topology.SchedulerName)
 	key := types.NamespacedName{Namespace: "ns", Name: "late"}
 	for i, node := range []string{"n1", "n2", ""} {
 		pod := &corev1.Pod{
@@ -150,7 +149,7 @@ func newTestGroup(t *testing.T, min int32) *testGroup {
 		key:       types.NamespacedName{Namespace: "ns", Name: "train"},
 	}
 	require.NoError(t, g.podGroups.Add(g.pg))
-	g.m = NewModel(schedulinglisters.NewPodGroupLister(g.podGroups), g.pods, topology.SchedulerName)
+	g.m = NewModel(g.podGroups, g.pods, topology.SchedulerName)
 	return g
 }
 
@@ -234,7 +233,7 @@ func TestAnUpstreamGangInitiallyScheduledHadItsQuorum(t *testing.T) {
 		Spec:       schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 3}}},
 	}
 	require.NoError(t, upstream.Add(pg))
-	m := NewModel(schedulinglisters.NewPodGroupLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})),
+	m := NewModel(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
 		cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexName: IndexFunc}), topology.SchedulerName)
 	m.upstream = schedulingv1beta1listers.NewPodGroupLister(upstream)
 	key := types.NamespacedName{Namespace: "ns", Name: "up"}
@@ -281,7 +280,7 @@ func TestAPodGroupCreatedOrChangedWakesItsPendingMembers(t *testing.T) {
 			for _, pod := range []*corev1.Pod{member("job", "p0", ""), member("job", "p1", "node-1"), member("other", "o0", "")} {
 				require.NoError(t, pods.Add(pod))
 			}
-			m := NewModel(schedulinglisters.NewPodGroupLister(podGroups), pods, topology.SchedulerName)
+			m := NewModel(podGroups, pods, topology.SchedulerName)
 			activator := &plugintest.Activator{}
 			m.activator = activator
 			if tt.old == nil {
