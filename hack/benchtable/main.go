@@ -342,6 +342,12 @@ func writeGangSizeTarget(b *strings.Builder, r results) {
 		number(large)+" ms, "+ratio(large, small), large <= 1.2*small)
 }
 
+// upstreamThroughputFloor is, where it is not 1.0, the least ratio of
+// muster's throughput to the in-tree profile's that issue 37 sets.
+var upstreamThroughputFloor = map[string]float64{
+	"GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup": 1.4,
+}
+
 // writeUpstreamTargets checks the targets on upstream's own gang
 // benchmarks, where muster runs against the in-tree profile (default).
 func writeUpstreamTargets(b *strings.Builder, r results) {
@@ -356,10 +362,16 @@ func writeUpstreamTargets(b *strings.Builder, r results) {
 		if fewest, ok := fewestVictims[w]; ok {
 			mus, def := r.median(w, "muster", victims), r.median(w, "default", victims)
 			target(b, fmt.Sprintf("upstream %s: victims ≤ in-tree's (%s; the fewest possible %s)", w, number(def), number(fewest)), number(mus), mus >= 0 && def >= 0 && mus <= def)
-			continue
 		}
-		def, mus := r.median(w, "default", throughput), r.median(w, "muster", throughput)
-		target(b, fmt.Sprintf("upstream %s throughput: muster ≥ 1.0 × in-tree", w), ratio(mus, def), def > 0 && mus >= def)
+		// The single-gang preemption workloads bind within the harness's
+		// one-second samples: they have no throughput.
+		if def, mus := r.median(w, "default", throughput), r.median(w, "muster", throughput); def > 0 || mus > 0 {
+			floor := upstreamThroughputFloor[w]
+			if floor == 0 {
+				floor = 1
+			}
+			target(b, fmt.Sprintf("upstream %s throughput: muster ≥ %.1f × in-tree", w, floor), ratio(mus, def), def > 0 && mus >= floor*def)
+		}
 		defA, musA := r.median(w, "default", admission), r.median(w, "muster", admission)
 		target(b, fmt.Sprintf("upstream %s: gang admission p99 ≤ 1.0 × in-tree's (%s ms)", w, number(defA)), number(musA)+" ms, "+ratio(musA, defA), musA >= 0 && defA > 0 && musA <= defA)
 	}
