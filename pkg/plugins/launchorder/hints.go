@@ -100,17 +100,13 @@ func (l *LaunchOrder) podGroupHandler(logger klog.Logger) cache.ResourceEventHan
 // wake moves the group's unbound, unheld successors whose predecessors are
 // up back to the active queue: those that left Permit on a timeout.
 func (l *LaunchOrder) wake(logger klog.Logger, key types.NamespacedName, topo *topology.Topology) {
-	members, err := l.groups.Members(key)
-	if err != nil {
-		logger.Error(err, "Waking successors", "podGroup", key)
-		return
-	}
+	unbound := l.groups.Pending(key)
 	l.mu.Lock()
 	held := l.held[key]
 	pending := map[string]*corev1.Pod{}
-	for _, pod := range members {
+	for _, pod := range unbound {
 		role, ok := topology.RoleOf(pod)
-		if !ok || pod.Spec.NodeName != "" || !topology.IsActiveMember(pod) || len(topo.Predecessors(role)) == 0 {
+		if !ok || len(topo.Predecessors(role)) == 0 {
 			continue
 		}
 		if _, isHeld := held[pod.UID]; !isHeld {

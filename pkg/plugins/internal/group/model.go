@@ -792,15 +792,25 @@ func (m *Model) wake(key types.NamespacedName) {
 	}
 }
 
+// Pending returns the group's active members not bound to a node, in no
+// order: the state keeps them as members change, so nothing is scanned.
+func (m *Model) Pending(key types.NamespacedName) []*corev1.Pod {
+	var pending []*corev1.Pod
+	m.read(key, func(st *State) {
+		for _, pod := range st.unbound {
+			pending = append(pending, pod)
+		}
+	})
+	return pending
+}
+
 // ActivatePending moves the group's unbound active members to the active
 // queue, past any backoff.
 func (m *Model) ActivatePending(logger klog.Logger, activator fwk.PodActivator, key types.NamespacedName) {
 	pending := map[string]*corev1.Pod{}
-	m.read(key, func(st *State) {
-		for _, pod := range st.unbound {
-			pending[pod.Namespace+"/"+pod.Name] = pod
-		}
-	})
+	for _, pod := range m.Pending(key) {
+		pending[pod.Namespace+"/"+pod.Name] = pod
+	}
 	if len(pending) > 0 {
 		activator.Activate(logger, pending)
 	}
