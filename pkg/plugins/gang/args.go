@@ -21,8 +21,11 @@ import (
 //	    backoffSeconds: 5
 type Args struct {
 	// PermitTimeoutSeconds is how long reserved members wait at Permit for
-	// the rest of their gang before the attempt is given up. A PodGroup's
-	// spec.scheduleTimeoutSeconds overrides it for that group.
+	// the rest of their gang before the attempt is given up, how long room
+	// is held for late members, and how long a partly bound gang may take
+	// to complete. A PodGroup's spec.scheduleTimeoutSeconds overrides it
+	// for that group. It is one value per scheduler (Model.ScheduleTimeout):
+	// where several profiles set it differently, the last one built wins.
 	PermitTimeoutSeconds int64 `json:"permitTimeoutSeconds,omitempty"`
 	// BackoffSeconds is how long a gang waits after a failed attempt
 	// before it is tried again, so that one gang that cannot fit does not
