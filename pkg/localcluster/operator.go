@@ -38,6 +38,10 @@ type Operator struct {
 	Env []string
 	// Health is a URL that answers 200 once it serves, or empty.
 	Health string
+	// SetUp, when set, tells that the operator has finished what it does
+	// after Health first answers 200, such as setting its controllers up;
+	// StartOperator waits for both.
+	SetUp func(context.Context) bool
 	// CRDs, when set, names the files of binDir/crds/<name> to install;
 	// every one when empty.
 	CRDs []string
@@ -86,7 +90,9 @@ func (c *Cluster) StartOperator(ctx context.Context, binDir string, op Operator)
 	if op.Health == "" {
 		return nil
 	}
-	return waitFor(ctx, p, op.Health, func(ctx context.Context) bool { return healthy(ctx, op.Health) })
+	return waitFor(ctx, p, op.Health, func(ctx context.Context) bool {
+		return healthy(ctx, op.Health) && (op.SetUp == nil || op.SetUp(ctx))
+	})
 }
 
 // installCRDs creates the CRDs of the named files in dir, or every one

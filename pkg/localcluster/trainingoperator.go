@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -81,17 +83,63 @@ func (c *Cluster) StartTrainingOperator(ctx context.Context, binDir string, sche
 		args = append(args, "--enable-scheme="+scheme)
 		crds = append(crds, "kubeflow.org_"+scheme+"s.yaml")
 	}
+	if len(schemes) == 0 {
+		schemes = trainingOperatorSchemes
+	}
+	webhooks := "https://127.0.0.1:" + strconv.Itoa(ports[2])
 	return c.StartOperator(ctx, binDir, Operator{
 		Name:   "training-operator",
 		Args:   args,
 		CRDs:   crds,
 		Health: "http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/readyz",
+		SetUp:  trainingOperatorControllersSetUp(webhooks, caPEM, schemes),
 		Webhook: &OperatorWebhook{
 			ConfigurationName: trainingOperatorWebhooks,
-			URL:               "https://127.0.0.1:" + strconv.Itoa(ports[2]),
+			URL:               webhooks,
 			CABundle:          caPEM,
 		},
 	})
+}
+
+// trainingOperatorSchemes are the job kinds training-operator runs when
+// none is named.
+var trainingOperatorSchemes = []string{"pytorchjob", "tfjob", "mpijob", "xgboostjob", "paddlejob", "jaxjob"}
+
+// trainingOperatorControllersSetUp tells whether training-operator has set
+// up the controllers of the schemes. It does so only after its readiness
+// probe passes, one scheme at a time, each followed by that scheme's
+// webhook; a job created before its controller watches PodGroups can wait
+// forever, since its update of the PodGroup muster-controller has just
+// annotated conflicts and the event that would retry it came too early.
+// So a scheme counts as set up once its webhook is served (mpijob has
+// none, and is taken on trust).
+func trainingOperatorControllersSetUp(webhooks string, caPEM []byte, schemes []string) func(context.Context) bool {
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	client := &http.Client{
+		Timeout:   time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}},
+	}
+	return func(ctx context.Context) bool {
+		for _, scheme := range schemes {
+			if scheme == "mpijob" {
+				continue
+			}
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, webhooks+"/validate-kubeflow-org-v1-"+scheme, nil)
+			if err != nil {
+				return false
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusNotFound {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // trainingOperatorCertificates makes the pre-filled certificate Secret
