@@ -4,12 +4,10 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/util"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
@@ -19,13 +17,12 @@ import (
 // EventsToRegister lists the events that can make a member rejected by this
 // plugin schedulable, each with a hint that wakes only the pods it can help.
 // A PodGroup created or changed, its minMember say, wakes its members from
-// the group model's one PodGroup watch.
+// the group model's one PodGroup watch; a sibling created, which may
+// complete the group, wakes them from its pod handler (podChanged), once,
+// rather than through a queue hint run for every pending member on every
+// bind.
 func (g *Gang) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		// A sibling is created: the group may have reached minMember. The
-		// queue reports only pods created already bound this way; podHandler
-		// covers unscheduled ones.
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: isSiblingAdded},
 		// A bound pod is deleted or finishes (the scheduler's informer sees
 		// a finished pod as deleted), or a reservation is released: room
 		// was freed.
@@ -34,23 +31,6 @@ func (g *Gang) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, er
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add}, QueueingHintFn: group.QueueAlways},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.UpdateNodeAllocatable}, QueueingHintFn: group.IsAllocatableGrown},
 	}, nil
-}
-
-func isSiblingAdded(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
-	_, added, err := util.As[*corev1.Pod](nil, newObj)
-	if err != nil {
-		return fwk.Queue, err
-	}
-	return queueIfSameGroup(pod, added), nil
-}
-
-func queueIfSameGroup(pod, other *corev1.Pod) fwk.QueueingHint {
-	key, ok := topology.GroupOf(pod)
-	otherKey, otherOK := topology.GroupOf(other)
-	if ok && otherOK && key == otherKey && other.UID != pod.UID {
-		return fwk.Queue
-	}
-	return fwk.QueueSkip
 }
 
 // podGroupHandler admits the members waiting at Permit at once when a
@@ -72,8 +52,9 @@ func (g *Gang) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
 }
 
 // podChanged wakes a group's gated members when the member that completes
-// it arrives, and retries the gangs that wait for room when a group's
-// bound member goes. The model has taken the change in already.
+// it arrives, unscheduled or already bound, and retries the gangs that wait
+// for room when a group's bound member goes. The model has taken the change
+// in already.
 func (g *Gang) podChanged(logger klog.Logger) func(group.PodChange) {
 	return func(change group.PodChange) {
 		pod := change.Pod
@@ -83,12 +64,11 @@ func (g *Gang) podChanged(logger klog.Logger) func(group.PodChange) {
 			if pod.Spec.NodeName != "" {
 				g.retryGangsWaitingForRoom(logger, change.Key)
 			}
-		case change.Old != nil || !topology.IsActiveMember(pod) || pod.Spec.NodeName != "":
+		case change.Old != nil || !topology.IsActiveMember(pod):
 		default:
-			// The queue does not tell other pods about a new unscheduled
-			// pod, so the member that completes a group wakes its gated
-			// siblings here, once, as the group reaches minMember, with
-			// the members its owner creates later counted.
+			// The member that completes a group wakes its gated siblings
+			// here, once, as the group reaches minMember, with the members
+			// its owner creates later counted.
 			if pg := g.podGroup(change.Key); pg != nil && g.groups.Census(change.Key).Active()+g.groups.LateMembers(change.Key).Total() == pg.Spec.MinMember {
 				g.activate(logger, change.Key)
 			}

@@ -6,32 +6,40 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 )
 
-func TestIsSiblingAdded(t *testing.T) {
-	pending := member("job", "p0").Obj()
+func TestTheMemberThatCompletesAGroupWakesItsSiblingsOnce(t *testing.T) {
+	w0 := member("job", "p0").Obj()
+	w1 := member("job", "p1").Obj()
+	bound := member("job", "p1").Node("node-1").Obj()
 	tests := []struct {
-		name  string
-		added *corev1.Pod
-		want  fwk.QueueingHint
+		name   string
+		pods   []*corev1.Pod
+		change group.PodChange
+		woken  []string
 	}{
-		{"a sibling", member("job", "p1").Obj(), fwk.Queue},
-		{"the pod itself", member("job", "p0").Obj(), fwk.QueueSkip},
-		{"another group", member("other", "q0").Obj(), fwk.QueueSkip},
-		{"the same group name in another namespace", member("job", "p1").Namespace("team-b").Obj(), fwk.QueueSkip},
-		{"a pod without a group", st.MakePod().Namespace(ns).Name("plain").Obj(), fwk.QueueSkip},
+		{"an unscheduled sibling completes it", []*corev1.Pod{w0, w1}, group.Added(w1), []string{"team-a/p0", "team-a/p1"}},
+		{"a sibling created already bound completes it", []*corev1.Pod{w0, bound}, group.Added(bound), []string{"team-a/p0"}},
+		{"a sibling that leaves the group short", []*corev1.Pod{w0}, group.Added(w0), nil},
+		{"a member bound: no member is added", []*corev1.Pod{w0, bound}, group.Updated(w1, bound), nil},
+		{"a pod of another group", []*corev1.Pod{w0, w1, member("other", "q0").Obj()}, group.Added(member("other", "q0").Obj()), nil},
+		{"a pod without a group", []*corev1.Pod{w0, w1}, group.Added(st.MakePod().Namespace(ns).Name("plain").Obj()), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			logger, _ := ktesting.NewTestContext(t)
-			got, err := isSiblingAdded(logger, pending, nil, tt.added)
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
+			f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 2).Obj(), podGroup("other", 2).Obj()}, tt.pods)
+			for _, pod := range tt.pods {
+				f.model.Take(group.Added(pod))
+			}
+			f.gang.podChanged(klog.Background())(tt.change)
+			assert.ElementsMatch(t, tt.woken, f.activator.Activated)
 		})
 	}
 }
