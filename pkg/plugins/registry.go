@@ -10,6 +10,7 @@ import (
 	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/plugins/launchorder"
+	"github.com/muster-dev/muster/pkg/plugins/placement"
 )
 
 // Registry holds every plugin of muster's by name. A plugin listed here
@@ -23,5 +24,6 @@ func Registry() frameworkruntime.Registry {
 		gangpreemption.Name: models.Plugin(gangpreemption.New),
 		heldrooms.Name:      models.Plugin(heldrooms.New),
 		launchorder.Name:    models.Plugin(launchorder.New),
+		placement.Name:      models.Plugin(placement.New),
 	}
 }

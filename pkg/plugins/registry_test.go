@@ -13,6 +13,7 @@ import (
 	"github.com/muster-dev/muster/pkg/plugins/gangpreemption"
 	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
 	"github.com/muster-dev/muster/pkg/plugins/launchorder"
+	"github.com/muster-dev/muster/pkg/plugins/placement"
 )
 
 // TestThePluginsStartNoWatchOfTheirOwn: kube-scheduler starts a dynamic
@@ -20,7 +21,7 @@ import (
 // <resource>.<version>.<group>. muster's plugins name none: they hear of
 // PodGroups through the group model's one watch.
 func TestThePluginsStartNoWatchOfTheirOwn(t *testing.T) {
-	for _, plugin := range []fwk.EnqueueExtensions{&gang.Gang{}, &heldrooms.HeldRooms{}, &gangpreemption.GangPreemption{}, &launchorder.LaunchOrder{}} {
+	for _, plugin := range []fwk.EnqueueExtensions{&gang.Gang{}, &heldrooms.HeldRooms{}, &gangpreemption.GangPreemption{}, &launchorder.LaunchOrder{}, &placement.Placement{}} {
 		events, err := plugin.EventsToRegister(context.Background())
 		require.NoError(t, err)
 		require.NotEmpty(t, events)

@@ -6,6 +6,8 @@
 package resources
 
 import (
+	"math"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -130,4 +132,22 @@ func Free(node fwk.NodeInfo) corev1.ResourceList {
 // held, room kept for others, is set aside.
 func FitsBeside(request, held corev1.ResourceList, node fwk.NodeInfo) bool {
 	return Fits(Add(Add(nil, request, 1), held, 1), Free(node))
+}
+
+// Fill is the share of free that need would take of its scarcest
+// resource: 1 fills it, and above 1 need does not fit. A resource free
+// lacks counts as filled past fitting.
+func Fill(need, free corev1.ResourceList) float64 {
+	var fill float64
+	for name, quantity := range need {
+		if quantity.Sign() <= 0 {
+			continue
+		}
+		have, ok := free[name]
+		if !ok || have.Sign() <= 0 {
+			return math.Inf(1)
+		}
+		fill = max(fill, quantity.AsApproximateFloat64()/have.AsApproximateFloat64())
+	}
+	return fill
 }

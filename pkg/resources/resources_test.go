@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,4 +74,12 @@ func strings(l corev1.ResourceList) map[string]string {
 		out[string(name)] = quantity.String()
 	}
 	return out
+}
+
+func TestFillIsTheShareOfTheScarcestResourceNeedTakes(t *testing.T) {
+	assert.InDelta(t, 0.75, Fill(list("cpu", "3", "memory", "1Gi"), list("cpu", "4", "memory", "4Gi")), 1e-9, "CPU is the scarcer")
+	assert.InDelta(t, 1.0, Fill(list("cpu", "4"), list("cpu", "4")), 1e-9, "exactly full")
+	assert.Greater(t, Fill(list("cpu", "5"), list("cpu", "4")), 1.0, "does not fit")
+	assert.True(t, math.IsInf(Fill(list("nvidia.com/gpu", "1"), list("cpu", "4")), 1), "a resource free lacks")
+	assert.Zero(t, Fill(list("nvidia.com/gpu", "0"), list("cpu", "4")), "asking none of it")
 }

@@ -281,3 +281,13 @@ func (t *Topology) Identify(pod *corev1.Pod) (Member, field.ErrorList) {
 	}
 	return Member{Role: role, Index: index}, errs
 }
+
+// NoDomainMessage says why a gang that must stay in one topology domain
+// waits: no domain of the label has room for its members, and the closest
+// has room for only some, for example "no topology.kubernetes.io/rack
+// domain has room for the 8 members group ns/name lacks; the closest,
+// rack-3, has room for 6".
+func NoDomainMessage(group types.NamespacedName, label string, members int, closest string, room int) string {
+	return fmt.Sprintf("no %s domain has room for the %d members group %s lacks; the closest, %s, has room for %d",
+		label, members, group, closest, room)
+}

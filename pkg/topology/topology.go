@@ -45,6 +45,12 @@ const (
 	// the members keep JobSet's hostnames and Service, which every address
 	// muster writes uses.
 	JobSetAnnotation = "muster.dev/jobset"
+	// DomainRequiredAnnotation names a node label whose one value every
+	// member shares: the gang is placed inside one rack, block or NVLink
+	// domain, and nodes without the label are never its candidates. An
+	// upstream PodGroup's spec.schedulingConstraints.topology[0].key says
+	// the same (FromUpstream).
+	DomainRequiredAnnotation = "muster.dev/topology-required"
 )
 
 // Annotations lists every topology annotation, in the order the design
@@ -52,7 +58,7 @@ const (
 var Annotations = []string{
 	FrameworkAnnotation, RolesAnnotation, LaunchOrderAnnotation, StartAfterAnnotation, PortAnnotation,
 	SlotsAnnotation, MPIImplementationAnnotation, NProcPerNodeAnnotation, ElasticAnnotation, TFEvaluatorAnnotation,
-	DerivedFromAnnotation, LateMembersAnnotation, JobSetAnnotation,
+	DerivedFromAnnotation, LateMembersAnnotation, JobSetAnnotation, DomainRequiredAnnotation,
 }
 
 // Framework is the training framework a group runs.
@@ -115,6 +121,9 @@ type Topology struct {
 	// JobSet names the JobSet whose pods are the members, named as JobSet
 	// names them; empty when muster names them.
 	JobSet string
+	// DomainKey is the node label whose one value every member shares;
+	// empty when the gang may span domains.
+	DomainKey string
 }
 
 // LateMember is what a pod created late requests and where it may run,
@@ -263,6 +272,13 @@ func Parse(annotations map[string]string) (*Topology, field.ErrorList) {
 		t.JobSet = v
 		if msgs := validation.IsDNS1123Label(v); len(msgs) > 0 {
 			errs = append(errs, field.Invalid(annotationPath(JobSetAnnotation), v, "must be the name of a JobSet: "+strings.Join(msgs, "; ")))
+		}
+	}
+	if v, ok := annotations[DomainRequiredAnnotation]; ok {
+		t.DomainKey = v
+		if msgs := validation.IsQualifiedName(v); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(annotationPath(DomainRequiredAnnotation), v,
+				"must be a node label key, such as topology.kubernetes.io/rack: "+strings.Join(msgs, "; ")))
 		}
 	}
 	errs = append(errs, t.parseLate(annotations)...)

@@ -254,6 +254,11 @@ func TestParseErrors(t *testing.T) {
 			want:        []string{"add scheduler=1"},
 		},
 		{
+			name:        "a topology domain that is no label key",
+			annotations: map[string]string{DomainRequiredAnnotation: "rack/of/nodes"},
+			want:        []string{`metadata.annotations[muster.dev/topology-required]: Invalid value: "rack/of/nodes": must be a node label key, such as topology.kubernetes.io/rack: `},
+		},
+		{
 			name:        "late members in the form of a bare resource list",
 			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", LateMembersAnnotation: `{"launcher":{"cpu":"1"}}`},
 			want:        []string{`metadata.annotations[muster.dev/late-members]: Invalid value: "{\"launcher\":{\"cpu\":\"1\"}}": must be JSON of the roles created late and what one pod of each requests, and where it may run, for example {"launcher":{"requests":{"cpu":"1"}`},

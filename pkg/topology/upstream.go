@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
@@ -20,11 +21,20 @@ var UpstreamPodGroupVersion = schedulingv1beta1.SchemeGroupVersion
 // annotations mean on it what they mean on scheduler-plugins' own. Its
 // quorum is a gang policy's minCount; a basic policy is no gang, a quorum
 // of one. The result shares the maps of pg, and says by its TypeMeta which
-// API the group lives in.
+// API the group lives in. A topology constraint, of which the API keeps
+// one, becomes DomainRequiredAnnotation on a copy of the annotations.
 func FromUpstream(pg *schedulingv1beta1.PodGroup) *v1alpha1.PodGroup {
 	minMember := int32(1)
 	if gang := pg.Spec.SchedulingPolicy.Gang; gang != nil {
 		minMember = gang.MinCount
+	}
+	annotations := pg.Annotations
+	if c := pg.Spec.SchedulingConstraints; c != nil && len(c.Topology) > 0 {
+		annotations = maps.Clone(annotations)
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[DomainRequiredAnnotation] = c.Topology[0].Key
 	}
 	return &v1alpha1.PodGroup{
 		TypeMeta: metav1.TypeMeta{APIVersion: UpstreamPodGroupVersion.String(), Kind: "PodGroup"},
@@ -37,7 +47,7 @@ func FromUpstream(pg *schedulingv1beta1.PodGroup) *v1alpha1.PodGroup {
 			CreationTimestamp: pg.CreationTimestamp,
 			DeletionTimestamp: pg.DeletionTimestamp,
 			Labels:            pg.Labels,
-			Annotations:       pg.Annotations,
+			Annotations:       annotations,
 			OwnerReferences:   pg.OwnerReferences,
 		},
 		Spec: v1alpha1.PodGroupSpec{MinMember: minMember},

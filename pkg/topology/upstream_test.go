@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,4 +39,18 @@ func TestDisruptedOneByOne(t *testing.T) {
 	assert.True(t, DisruptedOneByOne(mode(nil)))
 	assert.True(t, DisruptedOneByOne(mode(&schedulingv1beta1.DisruptionMode{Single: &schedulingv1beta1.SingleDisruptionMode{}})))
 	assert.False(t, DisruptedOneByOne(mode(&schedulingv1beta1.DisruptionMode{All: &schedulingv1beta1.AllDisruptionMode{}})))
+}
+
+func TestAnUpstreamTopologyConstraintIsTheRequiredDomain(t *testing.T) {
+	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job", Annotations: map[string]string{"note": "kept"}}}
+	assert.NotContains(t, FromUpstream(pg).Annotations, DomainRequiredAnnotation, "no constraint, no domain")
+
+	pg.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{
+		Topology: []schedulingv1beta1.TopologyConstraint{{Key: "topology.kubernetes.io/rack"}}}
+	got := FromUpstream(pg)
+	topo, errs := Parse(got.Annotations)
+	require.Empty(t, errs)
+	assert.Equal(t, "topology.kubernetes.io/rack", topo.DomainKey)
+	assert.Equal(t, "kept", got.Annotations["note"])
+	assert.NotContains(t, pg.Annotations, DomainRequiredAnnotation, "the upstream PodGroup's own annotations are left as they are")
 }

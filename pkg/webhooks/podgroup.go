@@ -106,14 +106,16 @@ func totalReplicas(t *topology.Topology) int32 {
 // stored topology that is invalid may be changed freely, so that it can be
 // fixed; and a PodGroup with none may be given one derived from its owner
 // (muster-controller does that), since muster adds nothing to the members
-// of a derived group.
+// of a derived group; one with only a required topology domain may too.
 func topologyChanges(old, updated map[string]string) field.ErrorList {
 	if _, errs := topology.Parse(old); len(errs) > 0 {
 		return nil
 	}
+	// The required domain is no part of what is derived: an operator's job
+	// carries it, and its PodGroup has it from the start.
 	if _, derived := updated[topology.DerivedFromAnnotation]; derived && !slices.ContainsFunc(topology.Annotations, func(name string) bool {
 		_, had := old[name]
-		return had
+		return had && name != topology.DomainRequiredAnnotation
 	}) {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -172,6 +173,19 @@ func TestPodDefaulter(t *testing.T) {
 	}
 }
 
+// withDomain returns the annotations with the rack required, unless they
+// name a domain already.
+func withDomain(annotations map[string]string) map[string]string {
+	with := maps.Clone(annotations)
+	if with == nil {
+		with = map[string]string{}
+	}
+	if _, ok := with[topology.DomainRequiredAnnotation]; !ok {
+		with[topology.DomainRequiredAnnotation] = "topology.kubernetes.io/rack"
+	}
+	return with
+}
+
 func TestPodGroupValidator(t *testing.T) {
 	tf := map[string]string{topology.FrameworkAnnotation: "tensorflow", topology.RolesAnnotation: "ps=2,worker=3"}
 	tfMoreWorkers := map[string]string{topology.FrameworkAnnotation: "tensorflow", topology.RolesAnnotation: "ps=2,worker=4"}
@@ -207,6 +221,13 @@ func TestPodGroupValidator(t *testing.T) {
 		{"a derived topology does not replace one set", admissionv1.Update, podGroup("job", 3, derived), podGroup("job", 3, map[string]string{topology.FrameworkAnnotation: "pytorch", topology.RolesAnnotation: "master=1,worker=1"}), false,
 			"the topology cannot change once set"},
 		{"a derived group is not checked for the names muster would make", admissionv1.Create, podGroup("1job", 3, derived), nil, true, ""},
+		{"a topology derived for a PodGroup its job gave a required domain", admissionv1.Update,
+			podGroup("job", 3, withDomain(derived)), podGroup("job", 3, withDomain(nil)), true, ""},
+		{"a required domain that is no label key", admissionv1.Create, podGroup("job", 3, withDomain(map[string]string{topology.DomainRequiredAnnotation: "a rack"})), nil, false,
+			`metadata.annotations[muster.dev/topology-required]: Invalid value: "a rack": must be a node label key`},
+		{"a required domain changed", admissionv1.Update, podGroup("job", 3, withDomain(tf)),
+			podGroup("job", 3, map[string]string{topology.FrameworkAnnotation: "tensorflow", topology.RolesAnnotation: "ps=2,worker=3", topology.DomainRequiredAnnotation: "topology.kubernetes.io/zone"}), false,
+			"metadata.annotations[muster.dev/topology-required]: Forbidden: the topology cannot change once set"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -292,6 +292,10 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("group %s waits for the room made for it", key))
 	}
 	reason := fmt.Sprintf("member %s fits on no node, and no lower-priority victims would make room for all the members the gang lacks", pod.Name)
+	if d, chosen := g.attempts.Domain(key); chosen && d.Unplaceable != "" {
+		// Placement found no topology domain for the gang: that says more.
+		reason = d.Unplaceable
+	}
 	g.rejectGroup(ctx, key, pg, reason, g.args.backoff(), false)
 	// Unresolvable: the group backs off; its members are woken when it ends.
 	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("group %s rejected: %s", key, reason))

@@ -411,6 +411,25 @@ func TestPostFilterBeforeQuorumRejectsTheGroup(t *testing.T) {
 	assert.True(t, status.IsSuccess(), "tried again once the backoff ends")
 }
 
+func TestAGangThatFitsNoTopologyDomainIsRejectedSayingWhichCameClosest(t *testing.T) {
+	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj()}
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 2).Obj()}, members)
+	_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[0], nil)
+	require.True(t, status.IsSuccess())
+	key := types.NamespacedName{Namespace: ns, Name: "job"}
+	why := topology.NoDomainMessage(key, "topology.kubernetes.io/rack", 2, "rack-3", 1)
+	f.model.Attempts().ChooseDomain(key, group.Domain{Unplaceable: why})
+
+	_, status = f.gang.PostFilter(f.ctx, nil, members[0], nil)
+	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
+	assert.Equal(t, "group team-a/job rejected: "+why, status.Message())
+	events := f.drainEvents()
+	require.Len(t, events, 1)
+	assert.True(t, strings.HasPrefix(events[0], "Warning GangRejected "+why), events[0])
+	_, chosen := f.model.Attempts().Domain(key)
+	assert.False(t, chosen, "the next attempt chooses again")
+}
+
 func TestPostFilterAfterQuorumLeavesTheGroupAlone(t *testing.T) {
 	members := []*corev1.Pod{
 		member("job", "p0").Node("node-1").Obj(),

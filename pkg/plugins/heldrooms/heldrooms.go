@@ -76,6 +76,8 @@ type Groups interface {
 	Quorum(key types.NamespacedName, minMember int32, counting group.Counting) (placed int32, reached bool)
 	// BoundCount is how many of the group's active members are bound.
 	BoundCount(key types.NamespacedName) int32
+	// BoundNode is a node a member of the group is bound to.
+	BoundNode(key types.NamespacedName) (string, bool)
 	// ScheduleTimeout is how long room is held for late members.
 	ScheduleTimeout(pg *v1alpha1.PodGroup) time.Duration
 	// OnPodChange tells the plugin of pod events.

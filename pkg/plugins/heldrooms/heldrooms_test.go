@@ -38,6 +38,8 @@ type groups struct {
 	late       map[types.NamespacedName]group.LateMembers
 	// placed counts the members bound or reserved, bound those bound.
 	placed, bound map[types.NamespacedName]int32
+	// boundOn is a node a bound member of the group is on.
+	boundOn       map[types.NamespacedName]string
 	listeners     []func(group.PodChange)
 	podGroupsSeen []cache.ResourceEventHandler
 }
@@ -46,7 +48,7 @@ func newGroups() *groups {
 	return &groups{rooms: group.NewRooms(), admitted: sets.New[types.NamespacedName](), extras: sets.New[string](), reserved: sets.New[string](),
 		waiting: map[types.NamespacedName]topology.WaitingGang{}, topologies: map[types.NamespacedName]*topology.Topology{},
 		podGroups: map[types.NamespacedName]*v1alpha1.PodGroup{}, late: map[types.NamespacedName]group.LateMembers{},
-		placed: map[types.NamespacedName]int32{}, bound: map[types.NamespacedName]int32{}}
+		placed: map[types.NamespacedName]int32{}, bound: map[types.NamespacedName]int32{}, boundOn: map[types.NamespacedName]string{}}
 }
 
 func (g *groups) Rooms() *group.Rooms                      { return g.rooms }
@@ -64,7 +66,11 @@ func (g *groups) Topology(key types.NamespacedName) (*topology.Topology, error) 
 func (g *groups) PodGroup(key types.NamespacedName) *v1alpha1.PodGroup   { return g.podGroups[key] }
 func (g *groups) LateMembers(key types.NamespacedName) group.LateMembers { return g.late[key] }
 func (g *groups) BoundCount(key types.NamespacedName) int32              { return g.bound[key] }
-func (g *groups) ScheduleTimeout(*v1alpha1.PodGroup) time.Duration       { return time.Minute }
+func (g *groups) BoundNode(key types.NamespacedName) (string, bool) {
+	node, ok := g.boundOn[key]
+	return node, ok
+}
+func (g *groups) ScheduleTimeout(*v1alpha1.PodGroup) time.Duration { return time.Minute }
 func (g *groups) OnPodChange(handler func(group.PodChange)) {
 	g.listeners = append(g.listeners, handler)
 }
@@ -91,7 +97,10 @@ func member(group, role, name, cpu string) *corev1.Pod {
 
 // node is a node of cpu CPUs in pool, with the pods on it.
 func node(name, pool, cpu string, pods ...*corev1.Pod) fwk.NodeInfo {
-	n := st.MakeNode().Name(name).Label("pool", pool).Capacity(map[corev1.ResourceName]string{"cpu": cpu, "pods": "110"}).Obj()
+	return nodeInfo(st.MakeNode().Name(name).Label("pool", pool).Capacity(map[corev1.ResourceName]string{"cpu": cpu, "pods": "110"}).Obj(), pods...)
+}
+
+func nodeInfo(n *corev1.Node, pods ...*corev1.Pod) fwk.NodeInfo {
 	info := framework.NewNodeInfo(pods...)
 	info.SetNode(n)
 	return info

@@ -88,6 +88,13 @@ func (h *HeldRooms) hold(logger klog.Logger, key types.NamespacedName, missing m
 		return false
 	}
 	nodes = slices.DeleteFunc(slices.Clone(nodes), func(n fwk.NodeInfo) bool { return n.Node() == nil })
+	if topo.DomainKey != "" {
+		anchor := selfNode
+		if anchor == "" {
+			anchor, _ = h.groups.BoundNode(key)
+		}
+		nodes = inDomainOf(nodes, topo.DomainKey, anchor)
+	}
 	// The member's own node first: a launcher beside its workers.
 	slices.SortStableFunc(nodes, func(a, b fwk.NodeInfo) int {
 		return boolOrder(a.Node().Name != selfNode) - boolOrder(b.Node().Name != selfNode)
@@ -131,6 +138,25 @@ func (h *HeldRooms) findRoom(nodes []fwk.NodeInfo, late topology.LateMember, sel
 		}
 	}
 	return ""
+}
+
+// inDomainOf keeps the nodes in the topology domain of the anchor node, a
+// member's: a gang that must stay in one domain holds its late members'
+// room there too. None when the anchor is not among the nodes or lacks
+// the label.
+func inDomainOf(nodes []fwk.NodeInfo, label, anchor string) []fwk.NodeInfo {
+	i := slices.IndexFunc(nodes, func(n fwk.NodeInfo) bool { return n.Node().Name == anchor })
+	if i < 0 {
+		return nil
+	}
+	domain, ok := nodes[i].Node().Labels[label]
+	if !ok {
+		return nil
+	}
+	return slices.DeleteFunc(nodes, func(n fwk.NodeInfo) bool {
+		value, labeled := n.Node().Labels[label]
+		return !labeled || value != domain
+	})
 }
 
 func boolOrder(b bool) int {

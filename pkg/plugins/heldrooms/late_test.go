@@ -106,6 +106,60 @@ func TestReserveHoldsTheLateRoomWhenTheMemberCompletesTheGang(t *testing.T) {
 	}
 }
 
+// rackedNode is a node of 4 CPUs in a rack.
+func rackedNode(name, rack string) *corev1.Node {
+	return st.MakeNode().Name(name).Label(rackLabel, rack).Capacity(map[corev1.ResourceName]string{"cpu": "4", "pods": "110"}).Obj()
+}
+
+const rackLabel = "topology.kubernetes.io/rack"
+
+// domainGang is lateGang required to stay in one rack.
+func domainGang(t *testing.T, g *groups) {
+	t.Helper()
+	pg := lateGang(t, g, `{"launcher":{"requests":{"cpu":"2"}}}`)
+	pg.Annotations[topology.DomainRequiredAnnotation] = rackLabel
+	topo, errs := topology.Parse(pg.Annotations)
+	require.Empty(t, errs)
+	g.topologies[key("mpi")] = topo
+}
+
+func TestTheLateRoomOfAGangInOneDomainIsHeldInThatDomain(t *testing.T) {
+	// The workers fill n1 of rack-a; n2, the next node, is in rack-b, and
+	// n3 in rack-a has room.
+	w0 := st.MakePod().Namespace(ns).Name("w0").UID("w0").Node("n1").Req(map[corev1.ResourceName]string{"cpu": "3"}).Obj()
+	nodes := []*corev1.Node{rackedNode("n1", "rack-a"), rackedNode("n2", "rack-b"), rackedNode("n3", "rack-a")}
+	t.Run("held as the member completing the gang is reserved", func(t *testing.T) {
+		g := newGroups()
+		domainGang(t, g)
+		g.placed[key("mpi")] = 2
+		g.reserved.Insert("w1")
+		snapshot := internalcache.NewSnapshot([]*corev1.Pod{w0}, nodes)
+		h := NewWithModel(klog.Background(), g, handle{snapshot: snapshot, events: events.NewFakeRecorder(10)}, testingclock.NewFakeClock(time.Time{}))
+		require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
+		node, held := g.rooms.Node(key("mpi"), "launcher")
+		require.True(t, held)
+		assert.Equal(t, "n3", node, "the launcher's room is in its workers' rack, not on the next node")
+	})
+	t.Run("held again for a gang found bound", func(t *testing.T) {
+		g := newGroups()
+		domainGang(t, g)
+		g.bound[key("mpi")], g.boundOn[key("mpi")] = 2, "n1"
+		h := NewWithModel(klog.Background(), g, handle{events: events.NewFakeRecorder(10)}, testingclock.NewFakeClock(time.Time{}))
+		// The restarted scheduler's informer lists a bound worker.
+		worker := member("mpi", "worker", "w0", "3")
+		worker.Spec.NodeName = "n1"
+		for _, listener := range g.listeners {
+			listener(group.Added(worker))
+		}
+		infos := []fwk.NodeInfo{nodeInfo(nodes[0], w0), nodeInfo(nodes[1]), nodeInfo(nodes[2])}
+		_, status := h.PreFilter(context.Background(), framework.NewCycleState(), st.MakePod().Namespace(ns).Name("other").Obj(), infos)
+		require.True(t, status.IsSuccess())
+		node, held := g.rooms.Node(key("mpi"), "launcher")
+		require.True(t, held)
+		assert.Equal(t, "n3", node)
+	})
+}
+
 func TestTheLateRoomIsReleasedWithAnEventWhenItsMemberDoesNotCome(t *testing.T) {
 	for _, came := range []bool{false, true} {
 		g := newGroups()

@@ -38,6 +38,16 @@ type attempt struct {
 	// preemptedAt is when victims were last preempted for the group, until
 	// it is admitted.
 	preemptedAt time.Time
+	// domain is the topology domain chosen for the attempt, until it fails;
+	// nil until one is chosen, or found to be missing.
+	domain *Domain
+}
+
+// Domain is the topology domain a gang that must stay inside one was given
+// for its attempt: Name, or none, and then Unplaceable says why.
+type Domain struct {
+	Name        string
+	Unplaceable string
 }
 
 func (a *attempt) waiting() bool { return len(a.reserved) > 0 && !a.admitted }
@@ -45,7 +55,7 @@ func (a *attempt) waiting() bool { return len(a.reserved) > 0 && !a.admitted }
 // isFresh reports whether the attempt is as a new group's.
 func (a *attempt) isFresh() bool {
 	return len(a.reserved) == 0 && a.firstSeen.IsZero() && !a.inProgress && !a.admitted &&
-		a.failedAt.IsZero() && a.queuedAt.IsZero() && a.backoffUntil.IsZero() && a.preemptedAt.IsZero()
+		a.failedAt.IsZero() && a.queuedAt.IsZero() && a.backoffUntil.IsZero() && a.preemptedAt.IsZero() && a.domain == nil
 }
 
 // Attempts changes and reads the attempt of every group the scheduler is
@@ -140,7 +150,7 @@ func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Du
 			return
 		}
 		first = true
-		a.inProgress, a.admitted = false, false
+		a.inProgress, a.admitted, a.domain = false, false, nil
 		a.failedAt, a.backoffUntil, a.failure = now, now.Add(backoff), reason
 		if !keepPlace {
 			a.queuedAt = now
@@ -148,6 +158,23 @@ func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Du
 	})
 	s.rooms.Release(key)
 	return reserved, first
+}
+
+// Domain returns the topology domain chosen for the group's attempt, and
+// whether one was chosen or found missing.
+func (s *Attempts) Domain(key types.NamespacedName) (Domain, bool) {
+	var d *Domain
+	s.read(key, func(a *attempt) { d = a.domain })
+	if d == nil {
+		return Domain{}, false
+	}
+	return *d, true
+}
+
+// ChooseDomain records the topology domain of the group's attempt, kept
+// until the attempt fails.
+func (s *Attempts) ChooseDomain(key types.NamespacedName, d Domain) {
+	s.update(key, func(a *attempt) { a.domain = &d })
 }
 
 // IsAdmitted reports whether the group reached quorum in this attempt.

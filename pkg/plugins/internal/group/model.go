@@ -698,6 +698,12 @@ func (m *Model) BoundCount(key types.NamespacedName) int32 {
 	return m.Census(key).Bound()
 }
 
+// BoundNode returns a node one of the group's active members is bound to.
+func (m *Model) BoundNode(key types.NamespacedName) (node string, ok bool) {
+	m.read(key, func(st *State) { node, ok = st.boundNode() })
+	return node, ok
+}
+
 // Bound returns how many of the group's active members are bound, and when
 // the last of them was.
 func (m *Model) Bound(key types.NamespacedName) (count int32, last time.Time) {

@@ -103,6 +103,8 @@ type member struct {
 	// RoleCount.Reached.
 	reached [3]bool
 	boundAt time.Time
+	// node is the node an active member is bound to.
+	node string
 	// place is the member's role and index as its labels say (placeOf),
 	// "" when they say none.
 	place string
@@ -137,6 +139,9 @@ func memberOf(pod *corev1.Pod) member {
 	}
 	if pod.Spec.NodeName != "" {
 		m.boundAt = boundAt(pod)
+		if m.phase == Bound || m.phase == Running {
+			m.node = pod.Spec.NodeName
+		}
 	}
 	return m
 }
@@ -157,6 +162,9 @@ type State struct {
 	roles   map[string]*RoleCount
 	// places counts the active members by place (placeOf).
 	places map[string]int32
+	// nodes counts the active bound members by node: where a gang that
+	// must stay in one topology domain already is.
+	nodes map[string]int32
 	// last is when the last of the bound members was bound; stale when
 	// that member has left, to be found again at the next read.
 	last      time.Time
@@ -168,7 +176,7 @@ type State struct {
 }
 
 func newState() *State {
-	return &State{members: map[types.UID]*member{}, unbound: map[types.UID]*corev1.Pod{}, roles: map[string]*RoleCount{}, places: map[string]int32{}, attempt: attempt{reserved: sets.New[types.UID]()}}
+	return &State{members: map[types.UID]*member{}, unbound: map[types.UID]*corev1.Pod{}, roles: map[string]*RoleCount{}, places: map[string]int32{}, nodes: map[string]int32{}, attempt: attempt{reserved: sets.New[types.UID]()}}
 }
 
 // put records a member as the informer now shows it; it replaces what was
@@ -239,6 +247,11 @@ func (s *State) count(m *member, delta int32) {
 			delete(s.places, m.place)
 		}
 	}
+	if m.node != "" {
+		if s.nodes[m.node] += delta; s.nodes[m.node] == 0 {
+			delete(s.nodes, m.node)
+		}
+	}
 	if !m.hasRole {
 		return
 	}
@@ -259,6 +272,14 @@ func (s *State) count(m *member, delta int32) {
 	if r.Any == 0 {
 		delete(s.roles, m.role)
 	}
+}
+
+// boundNode returns a node an active member of the group is bound to.
+func (s *State) boundNode() (string, bool) {
+	for node := range s.nodes {
+		return node, true
+	}
+	return "", false
 }
 
 // lastBind is when the last of the bound members was bound. It walks the

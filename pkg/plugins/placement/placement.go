@@ -1,0 +1,334 @@
+// Package placement implements the Placement scheduler plugin: a gang
+// that requires a topology domain (topology.DomainRequiredAnnotation, or
+// an upstream PodGroup's schedulingConstraints) has every member on nodes
+// that share one value of the domain's node label.
+//
+// The domain is chosen once per attempt, at the PreFilter of the first
+// member the attempt schedules, and kept in the group's state
+// (group.Attempts) until the attempt fails. It is the tightest domain
+// where every member the gang lacks fits by the profile's own filters:
+// the domains where their requests fit are tried from the one they would
+// fill most, names breaking ties, and the first where a trial placement
+// passes the filters is chosen. Every member of the attempt, and any
+// member that comes once the gang is bound, is then filtered only on the
+// nodes of its gang's domain.
+package placement
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/resources"
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// Name is the plugin's name in the registry and in scheduler configurations.
+const Name = "Placement"
+
+var (
+	_ fwk.PreFilterPlugin   = &Placement{}
+	_ fwk.EnqueueExtensions = &Placement{}
+)
+
+// Groups is what Placement reads of the scheduler's groups.
+type Groups interface {
+	PodGroup(key types.NamespacedName) *v1alpha1.PodGroup
+	Topology(key types.NamespacedName) (*topology.Topology, error)
+	// BoundNode is a node a member of the group is bound to.
+	BoundNode(key types.NamespacedName) (string, bool)
+	LackingMembers(key types.NamespacedName, minMember int32) []*corev1.Pod
+	Attempts() *group.Attempts
+}
+
+// Placement keeps a gang that requires a topology domain inside one.
+type Placement struct {
+	framework framework.Framework
+	groups    Groups
+}
+
+// New builds the plugin over the scheduler's group model.
+func New(_ context.Context, _ runtime.Object, handle fwk.Handle, groups *group.Model) (fwk.Plugin, error) {
+	return NewWithGroups(handle, groups)
+}
+
+// NewWithGroups builds the plugin over the groups; unit tests build it
+// this way.
+func NewWithGroups(handle fwk.Handle, groups Groups) (*Placement, error) {
+	// A domain's trial runs the profile's PreFilter for each member, which
+	// only the framework itself can.
+	fw, ok := handle.(framework.Framework)
+	if !ok {
+		return nil, fmt.Errorf("%s needs the scheduler's framework as its handle, got %T", Name, handle)
+	}
+	return &Placement{framework: fw, groups: groups}, nil
+}
+
+// Name returns the plugin's name.
+func (p *Placement) Name() string { return Name }
+
+// trialKey marks the cycle state of a domain's trial placement, whose
+// PreFilter must not choose a domain in turn.
+const trialKey fwk.StateKey = Name + "/trial"
+
+type trialMark struct{}
+
+func (trialMark) Clone() fwk.StateData { return trialMark{} }
+
+// PreFilter narrows the nodes of a member whose gang requires a topology
+// domain to that domain's: where its bound members are, else the domain
+// of its attempt, chosen now if none is.
+func (p *Placement) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if _, err := state.Read(trialKey); err == nil {
+		return nil, nil
+	}
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return nil, nil
+	}
+	pg := p.groups.PodGroup(key)
+	if pg == nil {
+		return nil, nil
+	}
+	topo, err := p.groups.Topology(key)
+	if err != nil || topo == nil || topo.DomainKey == "" {
+		// Gang turns away a member of an invalid topology.
+		return nil, nil
+	}
+	label := topo.DomainKey
+	if node, ok := p.groups.BoundNode(key); ok {
+		if info, err := p.framework.SnapshotSharedLister().NodeInfos().Get(node); err == nil {
+			if domain, labeled := info.Node().Labels[label]; labeled {
+				return inDomain(nodes, label, domain, key)
+			}
+		}
+	}
+	attempts := p.groups.Attempts()
+	d, chosen := attempts.Domain(key)
+	if !chosen {
+		d = p.choose(ctx, pod, pg, label, nodes)
+		attempts.ChooseDomain(key, d)
+		klog.FromContext(ctx).V(2).Info("Chose a topology domain", "podGroup", key, "key", label, "domain", d.Name, "unplaceable", d.Unplaceable)
+	}
+	if d.Name == "" {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, d.Unplaceable)
+	}
+	return inDomain(nodes, label, d.Name, key)
+}
+
+// inDomain is the PreFilter result of the domain's nodes.
+func inDomain(nodes []fwk.NodeInfo, label, domain string, key types.NamespacedName) (*fwk.PreFilterResult, *fwk.Status) {
+	names := sets.New[string]()
+	for _, n := range nodes {
+		if n.Node().Labels[label] == domain {
+			names.Insert(n.Node().Name)
+		}
+	}
+	if names.Len() == 0 {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
+			fmt.Sprintf("group %s is placed in %s=%s, which has no node left", key, label, domain))
+	}
+	return &fwk.PreFilterResult{NodeNames: names}, nil
+}
+
+// PreFilterExtensions returns nil: the plugin keeps no per-cycle state.
+func (p *Placement) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// domain is the nodes that share one value of the domain's label.
+type domain struct {
+	name  string
+	nodes []fwk.NodeInfo
+	// fill is the share of the domain's free room the members' requests
+	// take, of its scarcest resource (resources.Fill).
+	fill float64
+}
+
+// choose returns the attempt's domain: the tightest one where the members
+// the gang lacks pass the profile's filters, or none, saying which came
+// closest.
+func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.PodGroup, label string, nodes []fwk.NodeInfo) group.Domain {
+	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
+	members := lackingWith(p.groups.LackingMembers(key, pg.Spec.MinMember), pod)
+	domains := domainsOf(nodes, label, members)
+	if len(domains) == 0 {
+		return group.Domain{Unplaceable: fmt.Sprintf("group %s must stay in one %s domain, and no node has that label", key, label)}
+	}
+	closest, most := "", -1
+	for _, d := range domains {
+		if d.fill > 1 {
+			// Fit is the filters' to say, but a trial where the requests
+			// alone do not fit is wasted: the domains after fit no better.
+			break
+		}
+		placed, err := p.trial(ctx, members, d.nodes)
+		if err != nil {
+			return group.Domain{Unplaceable: fmt.Sprintf("group %s: trying %s=%s: %v", key, label, d.name, err)}
+		}
+		if placed == len(members) {
+			return group.Domain{Name: d.name}
+		}
+		if placed > most {
+			closest, most = d.name, placed
+		}
+	}
+	if most < 0 {
+		// No domain has room for the requests: the closest by them says
+		// how many members it takes.
+		placed, err := p.trial(ctx, members, domains[0].nodes)
+		if err != nil {
+			return group.Domain{Unplaceable: fmt.Sprintf("group %s: trying %s=%s: %v", key, label, domains[0].name, err)}
+		}
+		closest, most = domains[0].name, placed
+	}
+	return group.Domain{Unplaceable: topology.NoDomainMessage(key, label, len(members), closest, most)}
+}
+
+// lackingWith returns the members the gang lacks, pod among them; pod
+// alone when the gang lacks none (it grows past its quorum).
+func lackingWith(members []*corev1.Pod, pod *corev1.Pod) []*corev1.Pod {
+	if len(members) == 0 {
+		return []*corev1.Pod{pod}
+	}
+	if slices.ContainsFunc(members, func(m *corev1.Pod) bool { return m.UID == pod.UID }) {
+		return members
+	}
+	return append([]*corev1.Pod{pod}, members[:len(members)-1]...)
+}
+
+// domainsOf groups the labeled nodes by domain: first those where the
+// members' requests fit, the one they fill most first; then the others,
+// the one closest to taking them first; names break ties.
+func domainsOf(nodes []fwk.NodeInfo, label string, members []*corev1.Pod) []domain {
+	byName := map[string]*domain{}
+	free := map[string]corev1.ResourceList{}
+	for _, n := range nodes {
+		name, ok := n.Node().Labels[label]
+		if !ok {
+			continue
+		}
+		d := byName[name]
+		if d == nil {
+			d = &domain{name: name}
+			byName[name] = d
+		}
+		d.nodes = append(d.nodes, n)
+		free[name] = resources.Add(free[name], resources.Free(n), 1)
+	}
+	var need corev1.ResourceList
+	for _, m := range members {
+		need = resources.Add(need, resources.OfPod(m), 1)
+	}
+	domains := make([]domain, 0, len(byName))
+	for name, d := range byName {
+		d.fill = resources.Fill(need, free[name])
+		domains = append(domains, *d)
+	}
+	slices.SortFunc(domains, func(a, b domain) int {
+		aFits, bFits := a.fill <= 1, b.fill <= 1
+		switch {
+		case aFits != bFits:
+			if aFits {
+				return -1
+			}
+			return 1
+		case aFits:
+			// The tightest fit first: the gang leaves the roomier domains
+			// whole for the gangs after it.
+			if c := cmp.Compare(b.fill, a.fill); c != 0 {
+				return c
+			}
+		default:
+			if c := cmp.Compare(a.fill, b.fill); c != 0 {
+				return c
+			}
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return domains
+}
+
+// trial places the members one after another on the first of the nodes
+// where each passes the profile's filters, in a copy of the snapshot, and
+// returns how many it placed before one fitted nowhere. Members alike
+// (the framework signs them the same) skip the nodes an earlier one
+// failed on: a node only fills as the trial goes.
+func (p *Placement) trial(ctx context.Context, members []*corev1.Pod, nodes []fwk.NodeInfo) (int, error) {
+	snapshot := p.framework.MutableSnapshotSharedLister()
+	if err := snapshot.StartMutations(); err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err := snapshot.EndMutations(); err != nil {
+			klog.FromContext(ctx).Error(err, "Ending a topology domain's trial")
+		}
+	}()
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Node().Name
+	}
+	from := map[string]int{}
+	for placed, member := range members {
+		state := framework.NewCycleState()
+		state.Write(trialKey, trialMark{})
+		result, status, _ := p.framework.RunPreFilterPlugins(ctx, state, member)
+		if !status.IsSuccess() {
+			return placed, nil
+		}
+		signature := string(p.framework.SignPod(ctx, member))
+		start := 0
+		if signature != "" {
+			start = from[signature]
+		}
+		node := ""
+		for i := start; i < len(names) && node == ""; i++ {
+			if !result.AllNodes() && !result.NodeNames.Has(names[i]) {
+				continue
+			}
+			info, err := snapshot.NodeInfos().Get(names[i])
+			if err != nil {
+				return placed, err
+			}
+			if p.framework.RunFilterPluginsWithNominatedPods(ctx, state, member, info).IsSuccess() {
+				node = names[i]
+				if signature != "" {
+					from[signature] = i
+				}
+			}
+		}
+		if node == "" {
+			return placed, nil
+		}
+		assumed := member.DeepCopy()
+		assumed.Spec.NodeName = node
+		info, err := framework.NewPodInfo(assumed)
+		if err != nil {
+			return placed, err
+		}
+		if err := snapshot.AddPod(info, node); err != nil {
+			return placed, err
+		}
+	}
+	return len(members), nil
+}
+
+// EventsToRegister lists the events that can give a gang that fits no
+// domain room in one: room freed, a node added, grown or labeled.
+func (p *Placement) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: group.IsRoomFreed},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}, QueueingHintFn: group.QueueAlways},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.UpdateNodeAllocatable}, QueueingHintFn: group.IsAllocatableGrown},
+	}, nil
+}

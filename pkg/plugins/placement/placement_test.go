@@ -1,0 +1,299 @@
+package placement
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeports"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedulermetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+const (
+	ns   = "team-a"
+	rack = "topology.kubernetes.io/rack"
+)
+
+var job = types.NamespacedName{Namespace: ns, Name: "job"}
+
+// fixture is a profile of the filters that matter here (resources and host
+// ports) with Placement in PreFilter, over a snapshot of the nodes and the
+// bound pods, and the group model of the pods.
+type fixture struct {
+	ctx   context.Context
+	fw    framework.Framework
+	pl    *Placement
+	model *group.Model
+}
+
+func newFixture(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pg *v1alpha1.PodGroup) *fixture {
+	t.Helper()
+	schedulermetrics.Register()
+	logger, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	var objects []runtime.Object
+	var bound []*corev1.Pod
+	for _, pod := range pods {
+		objects = append(objects, pod)
+		if pod.Spec.NodeName != "" {
+			bound = append(bound, pod)
+		}
+	}
+	client := fake.NewClientset(objects...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	podInformer := factory.Core().V1().Pods().Informer()
+	require.NoError(t, podInformer.AddIndexers(cache.Indexers{group.IndexName: group.IndexFunc}))
+	podGroups := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	require.NoError(t, podGroups.Add(pg))
+	model := group.NewModel(podGroups, podInformer.GetIndexer(), topology.SchedulerName)
+	for _, pod := range pods {
+		require.NoError(t, podInformer.GetStore().Add(pod))
+		model.Take(group.Added(pod))
+	}
+	f := &fixture{ctx: ctx, model: model}
+	fit := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return noderesources.NewFit(ctx, &config.NodeResourcesFitArgs{ScoringStrategy: &config.ScoringStrategy{
+			Type: config.LeastAllocated, Resources: []config.ResourceSpec{{Name: "cpu", Weight: 1}}}}, h, feature.Features{})
+	}
+	ports := func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return nodeports.New(ctx, obj, h, feature.Features{})
+	}
+	placement := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		pl, err := NewWithGroups(h, model)
+		f.pl = pl
+		return pl, err
+	}
+	snapshot := internalcache.NewSnapshot(bound, nodes)
+	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
+		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
+		tf.RegisterPluginAsExtensions(noderesources.Name, fit, "PreFilter", "Filter"),
+		tf.RegisterPluginAsExtensions(nodeports.Name, ports, "PreFilter", "Filter"),
+		tf.RegisterPluginAsExtensions(Name, placement, "PreFilter"),
+		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
+	}, topology.SchedulerName,
+		frameworkruntime.WithClientSet(client),
+		frameworkruntime.WithEventRecorder(events.NewFakeRecorder(100)),
+		frameworkruntime.WithInformerFactory(factory),
+		frameworkruntime.WithPodNominator(internalqueue.NewSchedulingQueue(nil, factory)),
+		frameworkruntime.WithSnapshotSharedLister(snapshot),
+		frameworkruntime.WithMutableSnapshotLister(snapshot),
+		frameworkruntime.WithLogger(logger),
+		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
+		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
+		frameworkruntime.WithPodActivator(&plugintest.Activator{}),
+	)
+	require.NoError(t, err)
+	f.fw = fw
+	return f
+}
+
+// preFilter runs the profile's PreFilter for the member, as its cycle does,
+// and returns the nodes it leaves, nil for all.
+func (f *fixture) preFilter(t *testing.T, pod *corev1.Pod) (sets.Set[string], *fwk.Status) {
+	t.Helper()
+	result, status, _ := f.fw.RunPreFilterPlugins(f.ctx, framework.NewCycleState(), pod)
+	if !status.IsSuccess() || result.AllNodes() {
+		return nil, status
+	}
+	return result.NodeNames, status
+}
+
+// racked is a node of the rack with the CPUs; "" leaves the label off.
+func racked(name, rackName string, cpus int) *corev1.Node {
+	n := st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{"cpu": fmt.Sprint(cpus), "pods": "110"})
+	if rackName != "" {
+		n = n.Label(rack, rackName)
+	}
+	return n.Obj()
+}
+
+// gang is a PodGroup of minMember required to stay in one rack, or free to
+// span racks when key is "".
+func gang(minMember int32, key string) *v1alpha1.PodGroup {
+	pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name, UID: "job"}, Spec: v1alpha1.PodGroupSpec{MinMember: minMember}}
+	if key != "" {
+		pg.Annotations = map[string]string{topology.DomainRequiredAnnotation: key}
+	}
+	return pg
+}
+
+// members are the gang's n pods, each asking for the CPUs (and a host
+// port, when port is set).
+func members(n, cpus int, port int32) []*corev1.Pod {
+	var pods []*corev1.Pod
+	for i := range n {
+		w := st.MakePod().Namespace(ns).Name(fmt.Sprintf("w%d", i)).UID(fmt.Sprintf("w%d", i)).
+			Label(topology.GroupLabel, job.Name).SchedulerName(topology.SchedulerName).
+			Req(map[corev1.ResourceName]string{"cpu": fmt.Sprint(cpus)})
+		if port != 0 {
+			w = w.ContainerPort([]corev1.ContainerPort{{HostPort: port, ContainerPort: port}})
+		}
+		pods = append(pods, w.Obj())
+	}
+	return pods
+}
+
+func TestTheGangGoesToTheTightestDomainItsMembersFitByTheFilters(t *testing.T) {
+	tests := []struct {
+		name  string
+		nodes []*corev1.Node
+		pods  []*corev1.Pod
+		want  string
+	}{
+		{
+			"the domain the gang fills",
+			[]*corev1.Node{racked("b1", "rack-b", 4), racked("b2", "rack-b", 4), racked("b3", "rack-b", 4), racked("a1", "rack-a", 4), racked("a2", "rack-a", 4)},
+			members(4, 2, 0), "rack-a",
+		},
+		{
+			"equally tight: the first by name",
+			[]*corev1.Node{racked("b1", "rack-b", 4), racked("a1", "rack-a", 4)},
+			members(2, 2, 0), "rack-a",
+		},
+		{
+			// By requests rack-a is tighter, but the host port lets one
+			// member on each node: only rack-b's three nodes take three.
+			"the filters decide, not the requests",
+			[]*corev1.Node{racked("a1", "rack-a", 16), racked("a2", "rack-a", 16), racked("b1", "rack-b", 16), racked("b2", "rack-b", 16), racked("b3", "rack-b", 16)},
+			members(3, 1, 8080), "rack-b",
+		},
+		{
+			"a node without the label is never a candidate",
+			[]*corev1.Node{racked("big", "", 64), racked("a1", "rack-a", 4), racked("a2", "rack-a", 4)},
+			members(4, 2, 0), "rack-a",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.nodes, tt.pods, gang(int32(len(tt.pods)), rack))
+			nodes, status := f.preFilter(t, tt.pods[0])
+			require.True(t, status.IsSuccess(), "PreFilter: %v", status)
+			d, chosen := f.model.Attempts().Domain(job)
+			require.True(t, chosen)
+			assert.Equal(t, tt.want, d.Name)
+			var want []string
+			for _, n := range tt.nodes {
+				if n.Labels[rack] == tt.want {
+					want = append(want, n.Name)
+				}
+			}
+			assert.ElementsMatch(t, want, nodes.UnsortedList(), "the member is filtered on its domain's nodes only")
+		})
+	}
+}
+
+func TestTheDomainIsChosenOncePerAttemptAndKeptForEveryMember(t *testing.T) {
+	nodes := []*corev1.Node{racked("a1", "rack-a", 4), racked("b1", "rack-b", 8)}
+	pods := members(2, 2, 0)
+	f := newFixture(t, nodes, pods, gang(2, rack))
+	first, status := f.preFilter(t, pods[0])
+	require.True(t, status.IsSuccess())
+	assert.Equal(t, []string{"a1"}, first.UnsortedList())
+	// Whatever changed since, the attempt's second member goes where its
+	// first went.
+	f.model.Attempts().ChooseDomain(job, group.Domain{Name: "rack-b"})
+	second, status := f.preFilter(t, pods[1])
+	require.True(t, status.IsSuccess())
+	assert.Equal(t, []string{"b1"}, second.UnsortedList(), "read from the group's state, not chosen again")
+
+	// A failed attempt forgets its domain; the next chooses again.
+	f.model.Attempts().Begin(job)
+	f.model.Attempts().Fail(job, metav1.Now().Time, 0, false, "member w1 fits on no node")
+	_, chosen := f.model.Attempts().Domain(job)
+	assert.False(t, chosen)
+	again, status := f.preFilter(t, pods[1])
+	require.True(t, status.IsSuccess())
+	assert.Equal(t, []string{"a1"}, again.UnsortedList())
+}
+
+func TestAMemberOfABoundGangGoesToItsDomain(t *testing.T) {
+	nodes := []*corev1.Node{racked("a1", "rack-a", 4), racked("b1", "rack-b", 8), racked("b2", "rack-b", 8)}
+	pods := members(3, 2, 0)
+	pods[0].Spec.NodeName = "b1"
+	f := newFixture(t, nodes, pods, gang(2, rack))
+	got, status := f.preFilter(t, pods[2])
+	require.True(t, status.IsSuccess())
+	assert.ElementsMatch(t, []string{"b1", "b2"}, got.UnsortedList(), "beside its bound sibling, though rack-a is tighter")
+	_, chosen := f.model.Attempts().Domain(job)
+	assert.False(t, chosen, "nothing to choose")
+}
+
+func TestAGangLargerThanEveryDomainSaysWhichCameClosest(t *testing.T) {
+	tests := []struct {
+		name  string
+		nodes []*corev1.Node
+		pods  []*corev1.Pod
+		want  string
+	}{
+		{
+			"no domain has the requests' room",
+			[]*corev1.Node{racked("a1", "rack-a", 4), racked("a2", "rack-a", 4), racked("b1", "rack-b", 4)},
+			members(5, 2, 0),
+			"no topology.kubernetes.io/rack domain has room for the 5 members group team-a/job lacks; the closest, rack-a, has room for 4",
+		},
+		{
+			"the requests fit, the filters do not",
+			[]*corev1.Node{racked("a1", "rack-a", 16), racked("a2", "rack-a", 16), racked("b1", "rack-b", 16)},
+			members(3, 1, 8080),
+			"no topology.kubernetes.io/rack domain has room for the 3 members group team-a/job lacks; the closest, rack-a, has room for 2",
+		},
+		{
+			"no node has the label",
+			[]*corev1.Node{racked("n1", "", 64)},
+			members(2, 1, 0),
+			"group team-a/job must stay in one topology.kubernetes.io/rack domain, and no node has that label",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, tt.nodes, tt.pods, gang(int32(len(tt.pods)), rack))
+			_, status := f.preFilter(t, tt.pods[0])
+			assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
+			assert.Equal(t, tt.want, status.Message())
+			d, chosen := f.model.Attempts().Domain(job)
+			require.True(t, chosen, "the attempt keeps the answer: its other members are not tried again")
+			assert.Empty(t, d.Name)
+		})
+	}
+}
+
+func TestAGangFreeToSpanDomainsIsNotNarrowed(t *testing.T) {
+	nodes := []*corev1.Node{racked("a1", "rack-a", 4), racked("b1", "rack-b", 4)}
+	pods := members(2, 2, 0)
+	f := newFixture(t, nodes, pods, gang(2, ""))
+	got, status := f.preFilter(t, pods[0])
+	require.True(t, status.IsSuccess())
+	assert.Nil(t, got)
+	_, chosen := f.model.Attempts().Domain(job)
+	assert.False(t, chosen)
+}
