@@ -108,7 +108,7 @@ Stop it:
 	flags.IntVar(&opts.NodeGPUs, "node-gpus", opts.NodeGPUs, "nvidia.com/gpu of each node")
 	flags.StringVar(&opts.BinDir, "bin-dir", opts.BinDir, "directory holding etcd, kube-apiserver, kube-controller-manager, kwok and muster-scheduler")
 	flags.IntVar(&opts.ControllerReplicas, "controller-replicas", 1, "muster-controller replicas; several elect a leader and serve the webhooks behind a front, as a Service would")
-	flags.BoolVar(&opts.WorkloadAPI, "workload-api", false, "serve upstream's scheduling.k8s.io/v1beta1 Workloads and PodGroups (GenericWorkload and WorkloadWithJob on), whose PodGroups muster-scheduler also reads as groups")
+	flags.BoolVar(&opts.WorkloadAPI, "workload-api", false, "serve upstream's scheduling.k8s.io/v1beta1 Workloads and PodGroups (GenericWorkload, WorkloadWithJob and TopologyAwareWorkloadScheduling on), whose PodGroups muster-scheduler also reads as groups")
 	flags.StringVar(&schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration for muster-scheduler (default: the embedded manifests/scheduler-config.yaml)")
 	return cmd
 }

@@ -173,9 +173,10 @@ func (s *starter) startEtcd(ctx context.Context) error {
 	return s.waitHealthy(ctx, p)
 }
 
-// workloadAPIGates turn on upstream's Workload API, and the Job
-// controller's use of it.
-const workloadAPIGates = "--feature-gates=GenericWorkload=true,WorkloadWithJob=true"
+// workloadAPIGates turn on upstream's Workload API, the Job controller's
+// use of it, and the topology constraints of its PodGroups, which the API
+// server drops without TopologyAwareWorkloadScheduling.
+const workloadAPIGates = "--feature-gates=GenericWorkload=true,WorkloadWithJob=true,TopologyAwareWorkloadScheduling=true"
 
 func (s *starter) startAPIServer(ctx context.Context) error {
 	port := s.ports.apiServer

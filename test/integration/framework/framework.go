@@ -8,11 +8,13 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -216,7 +218,7 @@ func NodePool(t testing.TB, namespace string, count int, cpu string) {
 	names := make([]string, count)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s-%d", namespace, i)
-		createPoolNode(t, namespace, names[i], cpu)
+		createPoolNode(t, namespace, names[i], cpu, nil)
 	}
 	waitSchedulable(t, names...)
 }
@@ -243,11 +245,57 @@ func deletePods(t testing.TB, namespace string) {
 // the node.
 func AddPoolNode(t testing.TB, namespace, name, cpu string) {
 	t.Helper()
-	createPoolNode(t, namespace, name, cpu)
+	createPoolNode(t, namespace, name, cpu, nil)
 	waitSchedulable(t, name)
 }
 
-func createPoolNode(t testing.TB, namespace, name, cpu string) {
+// RackPool creates the test's pool as racks of simulated nodes, each with
+// the given allocatable CPU and labelled with its rack under RackLabel:
+// for each rack its number of nodes, named <namespace>-<i> as NodePool
+// names them, the racks in the order of their names.
+func RackPool(t testing.TB, namespace string, racks map[string]int, cpu string) {
+	t.Helper()
+	var names []string
+	for _, rack := range slices.Sorted(maps.Keys(racks)) {
+		for range racks[rack] {
+			name := fmt.Sprintf("%s-%d", namespace, len(names))
+			createPoolNode(t, namespace, name, cpu, map[string]string{RackLabel: rack})
+			names = append(names, name)
+		}
+	}
+	waitSchedulable(t, names...)
+}
+
+// AddRackNode adds one node of the rack to the test's pool, as AddPoolNode.
+func AddRackNode(t testing.TB, namespace, name, cpu, rack string) {
+	t.Helper()
+	createPoolNode(t, namespace, name, cpu, map[string]string{RackLabel: rack})
+	waitSchedulable(t, name)
+}
+
+// RacksOf returns the rack of each of the pods' nodes, failing the test for
+// a pod that is not bound.
+func RacksOf(t *testing.T, namespace string, names []string) map[string]string {
+	t.Helper()
+	racks := map[string]string{}
+	for _, name := range names {
+		pod, err := Client.CoreV1().Pods(namespace).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("reading pod %s: %v", name, err)
+		}
+		node, err := Client.CoreV1().Nodes().Get(context.Background(), pod.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("reading node %q of pod %s: %v", pod.Spec.NodeName, name, err)
+		}
+		racks[name] = node.Labels[RackLabel]
+	}
+	return racks
+}
+
+// RackLabel is the node label RackPool puts its nodes' racks under.
+const RackLabel = "topology.kubernetes.io/rack"
+
+func createPoolNode(t testing.TB, namespace, name, cpu string, labels map[string]string) {
 	t.Helper()
 	resources := corev1.ResourceList{
 		corev1.ResourceCPU:              resource.MustParse(cpu),
@@ -258,7 +306,7 @@ func createPoolNode(t testing.TB, namespace, name, cpu string) {
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
-			Labels:      map[string]string{PoolLabel: namespace, corev1.LabelHostname: name},
+			Labels:      withLabels(map[string]string{PoolLabel: namespace, corev1.LabelHostname: name}, labels),
 			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
 		},
 		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: PoolLabel, Value: namespace, Effect: corev1.TaintEffectNoSchedule}}},
@@ -273,6 +321,11 @@ func createPoolNode(t testing.TB, namespace, name, cpu string) {
 			t.Errorf("deleting node %s: %v", name, err)
 		}
 	})
+}
+
+func withLabels(labels, more map[string]string) map[string]string {
+	maps.Copy(labels, more)
+	return labels
 }
 
 // waitSchedulable waits until each node is Ready and rid of the not-ready

@@ -801,3 +801,38 @@ func TestAControllerOutageLetsAnUpstreamPodGroupGo(t *testing.T) {
 		return false, fmt.Errorf("still there, finalizers %v (%v)", pg.GetFinalizers(), err)
 	})
 }
+
+// TestAnUpstreamGangWithATopologyConstraintStaysInOneRack: a gang of 4 in
+// a scheduling.k8s.io PodGroup whose schedulingConstraints name the rack
+// label, in a pool of rack-a (2 nodes of 2 CPUs) and rack-b (3 such
+// nodes), is placed whole in rack-a, the tightest rack that holds it.
+func TestAnUpstreamGangWithATopologyConstraintStaysInOneRack(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	ns := framework.NewNamespace(t)
+	framework.RackPool(t, ns, map[string]int{"rack-a": 2, "rack-b": 3}, "2")
+	pg := upstreamGang(ns, "job", 4)
+	pg.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{
+		Topology: []schedulingv1beta1.TopologyConstraint{{Key: framework.RackLabel}}}
+	createPodGroup(t, pg)
+	stored, err := framework.Client.SchedulingV1beta1().PodGroups(ns).Get(context.Background(), "job", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading the PodGroup: %v", err)
+	}
+	if c := stored.Spec.SchedulingConstraints; c == nil || len(c.Topology) == 0 {
+		t.Fatalf("the API server dropped the PodGroup's topology constraint: is TopologyAwareWorkloadScheduling on?")
+	}
+	var names []string
+	for i := range 4 {
+		pod := upstreamMember(ns, "job", i)
+		framework.CreatePods(t, pod)
+		names = append(names, pod.Name)
+	}
+	for _, name := range names {
+		framework.WaitForPod(t, ns, name, "bound", framework.IsBound)
+	}
+	for name, rack := range framework.RacksOf(t, ns, names) {
+		if rack != "rack-a" {
+			t.Errorf("%s is in %q, want every member in rack-a", name, rack)
+		}
+	}
+}

@@ -106,6 +106,33 @@ func TestTheStateFollowsEachMemberThroughItsPhases(t *testing.T) {
 	assert.True(t, g.m.HadQuorum(g.key, g.pg), "the gang had its quorum while its PodGroup lives")
 }
 
+func TestTheStateKnowsWhereItsBoundMembersAreAndForgetsTheDomainWithTheLast(t *testing.T) {
+	g := newTestGroup(t, 2)
+	a, b := worker("a", "", "", false), worker("b", "", "", false)
+	g.m.Take(Added(a))
+	g.m.Take(Added(b))
+	_, ok := g.m.BoundNode(g.key)
+	assert.False(t, ok, "no member bound")
+	g.m.Attempts().ChooseDomain(g.key, Domain{Name: "rack-a"})
+
+	boundA := worker("a", "n1", corev1.PodRunning, true)
+	g.m.Take(Updated(a, boundA))
+	node, ok := g.m.BoundNode(g.key)
+	assert.True(t, ok)
+	assert.Equal(t, "n1", node)
+	done := worker("a", "n1", corev1.PodSucceeded, false)
+	g.m.Take(Updated(boundA, done))
+	_, ok = g.m.BoundNode(g.key)
+	assert.False(t, ok, "a finished member is on no node")
+	_, chosen := g.m.Attempts().Domain(g.key)
+	assert.True(t, chosen, "kept while a member is active")
+
+	g.m.Take(Deleted(done))
+	g.m.Take(Deleted(b))
+	_, chosen = g.m.Attempts().Domain(g.key)
+	assert.False(t, chosen, "the group's next pods choose a domain afresh")
+}
+
 func TestHeldRoomsCountTowardTheQuorumWhenTheCallerSaysSo(t *testing.T) {
 	g := newTestGroup(t, 3)
 	g.add(t, "a", "n1", topology.SchedulerName, "")
