@@ -111,15 +111,7 @@ func (pl *GangPreemption) makeRoomForGang(ctx context.Context, state fwk.CycleSt
 	if err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("listing PodDisruptionBudgets: %w", err))
 	}
-	snapshot := pl.handle.MutableSnapshotSharedLister()
-	if err := snapshot.StartMutations(); err != nil {
-		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
-	}
-	search := &gangSearch{pl: pl, ctx: ctx, logger: logger, snapshot: snapshot, pdbs: pdbs, promised: pl.going.promised(key, pl.waitsForRoomMade), alike: newAlike()}
-	status := search.run(key, members)
-	if err := snapshot.EndMutations(); err != nil {
-		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
-	}
+	search, status := pl.searchDomains(ctx, key, members, pdbs)
 	if !status.IsSuccess() {
 		return nil, status
 	}
@@ -133,6 +125,64 @@ func (pl *GangPreemption) makeRoomForGang(ctx context.Context, state fwk.CycleSt
 	state.Write(group.RoomMadeKey, &group.RoomMade{At: pl.clock.Now()})
 	return framework.NewPostFilterResultWithNominatedNode(node),
 		fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption: preempting %d victims for the gang's %d missing members", len(victimPods(search.taken)), len(members)))
+}
+
+// searchDomains searches for the gang's room in each domain it may free
+// (domainsToFree), one domain at a time, with the domain given to the
+// gang's attempt so that Placement keeps each member's filters inside it,
+// and returns the search whose victims cost least, its domain then the
+// attempt's. A gang free to span domains is searched once, over every node.
+func (pl *GangPreemption) searchDomains(ctx context.Context, key types.NamespacedName, members []*corev1.Pod, pdbs []*policy.PodDisruptionBudget) (*gangSearch, *fwk.Status) {
+	label, domains, err := pl.domainsToFree(key)
+	if err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
+	}
+	attempts := pl.groups.Attempts()
+	previous, decided := attempts.Domain(key)
+	status := fwk.NewStatus(fwk.Unschedulable, "preemption: no node has the label "+label+" the gang must share one value of")
+	var best *gangSearch
+	var bestCost cost
+	var bestDomain string
+	for _, d := range domains {
+		if label != "" {
+			attempts.ChooseDomain(key, group.Domain{Name: d})
+		}
+		search, searched := pl.search(ctx, key, members, pdbs)
+		if searched.Code() == fwk.Error {
+			return nil, searched
+		}
+		if !searched.IsSuccess() {
+			if best == nil {
+				status = searched
+			}
+			continue
+		}
+		if c := costOf(search.taken, pdbs); best == nil || c.compare(bestCost) < 0 {
+			best, bestCost, bestDomain, status = search, c, d, nil
+		}
+	}
+	switch {
+	case label == "":
+	case best != nil:
+		attempts.ChooseDomain(key, group.Domain{Name: bestDomain})
+	case decided:
+		attempts.ChooseDomain(key, previous)
+	}
+	return best, status
+}
+
+// search runs one search for the gang's room on the mutated snapshot.
+func (pl *GangPreemption) search(ctx context.Context, key types.NamespacedName, members []*corev1.Pod, pdbs []*policy.PodDisruptionBudget) (*gangSearch, *fwk.Status) {
+	snapshot := pl.handle.MutableSnapshotSharedLister()
+	if err := snapshot.StartMutations(); err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
+	}
+	search := &gangSearch{pl: pl, ctx: ctx, logger: klog.FromContext(ctx), snapshot: snapshot, pdbs: pdbs, promised: pl.going.promised(key, pl.waitsForRoomMade), alike: newAlike()}
+	status := search.run(key, members)
+	if err := snapshot.EndMutations(); err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
+	}
+	return search, status
 }
 
 // lackingWith returns the members, the failed pod among them: it is the

@@ -44,6 +44,7 @@ import (
 	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
+	placementplugin "github.com/muster-dev/muster/pkg/plugins/placement"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -104,6 +105,9 @@ func newSearch(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v1
 	held := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		return heldrooms.NewWithModel(klog.Background(), model, h, clock.RealClock{}), nil
 	}
+	inDomain := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return placementplugin.NewWithGroups(h, model)
+	}
 	preemption := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		args, err := decodeArgs(nil)
 		if err != nil {
@@ -121,6 +125,7 @@ func newSearch(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v1
 		tf.RegisterPluginAsExtensions(interpodaffinity.Name, affinity, "PreFilter", "Filter"),
 		tf.RegisterPluginAsExtensions(podtopologyspread.Name, spread, "PreFilter", "Filter"),
 		tf.RegisterPluginAsExtensions(heldrooms.Name, held, "PreFilter", "Filter"),
+		tf.RegisterPluginAsExtensions(placementplugin.Name, inDomain, "PreFilter"),
 		tf.RegisterPluginAsExtensions(Name, preemption, "PostFilter"),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
 	}, topology.SchedulerName,
@@ -176,6 +181,85 @@ func (s *search) deleted(t *testing.T, want int) []string {
 	}, 10*time.Second, 10*time.Millisecond)
 	slices.Sort(names)
 	return names
+}
+
+// cycle runs the member's cycle as the scheduler does when its PreFilter
+// turns it away, as Placement does a gang that fits no domain: every node
+// has PreFilter's status, then GangPreemption's PostFilter.
+func (s *search) cycle(t *testing.T, pod *corev1.Pod, pg *v1alpha1.PodGroup) (*fwk.PostFilterResult, *fwk.Status) {
+	t.Helper()
+	state := framework.NewCycleState()
+	_, status, _ := s.fw.RunPreFilterPlugins(s.ctx, state, pod)
+	require.Equal(t, fwk.Unschedulable, status.Code(), "PreFilter: %v", status)
+	group.EnterCycle(state, types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, pg)
+	return s.pl.PostFilter(s.ctx, state, pod, framework.NewNodeToStatus(map[string]*fwk.Status{}, status))
+}
+
+// racked is a node of the rack.
+func racked(name, rack, cpu string) *corev1.Node {
+	n := node(name, cpu)
+	n.Labels[rackLabel] = rack
+	return n
+}
+
+const rackLabel = "topology.kubernetes.io/rack"
+
+func TestAGangInOneDomainTakesItsVictimsInsideTheCheapestDomain(t *testing.T) {
+	nodes := []*corev1.Node{racked("a1", "rack-a", "4"), racked("a2", "rack-a", "4"), racked("b1", "rack-b", "4"), racked("b2", "rack-b", "4")}
+	tests := []struct {
+		name    string
+		victims []*corev1.Pod
+		want    []string
+		rack    string
+	}{
+		{
+			// Across racks one victim would do (b2 is free); inside one,
+			// rack-b's one is cheaper than rack-a's two.
+			"the fewest victims in one domain",
+			[]*corev1.Pod{running("va1", "a1", low, "4").Obj(), running("va2", "a2", low, "4").Obj(), running("vb1", "b1", low, "4").Obj()},
+			[]string{"vb1"}, "rack-b",
+		},
+		{
+			"the lowest priority before the fewest",
+			[]*corev1.Pod{running("va1", "a1", low, "4").Obj(), running("va2", "a2", low, "4").Obj(), running("vb1", "b1", low+1, "4").Obj()},
+			[]string{"va1", "va2"}, "rack-a",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pg := podGroup("job", 2)
+			pg.Annotations = map[string]string{topology.DomainRequiredAnnotation: rackLabel}
+			members := []*corev1.Pod{gangMember("job", "job-0", "4").Obj(), gangMember("job", "job-1", "4").Obj()}
+			s := newSearch(t, nodes, append(slices.Clone(tt.victims), members...), []*v1alpha1.PodGroup{pg})
+
+			result, status := s.cycle(t, members[0], pg)
+			require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
+			require.NotNil(t, result, status.Message())
+			assert.Equal(t, tt.rack, nodes[slices.IndexFunc(nodes, func(n *corev1.Node) bool {
+				return n.Name == result.NominatingInfo.NominatedNodeName
+			})].Labels[rackLabel])
+			assert.Equal(t, tt.want, s.deleted(t, len(tt.want)))
+			d, _ := s.model.Attempts().Domain(types.NamespacedName{Namespace: "ns", Name: "job"})
+			assert.Equal(t, tt.rack, d.Name)
+		})
+	}
+}
+
+func TestAGangInOneDomainTakesNothingWhereNoDomainCouldHoldIt(t *testing.T) {
+	nodes := []*corev1.Node{racked("a1", "rack-a", "4"), racked("b1", "rack-b", "4")}
+	pg := podGroup("job", 2)
+	pg.Annotations = map[string]string{topology.DomainRequiredAnnotation: rackLabel}
+	members := []*corev1.Pod{gangMember("job", "job-0", "4").Obj(), gangMember("job", "job-1", "4").Obj()}
+	victims := []*corev1.Pod{running("va1", "a1", low, "4").Obj(), running("vb1", "b1", low, "4").Obj()}
+	s := newSearch(t, nodes, append(victims, members...), []*v1alpha1.PodGroup{pg})
+
+	result, status := s.cycle(t, members[0], pg)
+	assert.Nil(t, result, "two victims in two racks would make room, but in no one rack")
+	assert.Equal(t, fwk.Unschedulable, status.Code())
+	assert.Empty(t, s.client.Actions(), "nothing is deleted")
+	d, chosen := s.model.Attempts().Domain(types.NamespacedName{Namespace: "ns", Name: "job"})
+	require.True(t, chosen)
+	assert.Empty(t, d.Name, "the attempt keeps Placement's answer, for Gang's message")
 }
 
 func node(name string, cpu string) *corev1.Node {

@@ -40,6 +40,8 @@ const Name = "Placement"
 
 var (
 	_ fwk.PreFilterPlugin   = &Placement{}
+	_ fwk.FilterPlugin      = &Placement{}
+	_ fwk.SignPlugin        = &Placement{}
 	_ fwk.EnqueueExtensions = &Placement{}
 )
 
@@ -111,7 +113,7 @@ func (p *Placement) PreFilter(ctx context.Context, state fwk.CycleState, pod *co
 	if node, ok := p.groups.BoundNode(key); ok {
 		if info, err := p.framework.SnapshotSharedLister().NodeInfos().Get(node); err == nil {
 			if domain, labeled := info.Node().Labels[label]; labeled {
-				return inDomain(nodes, label, domain, key)
+				return inDomain(state, nodes, label, domain, key)
 			}
 		}
 	}
@@ -123,13 +125,59 @@ func (p *Placement) PreFilter(ctx context.Context, state fwk.CycleState, pod *co
 		klog.FromContext(ctx).V(2).Info("Chose a topology domain", "podGroup", key, "key", label, "domain", d.Name, "unplaceable", d.Unplaceable)
 	}
 	if d.Name == "" {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, d.Unplaceable)
+		// Resolvable: preemption may free a domain (GangPreemption).
+		return nil, fwk.NewStatus(fwk.Unschedulable, d.Unplaceable)
 	}
-	return inDomain(nodes, label, d.Name, key)
+	return inDomain(state, nodes, label, d.Name, key)
 }
 
-// inDomain is the PreFilter result of the domain's nodes.
-func inDomain(nodes []fwk.NodeInfo, label, domain string, key types.NamespacedName) (*fwk.PreFilterResult, *fwk.Status) {
+// Filter keeps the member off nodes outside its domain. PreFilter's result
+// already does, but kube-scheduler tries a nominated node, and a batch's
+// hint, with the filters alone.
+func (p *Placement) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
+	data, err := state.Read(domainKey)
+	if err != nil {
+		return nil
+	}
+	d := data.(cycleDomain)
+	if value, ok := node.Node().Labels[d.label]; !ok || value != d.value {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node is outside the gang's domain %s=%s", d.label, d.value))
+	}
+	return nil
+}
+
+// SignerName names Placement's fragment of a pod's signature.
+const SignerName = "muster.dev/Placement.Domain()"
+
+// SignPod signs a member of a gang that must stay in one domain by its
+// group: 1.37's opportunistic batching hands a pod the next node of the
+// previous pod of its signature, and only its own gang's members are in
+// its domain. Every other pod signs alike.
+func (p *Placement) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	key, ok := topology.GroupOf(pod)
+	if !ok {
+		return []fwk.SignFragment{{Key: SignerName}}, nil
+	}
+	topo, err := p.groups.Topology(key)
+	if err == nil && topo != nil && topo.DomainKey == "" {
+		return []fwk.SignFragment{{Key: SignerName}}, nil
+	}
+	// Constrained, or not known yet: by its group.
+	return []fwk.SignFragment{{Key: SignerName, Value: key.String()}}, nil
+}
+
+// domainKey is where PreFilter leaves the cycle's domain for Filter.
+const domainKey fwk.StateKey = Name + "/domain"
+
+// cycleDomain is the domain a member is filtered in.
+type cycleDomain struct{ label, value string }
+
+func (d cycleDomain) Clone() fwk.StateData { return d }
+
+// inDomain leaves the domain in the cycle state, for Filter, and returns
+// the PreFilter result of its nodes.
+func inDomain(state fwk.CycleState, nodes []fwk.NodeInfo, label, domain string, key types.NamespacedName) (*fwk.PreFilterResult, *fwk.Status) {
+	state.Write(domainKey, cycleDomain{label: label, value: domain})
 	names := sets.New[string]()
 	for _, n := range nodes {
 		if n.Node().Labels[label] == domain {

@@ -278,7 +278,7 @@ func TestAGangLargerThanEveryDomainSaysWhichCameClosest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.nodes, tt.pods, gang(int32(len(tt.pods)), rack))
 			_, status := f.preFilter(t, tt.pods[0])
-			assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
+			assert.Equal(t, fwk.Unschedulable, status.Code(), "preemption may free a domain")
 			assert.Equal(t, tt.want, status.Message())
 			d, chosen := f.model.Attempts().Domain(job)
 			require.True(t, chosen, "the attempt keeps the answer: its other members are not tried again")
@@ -296,4 +296,41 @@ func TestAGangFreeToSpanDomainsIsNotNarrowed(t *testing.T) {
 	assert.Nil(t, got)
 	_, chosen := f.model.Attempts().Domain(job)
 	assert.False(t, chosen)
+}
+
+func TestFilterKeepsTheMemberInItsDomainWhateverNodeItIsTriedOn(t *testing.T) {
+	// kube-scheduler tries a nominated node, or a batch's hint, with the
+	// filters alone: PreFilter's result does not narrow it.
+	nodes := []*corev1.Node{racked("a1", "rack-a", 4), racked("b1", "rack-b", 8), racked("bare", "", 8)}
+	pods := members(2, 2, 0)
+	f := newFixture(t, nodes, pods, gang(2, rack))
+	state := framework.NewCycleState()
+	_, status, _ := f.fw.RunPreFilterPlugins(f.ctx, state, pods[0])
+	require.True(t, status.IsSuccess())
+	for _, n := range nodes {
+		info := framework.NewNodeInfo()
+		info.SetNode(n)
+		got := f.pl.Filter(f.ctx, state, pods[0], info)
+		if n.Name == "a1" {
+			assert.True(t, got.IsSuccess(), "a1 is in rack-a: %v", got)
+			continue
+		}
+		assert.Equal(t, fwk.UnschedulableAndUnresolvable, got.Code(), n.Name)
+		assert.Equal(t, "node is outside the gang's domain topology.kubernetes.io/rack=rack-a", got.Message())
+	}
+	assert.True(t, f.pl.Filter(f.ctx, framework.NewCycleState(), pods[0], framework.NewNodeInfo()).IsSuccess(), "a cycle with no domain is not narrowed")
+}
+
+func TestSignPodSetsAGangInOneDomainApartByItsGroup(t *testing.T) {
+	nodes := []*corev1.Node{racked("a1", "rack-a", 4)}
+	constrained := newFixture(t, nodes, members(1, 1, 0), gang(1, rack))
+	got, status := constrained.pl.SignPod(constrained.ctx, members(1, 1, 0)[0])
+	require.True(t, status.IsSuccess())
+	assert.Equal(t, []fwk.SignFragment{{Key: SignerName, Value: "team-a/job"}}, got)
+
+	free := newFixture(t, nodes, members(1, 1, 0), gang(1, ""))
+	got, _ = free.pl.SignPod(free.ctx, members(1, 1, 0)[0])
+	assert.Equal(t, []fwk.SignFragment{{Key: SignerName}}, got, "a gang free to span domains signs as any pod")
+	got, _ = free.pl.SignPod(free.ctx, st.MakePod().Namespace(ns).Name("plain").Obj())
+	assert.Equal(t, []fwk.SignFragment{{Key: SignerName}}, got)
 }

@@ -2,11 +2,13 @@ package gang
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/muster-dev/muster/pkg/plugins/gangpreemption"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
@@ -78,5 +80,51 @@ func TestAGangLargerThanAnyRackWaitsWithNothingBoundAndSaysWhy(t *testing.T) {
 		if rack != "rack-b" {
 			t.Errorf("%s is in %q, want every member in rack-b", name, rack)
 		}
+	}
+}
+
+// TestAGangThatMustStayInOneRackPreemptsInsideTheCheapestRack: rack-a's
+// two nodes of 4 CPUs each run a low-priority pod of 4 CPUs, rack-b's one
+// such pod beside a free node. A high-priority gang of two 4-CPU members
+// in one rack takes rack-b's one pod, not a pod of rack-a (where, free to
+// span racks, one victim beside rack-b's free node would do too), and is
+// bound whole in rack-b; rack-a's pods keep running.
+func TestAGangThatMustStayInOneRackPreemptsInsideTheCheapestRack(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	ns := framework.NewNamespace(t)
+	framework.RackPool(t, ns, map[string]int{"rack-a": 2, "rack-b": 2}, "4")
+	low, high := framework.PriorityClass(t, ns, 10), framework.PriorityClass(t, ns, 1000)
+	// The pool's nodes are named in rack order: rack-a's first.
+	for i, node := range []string{ns + "-0", ns + "-1", ns + "-2"} {
+		pod := framework.InPool(framework.MemberPod(ns, "none", i, "4").Name(fmt.Sprintf("low-%d", i)).Obj(), ns)
+		delete(pod.Labels, topology.GroupLabel)
+		pod.Spec.PriorityClassName = low
+		pod.Spec.NodeSelector[corev1.LabelHostname] = node
+		framework.CreatePods(t, pod)
+		framework.WaitForPod(t, ns, pod.Name, "bound", framework.IsBound)
+	}
+
+	framework.CreatePodGroup(t, ns, "high", 2, inOneRack)
+	var names []string
+	for i := range 2 {
+		pod := framework.InPool(framework.MemberPod(ns, "high", i, "4").Obj(), ns)
+		pod.Spec.PriorityClassName = high
+		framework.CreatePods(t, pod)
+		names = append(names, pod.Name)
+	}
+	for _, name := range names {
+		framework.WaitForPod(t, ns, name, "bound", framework.IsBound)
+	}
+	for name, rack := range framework.RacksOf(t, ns, names) {
+		if rack != "rack-b" {
+			t.Errorf("%s is in %q, want every member in rack-b", name, rack)
+		}
+	}
+	note := framework.WaitForEvent(t, ns, "high", gangpreemption.ReasonPreempting)
+	if want := fmt.Sprintf("took %s/low-2 (priority below 1000) so that its 2 missing members fit at once", ns); note != want {
+		t.Errorf("%s says %q; want %q", gangpreemption.ReasonPreempting, note, want)
+	}
+	if bound, err := framework.BoundActive(context.Background(), ns, topology.GroupLabel+"!=high"); err != nil || len(bound) != 2 {
+		t.Errorf("the pods of rack-a left running are %v (%v); want low-0 and low-1", bound, err)
 	}
 }

@@ -38,8 +38,9 @@ type attempt struct {
 	// preemptedAt is when victims were last preempted for the group, until
 	// it is admitted.
 	preemptedAt time.Time
-	// domain is the topology domain chosen for the attempt, until it fails;
-	// nil until one is chosen, or found to be missing.
+	// domain is the topology domain chosen for the attempt, until it fails
+	// but to wait for the victims preempted for it; nil until one is
+	// chosen, or found to be missing.
 	domain *Domain
 }
 
@@ -150,10 +151,12 @@ func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Du
 			return
 		}
 		first = true
-		a.inProgress, a.admitted, a.domain = false, false, nil
+		a.inProgress, a.admitted = false, false
 		a.failedAt, a.backoffUntil, a.failure = now, now.Add(backoff), reason
+		// An attempt that ends to wait for its victims keeps the domain
+		// they are freeing, too.
 		if !keepPlace {
-			a.queuedAt = now
+			a.queuedAt, a.domain = now, nil
 		}
 	})
 	s.rooms.Release(key)
@@ -172,7 +175,7 @@ func (s *Attempts) Domain(key types.NamespacedName) (Domain, bool) {
 }
 
 // ChooseDomain records the topology domain of the group's attempt, kept
-// until the attempt fails.
+// until the attempt fails, unless it fails to wait for its victims.
 func (s *Attempts) ChooseDomain(key types.NamespacedName, d Domain) {
 	s.update(key, func(a *attempt) { a.domain = &d })
 }

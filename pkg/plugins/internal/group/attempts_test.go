@@ -39,3 +39,20 @@ func TestAFailedAttemptGivesUpTheRoomHeldForItsLateMembers(t *testing.T) {
 	assert.Zero(t, s.rooms.Count(mpi, ""), "the failed gang's room is given up")
 	assert.Equal(t, int32(1), s.rooms.Count(other, ""), "another gang's is not")
 }
+
+func TestAnAttemptKeepsItsDomainOnlyWhenItEndsToWaitForItsVictims(t *testing.T) {
+	s := NewAttempts(func(float64) {})
+	key := types.NamespacedName{Namespace: "team-a", Name: "a"}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.Begin(key)
+	s.ChooseDomain(key, Domain{Name: "rack-b"})
+	s.Fail(key, now, 0, true, "member x fits once the victims preempted for the gang are gone")
+	d, chosen := s.Domain(key)
+	assert.True(t, chosen)
+	assert.Equal(t, "rack-b", d.Name, "the next attempt goes where the victims are going")
+
+	s.Begin(key)
+	s.Fail(key, now, time.Second, false, "member x fits on no node")
+	_, chosen = s.Domain(key)
+	assert.False(t, chosen, "a failed attempt's domain is forgotten")
+}
