@@ -106,6 +106,8 @@ Stop it:
 	flags.StringVar(&opts.NodeCPU, "node-cpu", opts.NodeCPU, "allocatable CPU of each node")
 	flags.StringVar(&opts.NodeMemory, "node-memory", opts.NodeMemory, "allocatable memory of each node")
 	flags.IntVar(&opts.NodeGPUs, "node-gpus", opts.NodeGPUs, "nvidia.com/gpu of each node")
+	flags.IntVar(&opts.NodesPerRack, "nodes-per-rack", 0, "label the nodes into racks of this many, under "+localcluster.RackLabel+" (rack-0, rack-1, …); 0 for none")
+	flags.IntVar(&opts.RacksPerBlock, "racks-per-block", 0, "group the racks into blocks of this many, under "+localcluster.BlockLabel+"; 0 for none")
 	flags.StringVar(&opts.BinDir, "bin-dir", opts.BinDir, "directory holding etcd, kube-apiserver, kube-controller-manager, kwok and muster-scheduler")
 	flags.IntVar(&opts.ControllerReplicas, "controller-replicas", 1, "muster-controller replicas; several elect a leader and serve the webhooks behind a front, as a Service would")
 	flags.BoolVar(&opts.WorkloadAPI, "workload-api", false, "serve upstream's scheduling.k8s.io/v1beta1 Workloads and PodGroups (GenericWorkload, WorkloadWithJob and TopologyAwareWorkloadScheduling on), whose PodGroups muster-scheduler also reads as groups")

@@ -73,6 +73,11 @@ type Options struct {
 	NodeCPU    string
 	NodeMemory string
 	NodeGPUs   int
+	// NodesPerRack, when set, labels the nodes into racks of that many
+	// under RackLabel (rack-0, rack-1, …, in node order); RacksPerBlock,
+	// when set too, groups the racks into blocks under BlockLabel.
+	NodesPerRack  int
+	RacksPerBlock int
 	// SchedulerConfig is muster-scheduler's KubeSchedulerConfiguration;
 	// empty means manifests/scheduler-config.yaml, whose leader election
 	// runs here as in a cluster, with the lease its RBAC allows.
@@ -179,6 +184,12 @@ func (o Options) validate() error {
 	}
 	if o.Nodes < 1 {
 		return fmt.Errorf("--nodes=%d: a cluster needs at least 1 node", o.Nodes)
+	}
+	if o.NodesPerRack < 0 || o.RacksPerBlock < 0 {
+		return fmt.Errorf("--nodes-per-rack=%d, --racks-per-block=%d: cannot be negative", o.NodesPerRack, o.RacksPerBlock)
+	}
+	if o.RacksPerBlock > 0 && o.NodesPerRack == 0 {
+		return fmt.Errorf("--racks-per-block=%d needs --nodes-per-rack: blocks are made of racks", o.RacksPerBlock)
 	}
 	if o.NodeGPUs < 0 {
 		return fmt.Errorf("--node-gpus=%d: cannot be negative", o.NodeGPUs)

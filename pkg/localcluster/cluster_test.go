@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,8 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "no dir", change: func(o *Options) { o.Dir = "" }, wantErr: "--dir is required"},
 		{name: "no nodes", change: func(o *Options) { o.Nodes = 0 }, wantErr: "--nodes=0"},
 		{name: "negative GPUs", change: func(o *Options) { o.NodeGPUs = -1 }, wantErr: "--node-gpus=-1"},
+		{name: "negative racks", change: func(o *Options) { o.NodesPerRack = -1 }, wantErr: "--nodes-per-rack=-1"},
+		{name: "blocks without racks", change: func(o *Options) { o.RacksPerBlock = 2 }, wantErr: "--racks-per-block=2 needs --nodes-per-rack"},
 		{name: "bad CPU", change: func(o *Options) { o.NodeCPU = "lots" }, wantErr: `--node-cpu="lots" is not a quantity`},
 		{name: "bad memory", change: func(o *Options) { o.NodeMemory = "1 GB" }, wantErr: `--node-memory="1 GB" is not a quantity`},
 		{name: "no binaries", change: func(o *Options) { o.BinDir = t.TempDir() }, wantErr: "run `make tools build` first"},
@@ -104,5 +107,26 @@ func TestSimulatedNodeHasTheAskedResources(t *testing.T) {
 	noGPU := simulatedNode("n", Options{NodeCPU: "8", NodeMemory: "64Gi"})
 	if _, ok := noGPU.Status.Allocatable["nvidia.com/gpu"]; ok {
 		t.Errorf("a node without GPUs advertises nvidia.com/gpu")
+	}
+}
+
+func TestTheNodesAreLabelledIntoRacksAndBlocks(t *testing.T) {
+	opts := Options{NodesPerRack: 2, RacksPerBlock: 2}
+	for i, want := range []map[string]string{
+		{RackLabel: "rack-0", BlockLabel: "block-0"},
+		{RackLabel: "rack-0", BlockLabel: "block-0"},
+		{RackLabel: "rack-1", BlockLabel: "block-0"},
+		{RackLabel: "rack-1", BlockLabel: "block-0"},
+		{RackLabel: "rack-2", BlockLabel: "block-1"},
+	} {
+		if got := opts.topologyLabels(i); !maps.Equal(got, want) {
+			t.Errorf("node %d: %v, want %v", i, got, want)
+		}
+	}
+	if got := (Options{}).topologyLabels(3); len(got) != 0 {
+		t.Errorf("no racks asked for: %v", got)
+	}
+	if got := (Options{NodesPerRack: 3}).topologyLabels(3); !maps.Equal(got, map[string]string{RackLabel: "rack-1"}) {
+		t.Errorf("racks without blocks: %v", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -396,6 +397,7 @@ func (s *starter) startNodes(ctx context.Context) error {
 	}
 	for i := range s.opts.Nodes {
 		node := simulatedNode(fmt.Sprintf("kwok-node-%d", i), s.opts)
+		maps.Copy(node.Labels, s.opts.topologyLabels(i))
 		if _, err := s.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating node %s: %w", node.Name, err)
 		}
@@ -415,6 +417,27 @@ func (s *starter) startNodes(ctx context.Context) error {
 		}
 		return ready == s.opts.Nodes
 	})
+}
+
+// RackLabel and BlockLabel are the node labels the simulated nodes' racks
+// and blocks are under (Options.NodesPerRack): the keys a gang names to
+// stay in one (muster.dev/topology-required).
+const (
+	RackLabel  = "topology.kubernetes.io/rack"
+	BlockLabel = "topology.kubernetes.io/block"
+)
+
+// topologyLabels are the rack and block labels of the i-th node.
+func (o Options) topologyLabels(i int) map[string]string {
+	labels := map[string]string{}
+	if o.NodesPerRack > 0 {
+		rack := i / o.NodesPerRack
+		labels[RackLabel] = fmt.Sprintf("rack-%d", rack)
+		if o.RacksPerBlock > 0 {
+			labels[BlockLabel] = fmt.Sprintf("block-%d", rack/o.RacksPerBlock)
+		}
+	}
+	return labels
 }
 
 func simulatedNode(name string, opts Options) *corev1.Node {

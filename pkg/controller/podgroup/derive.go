@@ -99,6 +99,9 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		spec, _, _ := unstructured.NestedMap(owner.Object, "spec")
 		derived, err = topology.FromOwner(ref.APIVersion, ref.Kind, ref.Name, spec)
 	}
+	if err == nil {
+		err = withOwnersDomain(derived, owner.GetAnnotations())
+	}
 	if err != nil {
 		r.report(pg, err.Error())
 		return reconcile.Result{}, nil
@@ -193,4 +196,20 @@ func (r *TopologyReconciler) report(pg *v1alpha1.PodGroup, message string) {
 	if r.reported.isNew(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, message) {
 		r.Recorder.Eventf(pg, corev1.EventTypeWarning, ReasonNoTopology, "%s; the group is scheduled as a plain gang, in no order", message)
 	}
+}
+
+// withOwnersDomain adds to the derived annotations the topology domain the
+// owner's own annotations require, as a PodGroup's would: an operator that
+// does not copy its job's annotations to the PodGroup (mpi-operator) loses
+// none. A key that is no label key is an error naming the annotation.
+func withOwnersDomain(derived, owner map[string]string) error {
+	key, ok := owner[topology.DomainRequiredAnnotation]
+	if !ok || derived == nil {
+		return nil
+	}
+	derived[topology.DomainRequiredAnnotation] = key
+	if _, errs := topology.Parse(map[string]string{topology.DomainRequiredAnnotation: key}); len(errs) > 0 {
+		return fmt.Errorf("the owner's annotation: %w", errs.ToAggregate())
+	}
+	return nil
 }

@@ -4,8 +4,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/muster-dev/muster/pkg/topology"
 )
 
 func TestWithoutRequests(t *testing.T) {
@@ -34,4 +37,17 @@ func TestWithoutRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestTheOwnersRequiredDomainIsDerivedWithItsTopology(t *testing.T) {
+	derived := map[string]string{topology.FrameworkAnnotation: "mpi"}
+	require.NoError(t, withOwnersDomain(derived, map[string]string{"team": "a"}))
+	assert.NotContains(t, derived, topology.DomainRequiredAnnotation, "an owner that requires none")
+
+	require.NoError(t, withOwnersDomain(derived, map[string]string{topology.DomainRequiredAnnotation: "topology.kubernetes.io/rack"}))
+	assert.Equal(t, "topology.kubernetes.io/rack", derived[topology.DomainRequiredAnnotation])
+
+	err := withOwnersDomain(map[string]string{}, map[string]string{topology.DomainRequiredAnnotation: "a rack"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `the owner's annotation: metadata.annotations[muster.dev/topology-required]: Invalid value: "a rack"`)
 }

@@ -18,6 +18,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -52,6 +53,8 @@ type Groups interface {
 	// BoundNode is a node a member of the group is bound to.
 	BoundNode(key types.NamespacedName) (string, bool)
 	LackingMembers(key types.NamespacedName, minMember int32) []*corev1.Pod
+	// LateMembers is where the group's members created late stand.
+	LateMembers(key types.NamespacedName) group.LateMembers
 	Attempts() *group.Attempts
 }
 
@@ -120,7 +123,7 @@ func (p *Placement) PreFilter(ctx context.Context, state fwk.CycleState, pod *co
 	attempts := p.groups.Attempts()
 	d, chosen := attempts.Domain(key)
 	if !chosen {
-		d = p.choose(ctx, pod, pg, label, nodes)
+		d = p.choose(ctx, pod, pg, topo, nodes)
 		attempts.ChooseDomain(key, d)
 		klog.FromContext(ctx).V(2).Info("Chose a topology domain", "podGroup", key, "key", label, "domain", d.Name, "unplaceable", d.Unplaceable)
 	}
@@ -204,11 +207,13 @@ type domain struct {
 }
 
 // choose returns the attempt's domain: the tightest one where the members
-// the gang lacks pass the profile's filters, or none, saying which came
-// closest.
-func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.PodGroup, label string, nodes []fwk.NodeInfo) group.Domain {
+// the gang lacks, and the room held for its late members, pass the
+// profile's filters; or none, saying which came closest.
+func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.PodGroup, topo *topology.Topology, nodes []fwk.NodeInfo) group.Domain {
 	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
-	members := lackingWith(p.groups.LackingMembers(key, pg.Spec.MinMember), pod)
+	label := topo.DomainKey
+	late := p.groups.LateMembers(key)
+	members := append(lackingWith(p.groups.LackingMembers(key, pg.Spec.MinMember-late.Total()), pod), latePods(key, topo, late)...)
 	domains := domainsOf(nodes, label, members)
 	if len(domains) == 0 {
 		return group.Domain{Unplaceable: fmt.Sprintf("group %s must stay in one %s domain, and no node has that label", key, label)}
@@ -253,6 +258,22 @@ func lackingWith(members []*corev1.Pod, pod *corev1.Pod) []*corev1.Pod {
 		return members
 	}
 	return append([]*corev1.Pod{pod}, members[:len(members)-1]...)
+}
+
+// latePods stand for the members the group's owner creates late, whose
+// room is held in the gang's domain with it, as what their pod template
+// says they request and where they may run (topology.LateMember).
+func latePods(key types.NamespacedName, topo *topology.Topology, late group.LateMembers) []*corev1.Pod {
+	var pods []*corev1.Pod
+	for _, role := range slices.Sorted(maps.Keys(late.Missing)) {
+		for i := range late.Missing[role] {
+			pod := topo.Late[role].Pod()
+			pod.Namespace, pod.Name = key.Namespace, fmt.Sprintf("%s-%s-late-%d", key.Name, role, i)
+			pod.UID = types.UID(key.String() + "/" + pod.Name)
+			pods = append(pods, pod)
+		}
+	}
+	return pods
 }
 
 // domainsOf groups the labeled nodes by domain: first those where the

@@ -334,3 +334,22 @@ func TestSignPodSetsAGangInOneDomainApartByItsGroup(t *testing.T) {
 	got, _ = free.pl.SignPod(free.ctx, st.MakePod().Namespace(ns).Name("plain").Obj())
 	assert.Equal(t, []fwk.SignFragment{{Key: SignerName}}, got)
 }
+
+func TestTheDomainHoldsTheRoomOfTheMembersCreatedLate(t *testing.T) {
+	// rack-a holds the two workers but not the launcher mpi-operator
+	// creates once they are Ready; rack-b holds all three.
+	nodes := []*corev1.Node{racked("a1", "rack-a", 2), racked("b1", "rack-b", 2), racked("b2", "rack-b", 2)}
+	pg := gang(3, rack)
+	pg.Annotations[topology.FrameworkAnnotation] = "mpi"
+	pg.Annotations[topology.RolesAnnotation] = "launcher=1,worker=2"
+	pg.Annotations[topology.LateMembersAnnotation] = `{"launcher":{"requests":{"cpu":"1"}}}`
+	workers := members(2, 1, 0)
+	for i, w := range workers {
+		w.Labels[topology.RoleLabel] = "worker"
+		w.Labels[topology.IndexLabel] = fmt.Sprint(i)
+	}
+	f := newFixture(t, nodes, workers, pg)
+	got, status := f.preFilter(t, workers[0])
+	require.True(t, status.IsSuccess(), "PreFilter: %v", status)
+	assert.ElementsMatch(t, []string{"b1", "b2"}, got.UnsortedList(), "the rack that holds the launcher's room too")
+}

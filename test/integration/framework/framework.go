@@ -292,8 +292,9 @@ func RacksOf(t *testing.T, namespace string, names []string) map[string]string {
 	return racks
 }
 
-// RackLabel is the node label RackPool puts its nodes' racks under.
-const RackLabel = "topology.kubernetes.io/rack"
+// RackLabel is the node label RackPool puts its nodes' racks under, as
+// muster-local's racks.
+const RackLabel = localcluster.RackLabel
 
 func createPoolNode(t testing.TB, namespace, name, cpu string, labels map[string]string) {
 	t.Helper()

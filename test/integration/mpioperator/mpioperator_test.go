@@ -218,3 +218,30 @@ func runLateLauncherJob(t *testing.T, readyAfter string, meanwhile func()) {
 	}
 	framework.CheckIntruderKeptOut(t, ns)
 }
+
+// TestALateLauncherIsBoundInItsWorkersRack: an MPIJob that must stay in one
+// rack (its annotation, which muster-controller carries to the PodGroup
+// mpi-operator makes), whose launcher mpi-operator creates only once the
+// workers are Ready. rack-a's one node of 2 CPUs holds the two workers
+// but not the launcher; rack-b's two such nodes hold all three. The gang
+// goes to rack-b, and the launcher's room is held and bound there.
+func TestALateLauncherIsBoundInItsWorkersRack(t *testing.T) {
+	if err := startMPIOperator(); err != nil {
+		t.Fatalf("starting mpi-operator: %v", err)
+	}
+	ns := framework.NewNamespace(t)
+	framework.RackPool(t, ns, map[string]int{"rack-a": 1, "rack-b": 2}, "2")
+	job := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(strings.ReplaceAll(lateLauncherJob, "NAMESPACE", ns)), &job.Object); err != nil {
+		t.Fatal(err)
+	}
+	job.SetAnnotations(map[string]string{topology.DomainRequiredAnnotation: framework.RackLabel})
+	createMPIJob(t, ns, job)
+	launcher := boundLauncher(t, ns)
+	names := []string{"late-worker-0", "late-worker-1", launcher.Name}
+	for name, rack := range framework.RacksOf(t, ns, names) {
+		if rack != "rack-b" {
+			t.Errorf("%s is in %q, want the whole job in rack-b", name, rack)
+		}
+	}
+}
