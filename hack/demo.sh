@@ -294,6 +294,24 @@ status:
 NODE
 }
 
+# rack_node NAME RACK CPUS creates a simulated node NAME of that many CPUs
+# in the rack (topology.kubernetes.io/rack), of the pool "topology".
+rack_node() {
+	kubectl create -f - >/dev/null <<NODE
+apiVersion: v1
+kind: Node
+metadata:
+  name: $1
+  labels: {muster.dev/demo-pool: topology, kubernetes.io/hostname: $1, topology.kubernetes.io/rack: $2}
+  annotations: {kwok.x-k8s.io/node: fake}
+spec:
+  taints: [{key: muster.dev/demo-pool, value: topology, effect: NoSchedule}]
+status:
+  allocatable: {cpu: "$3", memory: 64Gi, pods: "110"}
+  capacity: {cpu: "$3", memory: 64Gi, pods: "110"}
+NODE
+}
+
 say "Elastic groups sharing idle room, and giving it back to a rigid gang"
 kubectl create namespace muster-elastic >/dev/null
 pool_node elastic 6
@@ -348,6 +366,46 @@ echo
 echo "muster-scheduler found that one low-priority gang's room lets the whole"
 echo "high-priority gang fit, preempted that gang whole rather than a member of"
 echo "each, nominated the high gang's members onto the room, and admitted it."
+
+say "Gangs kept in one rack: a gang, then an MPIJob whose launcher comes late"
+kubectl create namespace muster-topology >/dev/null
+for node in a0:rack-a a1:rack-a b0:rack-b b1:rack-b b2:rack-b; do
+	rack_node "topology-${node%%:*}" "${node#*:}" 4
+done
+kubectl get nodes --selector muster.dev/demo-pool=topology -L topology.kubernetes.io/rack
+echo "Applying manifests/examples/topology/gang.yaml: four 2-CPU pods that must share one rack"
+kubectl apply --namespace muster-topology -f "$root/manifests/examples/topology/gang.yaml" >/dev/null
+wait_running muster-topology 4 rack-gang
+echo "Applying manifests/examples/topology/mpijob.yaml: an MPIJob that must share one rack, its launcher created once its workers are Ready"
+kubectl apply --namespace muster-topology -f "$root/manifests/examples/topology/mpijob.yaml" >/dev/null
+for _ in $(seq 600); do
+	kubectl get pods --namespace muster-topology --selector training.kubeflow.org/job-name=rack-pi,training.kubeflow.org/job-role=launcher \
+		-o jsonpath='{.items[*].spec.nodeName}' | grep -q . && break
+	sleep 0.2
+done
+# pods_by_rack SELECTOR prints each pod, its node and the node's rack.
+pods_by_rack() {
+	kubectl get pods --namespace muster-topology --selector "$1" --sort-by .metadata.name \
+		-o jsonpath='{range .items[*]}{.metadata.name} {.spec.nodeName}{"\n"}{end}' |
+		while read -r pod node; do
+			printf '%-22s %-14s %s\n' "$pod" "${node:-<none>}" "$([[ -n $node ]] && kubectl get node "$node" -o jsonpath='{.metadata.labels.topology\.kubernetes\.io/rack}')"
+		done
+}
+gang=$(pods_by_rack scheduling.x-k8s.io/pod-group=rack-gang) mpi=$(pods_by_rack training.kubeflow.org/job-name=rack-pi)
+printf '%-22s %-14s %s\n%s\n%s\n' POD NODE RACK "$gang" "$mpi"
+gang_racks=$(awk '{print $3}' <<<"$gang" | sort -u) mpi_racks=$(awk '{print $3}' <<<"$mpi" | sort -u)
+events muster-topology '$2 ~ /^Topology|^Gang|^Late/'
+kubectl delete namespace muster-topology --wait=false >/dev/null
+kubectl delete nodes --selector muster.dev/demo-pool=topology >/dev/null
+if [[ $gang_racks != rack-a || $mpi_racks != rack-b ]]; then
+	echo "rack-gang ran in [$gang_racks] and rack-pi in [$mpi_racks]: want rack-a, the tightest rack that holds the gang, and rack-b for the whole MPIJob" >&2
+	exit 1
+fi
+echo
+echo "muster-scheduler placed the gang whole in rack-a, the tightest rack that"
+echo "holds it, and the MPIJob in rack-b, the only rack left with room for its"
+echo "workers and its launcher: it held the launcher's room there at admission,"
+echo "and bound the launcher into it once mpi-operator created it."
 
 if [[ ${KEEP:-} == 1 ]]; then
 	echo
