@@ -292,14 +292,29 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("group %s waits for the room made for it", key))
 	}
 	reason := fmt.Sprintf("member %s fits on no node, and no lower-priority victims would make room for all the members the gang lacks", pod.Name)
-	if d, chosen := g.attempts.Domain(key); chosen && d.Unplaceable != "" {
-		// Placement found no topology domain for the gang: that says more.
-		reason = d.Unplaceable
+	backoff := g.args.backoff()
+	if d, chosen := g.attempts.Domain(key); chosen {
+		switch {
+		case d.Unplaceable != "":
+			// Placement found no topology domain for the gang: that says more.
+			reason = d.Unplaceable
+		case d.Name != "":
+			// The domain Placement chose turned out not to hold the gang
+			// (another pod came first): the next attempt tries another
+			// soon, and backs off in full once none is left.
+			reason = fmt.Sprintf("member %s fits in no node of the gang's domain %s; trying another", pod.Name, d.Name)
+			backoff = anotherDomainBackoff
+		}
 	}
-	g.rejectGroup(ctx, key, pg, reason, g.args.backoff(), false)
+	g.rejectGroup(ctx, key, pg, reason, backoff, false)
 	// Unresolvable: the group backs off; its members are woken when it ends.
 	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("group %s rejected: %s", key, reason))
 }
+
+// anotherDomainBackoff is how long a gang backs off when the topology
+// domain chosen for it turned out not to hold it, before its next attempt
+// tries another domain: kube-scheduler's initial pod backoff.
+const anotherDomainBackoff = time.Second
 
 // Reserve records the member's reservation.
 func (g *Gang) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {

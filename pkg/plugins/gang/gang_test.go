@@ -430,6 +430,24 @@ func TestAGangThatFitsNoTopologyDomainIsRejectedSayingWhichCameClosest(t *testin
 	assert.False(t, chosen, "the next attempt chooses again")
 }
 
+func TestAGangWhoseDomainTurnedOutFullTriesAnotherWithinASecond(t *testing.T) {
+	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj()}
+	f := newFixture(t, Args{BackoffSeconds: ptr.To[int64](10)}, []*v1alpha1.PodGroup{podGroup("job", 2).Obj()}, members)
+	_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[0], nil)
+	require.True(t, status.IsSuccess())
+	key := types.NamespacedName{Namespace: ns, Name: "job"}
+	f.model.Attempts().ChooseDomain(key, group.Domain{Name: "rack-a"})
+
+	_, status = f.gang.PostFilter(f.ctx, nil, members[1], nil)
+	assert.Equal(t, "group team-a/job rejected: member p1 fits in no node of the gang's domain rack-a; trying another", status.Message())
+	events := f.drainEvents()
+	require.Len(t, events, 1)
+	assert.True(t, strings.HasSuffix(events[0], "retrying in 1s"), "not the full 10s: %s", events[0])
+	assert.ElementsMatch(t, []string{"rack-a"}, f.model.Attempts().TriedDomains(key).UnsortedList())
+	f.clock.Step(anotherDomainBackoff)
+	assert.ElementsMatch(t, []string{"team-a/p0", "team-a/p1"}, f.activator.Activated, "woken for the next domain")
+}
+
 func TestPostFilterAfterQuorumLeavesTheGroupAlone(t *testing.T) {
 	members := []*corev1.Pod{
 		member("job", "p0").Node("node-1").Obj(),

@@ -214,16 +214,24 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 	label := topo.DomainKey
 	late := p.groups.LateMembers(key)
 	members := append(lackingWith(p.groups.LackingMembers(key, pg.Spec.MinMember-late.Total()), pod), latePods(key, topo, late)...)
+	// A domain where an attempt failed since is not tried again before
+	// the gang backs off: the next one is.
+	tried := p.groups.Attempts().TriedDomains(key)
 	domains := domainsOf(nodes, label, members)
 	if len(domains) == 0 {
 		return group.Domain{Unplaceable: fmt.Sprintf("group %s must stay in one %s domain, and no node has that label", key, label)}
 	}
 	closest, most := "", -1
+	var skipped []string
 	for _, d := range domains {
 		if d.fill > 1 {
 			// Fit is the filters' to say, but a trial where the requests
 			// alone do not fit is wasted: the domains after fit no better.
 			break
+		}
+		if tried.Has(d.name) {
+			skipped = append(skipped, d.name)
+			continue
 		}
 		placed, err := p.trial(ctx, members, d.nodes)
 		if err != nil {
@@ -235,6 +243,10 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 		if placed > most {
 			closest, most = d.name, placed
 		}
+	}
+	if most < 0 && len(skipped) > 0 {
+		return group.Domain{Unplaceable: fmt.Sprintf("group %s: its attempts failed in every %s domain that could hold it (%s), other pods taking the room first",
+			key, label, strings.Join(skipped, ", "))}
 	}
 	if most < 0 {
 		// No domain has room for the requests: the closest by them says

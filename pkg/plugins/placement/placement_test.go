@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -352,4 +353,25 @@ func TestTheDomainHoldsTheRoomOfTheMembersCreatedLate(t *testing.T) {
 	got, status := f.preFilter(t, workers[0])
 	require.True(t, status.IsSuccess(), "PreFilter: %v", status)
 	assert.ElementsMatch(t, []string{"b1", "b2"}, got.UnsortedList(), "the rack that holds the launcher's room too")
+}
+
+func TestADomainWhereAnAttemptFailedIsNotTriedAgainBeforeTheGangBacksOff(t *testing.T) {
+	nodes := []*corev1.Node{racked("a1", "rack-a", 4), racked("b1", "rack-b", 8)}
+	pods := members(2, 2, 0)
+	f := newFixture(t, nodes, pods, gang(2, rack))
+	attempts := f.model.Attempts()
+	attempts.Begin(job)
+	attempts.ChooseDomain(job, group.Domain{Name: "rack-a"})
+	attempts.Fail(job, metav1.Now().Time, time.Second, false, "member w1 fits in no node of the gang's domain rack-a")
+
+	got, status := f.preFilter(t, pods[0])
+	require.True(t, status.IsSuccess(), "PreFilter: %v", status)
+	assert.Equal(t, []string{"b1"}, got.UnsortedList(), "rack-a is tighter, but failed: the next rack")
+
+	attempts.Begin(job)
+	attempts.Fail(job, metav1.Now().Time, time.Second, false, "member w1 fits in no node of the gang's domain rack-b")
+	_, status = f.preFilter(t, pods[0])
+	assert.Equal(t, fwk.Unschedulable, status.Code(), "both racks failed: the gang backs off in full")
+	assert.Equal(t, "group team-a/job: its attempts failed in every topology.kubernetes.io/rack domain that could hold it (rack-a, rack-b), other pods taking the room first", status.Message())
+	assert.Zero(t, attempts.TriedDomains(job).Len(), "after which it may try both again")
 }

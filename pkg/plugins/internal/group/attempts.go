@@ -42,6 +42,9 @@ type attempt struct {
 	// but to wait for the victims preempted for it; nil until one is
 	// chosen, or found to be missing.
 	domain *Domain
+	// tried are the domains whose attempts failed since the group was
+	// last admitted or found no domain: the next attempt tries another.
+	tried sets.Set[string]
 }
 
 // Domain is the topology domain a gang that must stay inside one was given
@@ -56,7 +59,7 @@ func (a *attempt) waiting() bool { return len(a.reserved) > 0 && !a.admitted }
 // isFresh reports whether the attempt is as a new group's.
 func (a *attempt) isFresh() bool {
 	return len(a.reserved) == 0 && a.firstSeen.IsZero() && !a.inProgress && !a.admitted &&
-		a.failedAt.IsZero() && a.queuedAt.IsZero() && a.backoffUntil.IsZero() && a.preemptedAt.IsZero() && a.domain == nil
+		a.failedAt.IsZero() && a.queuedAt.IsZero() && a.backoffUntil.IsZero() && a.preemptedAt.IsZero() && a.domain == nil && a.tried.Len() == 0
 }
 
 // Attempts changes and reads the attempt of every group the scheduler is
@@ -127,6 +130,7 @@ func (s *Attempts) Admit(key types.NamespacedName, now time.Time) (waiting []typ
 			latency = now.Sub(a.firstSeen)
 		}
 		a.failedAt, a.queuedAt, a.backoffUntil = time.Time{}, time.Time{}, time.Time{}
+		a.tried = nil
 	})
 	return waiting, latency, first
 }
@@ -154,8 +158,14 @@ func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Du
 		a.inProgress, a.admitted = false, false
 		a.failedAt, a.backoffUntil, a.failure = now, now.Add(backoff), reason
 		// An attempt that ends to wait for its victims keeps the domain
-		// they are freeing, too.
+		// they are freeing, too; any other leaves it tried.
 		if !keepPlace {
+			if a.domain != nil && a.domain.Name != "" {
+				if a.tried == nil {
+					a.tried = sets.New[string]()
+				}
+				a.tried.Insert(a.domain.Name)
+			}
 			a.queuedAt, a.domain = now, nil
 		}
 	})
@@ -175,9 +185,24 @@ func (s *Attempts) Domain(key types.NamespacedName) (Domain, bool) {
 }
 
 // ChooseDomain records the topology domain of the group's attempt, kept
-// until the attempt fails, unless it fails to wait for its victims.
+// until the attempt fails, unless it fails to wait for its victims. A
+// gang found to fit no domain forgets the domains it tried: after its
+// backoff it may try them all again.
 func (s *Attempts) ChooseDomain(key types.NamespacedName, d Domain) {
-	s.update(key, func(a *attempt) { a.domain = &d })
+	s.update(key, func(a *attempt) {
+		a.domain = &d
+		if d.Name == "" {
+			a.tried = nil
+		}
+	})
+}
+
+// TriedDomains returns the domains whose attempts failed since the group
+// was last admitted or found to fit no domain.
+func (s *Attempts) TriedDomains(key types.NamespacedName) sets.Set[string] {
+	var tried sets.Set[string]
+	s.read(key, func(a *attempt) { tried = a.tried.Clone() })
+	return tried
 }
 
 // IsAdmitted reports whether the group reached quorum in this attempt.

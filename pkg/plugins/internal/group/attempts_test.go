@@ -56,3 +56,24 @@ func TestAnAttemptKeepsItsDomainOnlyWhenItEndsToWaitForItsVictims(t *testing.T) 
 	_, chosen = s.Domain(key)
 	assert.False(t, chosen, "a failed attempt's domain is forgotten")
 }
+
+func TestAFailedAttemptsDomainIsTriedUntilTheGangIsAdmittedOrFitsNone(t *testing.T) {
+	s := NewAttempts(func(float64) {})
+	key := types.NamespacedName{Namespace: "team-a", Name: "a"}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	fail := func(domain string) {
+		s.Begin(key)
+		s.ChooseDomain(key, Domain{Name: domain})
+		s.Fail(key, now, time.Second, false, "member x fits in no node of the gang's domain")
+	}
+	fail("rack-a")
+	fail("rack-b")
+	assert.ElementsMatch(t, []string{"rack-a", "rack-b"}, s.TriedDomains(key).UnsortedList())
+
+	s.ChooseDomain(key, Domain{Unplaceable: "no domain has room"})
+	assert.Zero(t, s.TriedDomains(key).Len(), "found to fit none, the gang may try every domain after its backoff")
+
+	fail("rack-a")
+	s.Admit(key, now)
+	assert.Zero(t, s.TriedDomains(key).Len(), "admitted")
+}
