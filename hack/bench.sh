@@ -58,6 +58,7 @@ upstream_benchmark() {
 	case $1 in
 	GangScheduling) echo BenchmarkUpstreamGangScheduling ;;
 	GangPreemption*) echo BenchmarkUpstreamWorkloadPreemption ;;
+	TopologyAwareScheduling) echo BenchmarkUpstreamTopology ;;
 	*) echo "hack/bench.sh: no upstream benchmark runs $1" >&2; exit 1 ;;
 	esac
 }

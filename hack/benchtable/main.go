@@ -43,6 +43,7 @@ var metrics = []metric{
 	{"preempted_pods", "Pods preempted: deleted by a scheduler's preemption, marked DisruptionTarget, or, where the simulator's watch was dropped, bound and deleted by no one else (count; fewer is better)", 1, false},
 	{"gangs", "Gangs in the workload (count)", 1, false},
 	{"partial_gangs", "Partially bound gangs: a member finished before the gang's quorum was bound, or the quorum was never bound", 1, false},
+	{"spanning_gangs", "Gangs whose bound members span more than one domain of their PodGroup's topology constraint (count)", 1, false},
 	{"completion_s", "Completion time (s): first gang pod created to last quorum bound", 1, false},
 	{"launch_early", "Launchers bound before all of their workers were Ready (count)", 1, false},
 	{"launch_release_ms/Perc50", "Launcher release delay, p50 (ms): last worker Ready to launcher bound, both seen by the workload's informer", 1, false},
@@ -353,12 +354,16 @@ var upstreamThroughputFloor = map[string]float64{
 func writeUpstreamTargets(b *strings.Builder, r results) {
 	throughput, admission := metricByUnit("SchedulingThroughput/Average"), metricByUnit("gang_admission_ms/Perc99")
 	partial, gangs, victims := metricByUnit("partial_gangs"), metricByUnit("gangs"), metricByUnit("preempted_pods")
+	spanning := metricByUnit("spanning_gangs")
 	for _, w := range r.workloads {
 		if !r.upstream[w] {
 			continue
 		}
 		p, g := r.median(w, "muster", partial), r.median(w, "muster", gangs)
 		target(b, fmt.Sprintf("upstream %s: no partially bound gang with muster (in-tree: %s)", w, number(r.median(w, "default", partial))), number(p)+" of "+number(g), p == 0 && g > 0)
+		if span := r.median(w, "muster", spanning); span >= 0 {
+			target(b, fmt.Sprintf("upstream %s: no gang spans domains with muster (in-tree: %s)", w, number(r.median(w, "default", spanning))), number(span)+" of "+number(g), span == 0)
+		}
 		if fewest, ok := fewestVictims[w]; ok {
 			mus, def := r.median(w, "muster", victims), r.median(w, "default", victims)
 			target(b, fmt.Sprintf("upstream %s: victims ≤ in-tree's (%s; the fewest possible %s)", w, number(def), number(fewest)), number(mus), mus >= 0 && def >= 0 && mus <= def)

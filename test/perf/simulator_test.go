@@ -187,10 +187,20 @@ func startSimulator(tCtx ktesting.TContext) error {
 		if err != nil {
 			tCtx.Errorf("listing %s PodGroups: %v", topology.UpstreamPodGroupVersion, err)
 		}
+		domains := map[string]map[string]string{}
 		for _, pg := range append(pgs, upstream...) {
 			shape := groupShape{minMember: pg.Spec.MinMember}
-			if t, errs := topology.Parse(pg.Annotations); len(errs) == 0 && len(t.Roles) > 0 {
+			t, errs := topology.Parse(pg.Annotations)
+			if len(errs) == 0 && len(t.Roles) > 0 {
 				shape.topology = t
+			}
+			if len(errs) == 0 && t.DomainKey != "" {
+				if domains[t.DomainKey] == nil {
+					if domains[t.DomainKey], err = nodeDomains(ctx, client, t.DomainKey); err != nil {
+						tCtx.Errorf("reading the nodes' %s: %v", t.DomainKey, err)
+					}
+				}
+				shape.domainOf = domains[t.DomainKey]
 			}
 			key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
 			_, shape.lateLauncher = s.jobs[key]
@@ -210,6 +220,19 @@ func startSimulator(tCtx ktesting.TContext) error {
 		}
 	})
 	return nil
+}
+
+// nodeDomains maps each node that has the label to its value.
+func nodeDomains(ctx context.Context, client kubernetes.Interface, label string) (map[string]string, error) {
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: label})
+	if err != nil {
+		return nil, err
+	}
+	domains := make(map[string]string, len(nodes.Items))
+	for _, n := range nodes.Items {
+		domains[n.Name] = n.Labels[label]
+	}
+	return domains, nil
 }
 
 // upstreamPodGroups lists scheduling.k8s.io's PodGroups, in the group
@@ -286,7 +309,7 @@ func (s *simulator) observe(obj any) {
 	}
 	job := s.jobs[p.group]
 	if pod.Spec.NodeName != "" && p.bound.IsZero() {
-		p.bound = now
+		p.bound, p.node = now, pod.Spec.NodeName
 		s.progress = now
 		s.pending.Delete(pod.UID)
 		if job != nil && p.role == "launcher" {
@@ -537,6 +560,9 @@ func (s *simulator) report(b *testing.B, shapes map[types.NamespacedName]groupSh
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	b.ReportMetric(float64(sum.gangs), "gangs")
 	b.ReportMetric(float64(sum.partial), "partial_gangs")
+	if sum.constrained > 0 {
+		b.ReportMetric(float64(sum.spanning), "spanning_gangs")
+	}
 	b.ReportMetric(sum.completion.Seconds(), "completion_s")
 	if len(sum.admission) > 0 {
 		b.ReportMetric(ms(percentile(sum.admission, 50)), "gang_admission_ms/Perc50")

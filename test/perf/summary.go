@@ -26,6 +26,8 @@ type podTimes struct {
 	ready   time.Time
 	// finished is when the simulator ended the pod to free its room.
 	finished time.Time
+	// node is the node it was bound to.
+	node string
 }
 
 // groupShape is what the summary needs of a PodGroup.
@@ -36,6 +38,10 @@ type groupShape struct {
 	// lateLauncher is set for a job whose launcher is created only once
 	// its workers are Ready.
 	lateLauncher bool
+	// domainOf is, for a gang that must stay in one topology domain, each
+	// node's value of the domain's label ("" for a node without it); nil
+	// for a gang free to span domains.
+	domainOf map[string]string
 }
 
 // summary holds the figures the harness has no collector for. They are
@@ -50,6 +56,9 @@ type summary struct {
 	// partial counts gangs that never ran whole: a member finished before
 	// the quorum was bound, or members were bound but never a quorum.
 	partial int
+	// constrained counts the gangs that must stay in one topology domain,
+	// and spanning those whose bound members are in more than one.
+	constrained, spanning int
 	// completion is from the first member created to the last quorum bound.
 	completion time.Duration
 	// successors counts pods of a role that has predecessors in its
@@ -117,6 +126,12 @@ func summarize(pods []podTimes, shapes map[types.NamespacedName]groupShape, end 
 		if shape.lateLauncher {
 			s.addLateLauncher(members, end)
 		}
+		if shape.domainOf != nil {
+			s.constrained++
+			if spansDomains(members, shape.domainOf) {
+				s.spanning++
+			}
+		}
 	}
 	if !first.IsZero() && !last.IsZero() {
 		s.completion = last.Sub(first)
@@ -138,6 +153,23 @@ func nth(members []podTimes, n int32, at func(podTimes) time.Time) time.Time {
 	}
 	slices.SortFunc(times, time.Time.Compare)
 	return times[n-1]
+}
+
+// spansDomains reports whether the bound members are on nodes of more than
+// one domain; a node without the label is a domain of its own.
+func spansDomains(members []podTimes, domainOf map[string]string) bool {
+	domains := map[string]bool{}
+	for _, p := range members {
+		if p.node == "" {
+			continue
+		}
+		domain, labeled := domainOf[p.node]
+		if !labeled {
+			domain = "node/" + p.node
+		}
+		domains[domain] = true
+	}
+	return len(domains) > 1
 }
 
 func ranPartially(members []podTimes, quorumBound time.Time) bool {

@@ -121,6 +121,42 @@ func TestSummarize(t *testing.T) {
 			},
 		},
 	}
+	racks := map[string]string{"a1": "rack-a", "a2": "rack-a", "b1": "rack-b"}
+	inOneRack := map[types.NamespacedName]groupShape{group: {minMember: 2, domainOf: racks}}
+	tests = append(tests, []struct {
+		name   string
+		pods   []podTimes
+		shapes map[types.NamespacedName]groupShape
+		want   summary
+	}{
+		{
+			name: "a gang that must stay in one rack and does",
+			pods: []podTimes{
+				{group: group, created: at(0), bound: at(100), node: "a1"},
+				{group: group, created: at(0), bound: at(100), node: "a2"},
+			},
+			shapes: inOneRack,
+			want:   summary{gangs: 1, admission: []time.Duration{100 * time.Millisecond}, completion: 100 * time.Millisecond, constrained: 1},
+		},
+		{
+			name: "a gang that must stay in one rack and spans two",
+			pods: []podTimes{
+				{group: group, created: at(0), bound: at(100), node: "a1"},
+				{group: group, created: at(0), bound: at(100), node: "b1"},
+			},
+			shapes: inOneRack,
+			want:   summary{gangs: 1, admission: []time.Duration{100 * time.Millisecond}, completion: 100 * time.Millisecond, constrained: 1, spanning: 1},
+		},
+		{
+			name: "a node without the label is a domain of its own",
+			pods: []podTimes{
+				{group: group, created: at(0), bound: at(100), node: "a1"},
+				{group: group, created: at(0), bound: at(100), node: "bare"},
+			},
+			shapes: inOneRack,
+			want:   summary{gangs: 1, admission: []time.Duration{100 * time.Millisecond}, completion: 100 * time.Millisecond, constrained: 1, spanning: 1},
+		},
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := summarize(tc.pods, tc.shapes, at(1000))

@@ -21,8 +21,8 @@ import (
 )
 
 // Upstream's own gang benchmarks, run unmodified: the test cases of
-// k8s.io/kubernetes's scheduler_perf/podgroup/gangscheduling and
-// workload_preemption are read from the module cache, with their templates,
+// k8s.io/kubernetes's scheduler_perf/podgroup/gangscheduling,
+// podgroup/tas and workload_preemption are read from the module cache, with their templates,
 // which the harness resolves against the working directory. Each runs
 // twice:
 //   - `default`, as upstream wrote it: the harness's scheduler with
@@ -60,6 +60,12 @@ func BenchmarkUpstreamGangScheduling(b *testing.B) {
 
 func BenchmarkUpstreamWorkloadPreemption(b *testing.B) {
 	runUpstream(b, "workload_preemption")
+}
+
+// BenchmarkUpstreamTopology runs upstream's topology-aware gang benchmarks:
+// PodGroups whose schedulingConstraints keep each gang in one rack.
+func BenchmarkUpstreamTopology(b *testing.B) {
+	runUpstream(b, "podgroup/tas")
 }
 
 func runUpstream(b *testing.B, dir string) {
