@@ -134,20 +134,50 @@ func FitsBeside(request, held corev1.ResourceList, node fwk.NodeInfo) bool {
 	return Fits(Add(Add(nil, request, 1), held, 1), Free(node))
 }
 
+// Amounts are quantities of resources in the unit Amount gives them, for
+// sums over many nodes without a quantity's cost.
+type Amounts map[corev1.ResourceName]int64
+
+// Amount is a quantity of the resource: millicores of CPU, else whole
+// units (bytes of memory).
+func Amount(name corev1.ResourceName, q resource.Quantity) int64 {
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// AddFree adds to free what the node has left of each resource it lists.
+func (free Amounts) AddFree(node fwk.NodeInfo) {
+	alloc, used := node.GetAllocatable(), node.GetRequested()
+	for name := range free {
+		switch name {
+		case corev1.ResourceCPU:
+			free[name] += alloc.GetMilliCPU() - used.GetMilliCPU()
+		case corev1.ResourceMemory:
+			free[name] += alloc.GetMemory() - used.GetMemory()
+		case corev1.ResourceEphemeralStorage:
+			free[name] += alloc.GetEphemeralStorage() - used.GetEphemeralStorage()
+		default:
+			free[name] += alloc.GetScalarResources()[name] - used.GetScalarResources()[name]
+		}
+	}
+}
+
 // Fill is the share of free that need would take of its scarcest
 // resource: 1 fills it, and above 1 need does not fit. A resource free
-// lacks counts as filled past fitting.
-func Fill(need, free corev1.ResourceList) float64 {
+// has none of counts as filled past fitting.
+func Fill(need corev1.ResourceList, free Amounts) float64 {
 	var fill float64
 	for name, quantity := range need {
-		if quantity.Sign() <= 0 {
+		amount := Amount(name, quantity)
+		if amount <= 0 {
 			continue
 		}
-		have, ok := free[name]
-		if !ok || have.Sign() <= 0 {
+		if free[name] <= 0 {
 			return math.Inf(1)
 		}
-		fill = max(fill, quantity.AsApproximateFloat64()/have.AsApproximateFloat64())
+		fill = max(fill, float64(amount)/float64(free[name]))
 	}
 	return fill
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 )
 
@@ -77,9 +79,24 @@ func strings(l corev1.ResourceList) map[string]string {
 }
 
 func TestFillIsTheShareOfTheScarcestResourceNeedTakes(t *testing.T) {
-	assert.InDelta(t, 0.75, Fill(list("cpu", "3", "memory", "1Gi"), list("cpu", "4", "memory", "4Gi")), 1e-9, "CPU is the scarcer")
-	assert.InDelta(t, 1.0, Fill(list("cpu", "4"), list("cpu", "4")), 1e-9, "exactly full")
-	assert.Greater(t, Fill(list("cpu", "5"), list("cpu", "4")), 1.0, "does not fit")
-	assert.True(t, math.IsInf(Fill(list("nvidia.com/gpu", "1"), list("cpu", "4")), 1), "a resource free lacks")
-	assert.Zero(t, Fill(list("nvidia.com/gpu", "0"), list("cpu", "4")), "asking none of it")
+	free := func(cpu, memory int64) Amounts { return Amounts{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory} }
+	assert.InDelta(t, 0.75, Fill(list("cpu", "3", "memory", "1Gi"), free(4000, 4<<30)), 1e-9, "CPU is the scarcer")
+	assert.InDelta(t, 1.0, Fill(list("cpu", "4"), free(4000, 0)), 1e-9, "exactly full")
+	assert.Greater(t, Fill(list("cpu", "5"), free(4000, 0)), 1.0, "does not fit")
+	assert.True(t, math.IsInf(Fill(list("nvidia.com/gpu", "1"), free(4000, 0)), 1), "a resource free has none of")
+	assert.Zero(t, Fill(list("nvidia.com/gpu", "0"), free(4000, 0)), "asking none of it")
+}
+
+func TestAddFreeSumsWhatNodesHaveLeftOfTheListedResources(t *testing.T) {
+	node := func(cpu, gpus string, pods ...*corev1.Pod) fwk.NodeInfo {
+		info := framework.NewNodeInfo(pods...)
+		info.SetNode(st.MakeNode().Name("n").Capacity(map[corev1.ResourceName]string{"cpu": cpu, "memory": "8Gi", "nvidia.com/gpu": gpus}).Obj())
+		return info
+	}
+	used := st.MakePod().Req(map[corev1.ResourceName]string{"cpu": "1500m", "nvidia.com/gpu": "1"}).Obj()
+	free := Amounts{corev1.ResourceCPU: 0, "nvidia.com/gpu": 0}
+	free.AddFree(node("4", "8", used))
+	free.AddFree(node("2", "0"))
+	assert.Equal(t, Amounts{corev1.ResourceCPU: 4500, "nvidia.com/gpu": 7}, free, "memory is not listed: not summed")
+	assert.Equal(t, int64(1536), Amount(corev1.ResourceMemory, resource.MustParse("1536")))
 }

@@ -292,8 +292,12 @@ func latePods(key types.NamespacedName, topo *topology.Topology, late group.Late
 // members' requests fit, the one they fill most first; then the others,
 // the one closest to taking them first; names break ties.
 func domainsOf(nodes []fwk.NodeInfo, label string, members []*corev1.Pod) []domain {
+	var need corev1.ResourceList
+	for _, m := range members {
+		need = resources.Add(need, resources.OfPod(m), 1)
+	}
 	byName := map[string]*domain{}
-	free := map[string]corev1.ResourceList{}
+	free := map[string]resources.Amounts{}
 	for _, n := range nodes {
 		name, ok := n.Node().Labels[label]
 		if !ok {
@@ -303,13 +307,13 @@ func domainsOf(nodes []fwk.NodeInfo, label string, members []*corev1.Pod) []doma
 		if d == nil {
 			d = &domain{name: name}
 			byName[name] = d
+			free[name] = resources.Amounts{}
+			for resource := range need {
+				free[name][resource] = 0
+			}
 		}
 		d.nodes = append(d.nodes, n)
-		free[name] = resources.Add(free[name], resources.Free(n), 1)
-	}
-	var need corev1.ResourceList
-	for _, m := range members {
-		need = resources.Add(need, resources.OfPod(m), 1)
+		free[name].AddFree(n)
 	}
 	domains := make([]domain, 0, len(byName))
 	for name, d := range byName {
