@@ -79,7 +79,9 @@ func strings(l corev1.ResourceList) map[string]string {
 }
 
 func TestFillIsTheShareOfTheScarcestResourceNeedTakes(t *testing.T) {
-	free := func(cpu, memory int64) Amounts { return Amounts{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory} }
+	free := func(cpu, memory int64) Amounts {
+		return Amounts{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory}
+	}
 	assert.InDelta(t, 0.75, Fill(list("cpu", "3", "memory", "1Gi"), free(4000, 4<<30)), 1e-9, "CPU is the scarcer")
 	assert.InDelta(t, 1.0, Fill(list("cpu", "4"), free(4000, 0)), 1e-9, "exactly full")
 	assert.Greater(t, Fill(list("cpu", "5"), free(4000, 0)), 1.0, "does not fit")
