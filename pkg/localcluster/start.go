@@ -423,8 +423,8 @@ func (s *starter) startNodes(ctx context.Context) error {
 // and blocks are under (Options.NodesPerRack): the keys a gang names to
 // stay in one (muster.dev/topology-required).
 const (
-	RackLabel  = "topology.kubernetes.io/rack"
-	BlockLabel = "topology.kubernetes.io/block"
+	RackLabel  = topology.RackLabel
+	BlockLabel = topology.BlockLabel
 )
 
 // topologyLabels are the rack and block labels of the i-th node.

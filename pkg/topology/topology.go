@@ -51,6 +51,9 @@ const (
 	// upstream PodGroup's spec.schedulingConstraints.topology[0].key says
 	// the same (FromUpstream).
 	DomainRequiredAnnotation = "muster.dev/topology-required"
+	// DomainPreferredAnnotation names a node label, finer than the
+	// required one, whose one value the members share if they fit in one.
+	DomainPreferredAnnotation = "muster.dev/topology-preferred"
 )
 
 // Annotations lists every topology annotation, in the order the design
@@ -58,7 +61,7 @@ const (
 var Annotations = []string{
 	FrameworkAnnotation, RolesAnnotation, LaunchOrderAnnotation, StartAfterAnnotation, PortAnnotation,
 	SlotsAnnotation, MPIImplementationAnnotation, NProcPerNodeAnnotation, ElasticAnnotation, TFEvaluatorAnnotation,
-	DerivedFromAnnotation, LateMembersAnnotation, JobSetAnnotation, DomainRequiredAnnotation,
+	DerivedFromAnnotation, LateMembersAnnotation, JobSetAnnotation, DomainRequiredAnnotation, DomainPreferredAnnotation,
 }
 
 // Framework is the training framework a group runs.
@@ -124,6 +127,9 @@ type Topology struct {
 	// DomainKey is the node label whose one value every member shares;
 	// empty when the gang may span domains.
 	DomainKey string
+	// PreferredDomainKey is a finer node label whose one value the members
+	// share when they fit in one; empty for none.
+	PreferredDomainKey string
 }
 
 // LateMember is what a pod created late requests and where it may run,
@@ -281,6 +287,7 @@ func Parse(annotations map[string]string) (*Topology, field.ErrorList) {
 				"must be a node label key, such as topology.kubernetes.io/rack: "+strings.Join(msgs, "; ")))
 		}
 	}
+	errs = append(errs, t.parsePreferredDomain(annotations)...)
 	errs = append(errs, t.parseLate(annotations)...)
 	errs = append(errs, t.checkAnnotations(annotations)...)
 	// A derived group's roles are named by its operator, and muster
@@ -289,6 +296,38 @@ func Parse(annotations map[string]string) (*Topology, field.ErrorList) {
 		errs = append(t.checkRequiredRoles(), t.checkElastic()...)
 	}
 	return t, errs
+}
+
+// BlockLabel and RackLabel are node labels of a block of racks and of a
+// rack, as upstream's topology-aware scheduling names them.
+const (
+	BlockLabel = "topology.kubernetes.io/block"
+	RackLabel  = "topology.kubernetes.io/rack"
+)
+
+// domainLevels are the well-known node labels of topology domains,
+// coarsest first: a preferred domain must be finer than a required one.
+var domainLevels = []string{corev1.LabelTopologyRegion, corev1.LabelTopologyZone, BlockLabel, RackLabel, corev1.LabelHostname}
+
+func (t *Topology) parsePreferredDomain(annotations map[string]string) field.ErrorList {
+	v, ok := annotations[DomainPreferredAnnotation]
+	if !ok {
+		return nil
+	}
+	t.PreferredDomainKey = v
+	path := annotationPath(DomainPreferredAnnotation)
+	if msgs := validation.IsQualifiedName(v); len(msgs) > 0 {
+		return field.ErrorList{field.Invalid(path, v, "must be a node label key, such as topology.kubernetes.io/rack: "+strings.Join(msgs, "; "))}
+	}
+	if t.DomainKey == "" {
+		return nil
+	}
+	preferred, required := slices.Index(domainLevels, v), slices.Index(domainLevels, t.DomainKey)
+	if v == t.DomainKey || preferred >= 0 && required >= 0 && preferred < required {
+		return field.ErrorList{field.Invalid(path, v, fmt.Sprintf(
+			"must be finer than %s, %s: the members share one value of the required label, and prefer one of a label inside it", DomainRequiredAnnotation, t.DomainKey))}
+	}
+	return nil
 }
 
 func (t *Topology) parseLate(annotations map[string]string) field.ErrorList {

@@ -131,6 +131,18 @@ func TestParseOptions(t *testing.T) {
 	assert.Equal(t, int32(2), topo.Slots)
 }
 
+func TestParseTopologyDomains(t *testing.T) {
+	topo, errs := Parse(map[string]string{DomainRequiredAnnotation: BlockLabel, DomainPreferredAnnotation: RackLabel})
+	require.Empty(t, errs)
+	assert.Equal(t, BlockLabel, topo.DomainKey)
+	assert.Equal(t, RackLabel, topo.PreferredDomainKey)
+
+	topo, errs = Parse(map[string]string{DomainPreferredAnnotation: "example.com/nvlink-clique"})
+	require.Empty(t, errs, "a preference alone, of a label muster does not know")
+	assert.Empty(t, topo.DomainKey)
+	assert.Equal(t, "example.com/nvlink-clique", topo.PreferredDomainKey)
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -257,6 +269,21 @@ func TestParseErrors(t *testing.T) {
 			name:        "a topology domain that is no label key",
 			annotations: map[string]string{DomainRequiredAnnotation: "rack/of/nodes"},
 			want:        []string{`metadata.annotations[muster.dev/topology-required]: Invalid value: "rack/of/nodes": must be a node label key, such as topology.kubernetes.io/rack: `},
+		},
+		{
+			name:        "a preferred domain that is the required one",
+			annotations: map[string]string{DomainRequiredAnnotation: RackLabel, DomainPreferredAnnotation: RackLabel},
+			want:        []string{`metadata.annotations[muster.dev/topology-preferred]: Invalid value: "topology.kubernetes.io/rack": must be finer than muster.dev/topology-required, topology.kubernetes.io/rack`},
+		},
+		{
+			name:        "a preferred domain coarser than the required one",
+			annotations: map[string]string{DomainRequiredAnnotation: RackLabel, DomainPreferredAnnotation: BlockLabel},
+			want:        []string{`metadata.annotations[muster.dev/topology-preferred]: Invalid value: "topology.kubernetes.io/block": must be finer than muster.dev/topology-required`},
+		},
+		{
+			name:        "a preferred domain that is no label key",
+			annotations: map[string]string{DomainPreferredAnnotation: "a rack"},
+			want:        []string{`metadata.annotations[muster.dev/topology-preferred]: Invalid value: "a rack": must be a node label key`},
 		},
 		{
 			name:        "late members in the form of a bare resource list",

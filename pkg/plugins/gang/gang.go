@@ -298,11 +298,11 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 		case d.Unplaceable != "":
 			// Placement found no topology domain for the gang: that says more.
 			reason = d.Unplaceable
-		case d.Name != "":
+		case d.IsSet():
 			// The domain Placement chose turned out not to hold the gang
 			// (another pod came first): the next attempt tries another
 			// soon, and backs off in full once none is left.
-			reason = fmt.Sprintf("member %s fits in no node of the gang's domain %s; trying another", pod.Name, d.Name)
+			reason = fmt.Sprintf("member %s fits in no node of the gang's domain %s; trying another", pod.Name, d)
 			backoff = anotherDomainBackoff
 		}
 	}

@@ -92,9 +92,10 @@ type trialMark struct{}
 
 func (trialMark) Clone() fwk.StateData { return trialMark{} }
 
-// PreFilter narrows the nodes of a member whose gang requires a topology
-// domain to that domain's: where its bound members are, else the domain
-// of its attempt, chosen now if none is.
+// PreFilter narrows the nodes of a member whose gang has a topology
+// constraint to its domain's: once members are bound, the required domain
+// they are in; before, the domain of the gang's attempt, chosen now if
+// none is.
 func (p *Placement) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if _, err := state.Read(trialKey); err == nil {
 		return nil, nil
@@ -108,45 +109,39 @@ func (p *Placement) PreFilter(ctx context.Context, state fwk.CycleState, pod *co
 		return nil, nil
 	}
 	topo, err := p.groups.Topology(key)
-	if err != nil || topo == nil || topo.DomainKey == "" {
+	if err != nil || topo == nil || topo.DomainKey == "" && topo.PreferredDomainKey == "" {
 		// Gang turns away a member of an invalid topology.
 		return nil, nil
 	}
-	label := topo.DomainKey
+	c := constraint{required: topo.DomainKey, preferred: topo.PreferredDomainKey}
 	if node, ok := p.groups.BoundNode(key); ok {
+		// The preference was the attempt's; the requirement is the gang's.
+		if c.required == "" {
+			return nil, nil
+		}
 		if info, err := p.framework.SnapshotSharedLister().NodeInfos().Get(node); err == nil {
-			if domain, labeled := info.Node().Labels[label]; labeled {
-				return inDomain(state, nodes, label, domain, key)
+			if domain, labeled := info.Node().Labels[c.required]; labeled {
+				return inDomain(state, nodes, constraint{required: c.required}, group.Domain{Name: domain}, key)
 			}
 		}
 	}
 	attempts := p.groups.Attempts()
 	d, chosen := attempts.Domain(key)
 	if !chosen {
-		d = p.choose(ctx, pod, pg, topo, nodes)
+		d = p.choose(ctx, pod, pg, topo, c, nodes)
 		attempts.ChooseDomain(key, d)
-		klog.FromContext(ctx).V(2).Info("Chose a topology domain", "podGroup", key, "key", label, "domain", d.Name, "unplaceable", d.Unplaceable)
+		klog.FromContext(ctx).V(2).Info("Chose a topology domain", "podGroup", key, "required", c.required, "preferred", c.preferred,
+			"domain", d.String(), "unplaceable", d.Unplaceable)
 	}
-	if d.Name == "" {
+	switch {
+	case d.Unplaceable != "":
 		// Resolvable: preemption may free a domain (GangPreemption).
 		return nil, fwk.NewStatus(fwk.Unschedulable, d.Unplaceable)
+	case !d.IsSet():
+		// Preferred only, and no single domain of it holds the gang.
+		return nil, nil
 	}
-	return inDomain(state, nodes, label, d.Name, key)
-}
-
-// Filter keeps the member off nodes outside its domain. PreFilter's result
-// already does, but kube-scheduler tries a nominated node, and a batch's
-// hint, with the filters alone.
-func (p *Placement) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
-	data, err := state.Read(domainKey)
-	if err != nil {
-		return nil
-	}
-	d := data.(cycleDomain)
-	if value, ok := node.Node().Labels[d.label]; !ok || value != d.value {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node is outside the gang's domain %s=%s", d.label, d.value))
-	}
-	return nil
+	return inDomain(state, nodes, c, d, key)
 }
 
 // SignerName names Placement's fragment of a pod's signature.
@@ -162,102 +157,206 @@ func (p *Placement) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragm
 		return []fwk.SignFragment{{Key: SignerName}}, nil
 	}
 	topo, err := p.groups.Topology(key)
-	if err == nil && topo != nil && topo.DomainKey == "" {
+	if err == nil && topo != nil && topo.DomainKey == "" && topo.PreferredDomainKey == "" {
 		return []fwk.SignFragment{{Key: SignerName}}, nil
 	}
 	// Constrained, or not known yet: by its group.
 	return []fwk.SignFragment{{Key: SignerName, Value: key.String()}}, nil
 }
 
+// constraint is the labels of a gang's topology constraint: required,
+// preferred, or both.
+type constraint struct{ required, preferred string }
+
+// holds reports whether the node is in the domain.
+func (c constraint) holds(d group.Domain, node *corev1.Node) bool {
+	if d.Name != "" && node.Labels[c.required] != d.Name {
+		return false
+	}
+	if d.Preferred != "" && node.Labels[c.preferred] != d.Preferred {
+		return false
+	}
+	return true
+}
+
+// label names the domain's labels and values, for messages.
+func (c constraint) label(d group.Domain) string {
+	var parts []string
+	if d.Name != "" {
+		parts = append(parts, c.required+"="+d.Name)
+	}
+	if d.Preferred != "" {
+		parts = append(parts, c.preferred+"="+d.Preferred)
+	}
+	return strings.Join(parts, ",")
+}
+
 // domainKey is where PreFilter leaves the cycle's domain for Filter.
 const domainKey fwk.StateKey = Name + "/domain"
 
 // cycleDomain is the domain a member is filtered in.
-type cycleDomain struct{ label, value string }
+type cycleDomain struct {
+	constraint
+	domain group.Domain
+}
 
 func (d cycleDomain) Clone() fwk.StateData { return d }
 
 // inDomain leaves the domain in the cycle state, for Filter, and returns
 // the PreFilter result of its nodes.
-func inDomain(state fwk.CycleState, nodes []fwk.NodeInfo, label, domain string, key types.NamespacedName) (*fwk.PreFilterResult, *fwk.Status) {
-	state.Write(domainKey, cycleDomain{label: label, value: domain})
+func inDomain(state fwk.CycleState, nodes []fwk.NodeInfo, c constraint, d group.Domain, key types.NamespacedName) (*fwk.PreFilterResult, *fwk.Status) {
+	state.Write(domainKey, cycleDomain{constraint: c, domain: d})
 	names := sets.New[string]()
 	for _, n := range nodes {
-		if n.Node().Labels[label] == domain {
+		if c.holds(d, n.Node()) {
 			names.Insert(n.Node().Name)
 		}
 	}
 	if names.Len() == 0 {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
-			fmt.Sprintf("group %s is placed in %s=%s, which has no node left", key, label, domain))
+			fmt.Sprintf("group %s is placed in %s, which has no node left", key, c.label(d)))
 	}
 	return &fwk.PreFilterResult{NodeNames: names}, nil
+}
+
+// Filter keeps the member off nodes outside its domain. PreFilter's result
+// already does, but kube-scheduler tries a nominated node, and a batch's
+// hint, with the filters alone.
+func (p *Placement) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
+	data, err := state.Read(domainKey)
+	if err != nil {
+		return nil
+	}
+	d := data.(cycleDomain)
+	if !d.holds(d.domain, node.Node()) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node is outside the gang's domain "+d.label(d.domain))
+	}
+	return nil
 }
 
 // PreFilterExtensions returns nil: the plugin keeps no per-cycle state.
 func (p *Placement) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-// domain is the nodes that share one value of the domain's label.
+// domain is the nodes that share one value of a constraint's label, or
+// of both its labels.
 type domain struct {
-	name  string
+	id    group.Domain
 	nodes []fwk.NodeInfo
 	// fill is the share of the domain's free room the members' requests
 	// take, of its scarcest resource (resources.Fill).
 	fill float64
 }
 
-// choose returns the attempt's domain: the tightest one where the members
-// the gang lacks, and the room held for its late members, pass the
-// profile's filters; or none, saying which came closest.
-func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.PodGroup, topo *topology.Topology, nodes []fwk.NodeInfo) group.Domain {
+// choose returns the attempt's domain: where the members the gang lacks,
+// and the room held for its late members, pass the profile's filters in
+// the tightest domain of its preferred label (inside one of its required
+// label), else in the tightest of its required label; with a preferred
+// label only, and no domain of it holding the gang, no domain; and with a
+// required one that no domain holds, none, saying which came closest.
+func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.PodGroup, topo *topology.Topology, c constraint, nodes []fwk.NodeInfo) group.Domain {
 	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
-	label := topo.DomainKey
 	late := p.groups.LateMembers(key)
 	members := append(lackingWith(p.groups.LackingMembers(key, pg.Spec.MinMember-late.Total()), pod), latePods(key, topo, late)...)
 	// A domain where an attempt failed since is not tried again before
 	// the gang backs off: the next one is.
 	tried := p.groups.Attempts().TriedDomains(key)
-	domains := domainsOf(nodes, label, members)
-	if len(domains) == 0 {
-		return group.Domain{Unplaceable: fmt.Sprintf("group %s must stay in one %s domain, and no node has that label", key, label)}
+	if c.preferred != "" {
+		found, err := p.tightest(ctx, members, domainsOf(nodes, c.byPreferred, members), tried)
+		if err != nil {
+			return group.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
+		}
+		if found.fits {
+			return found.domain
+		}
 	}
-	closest, most := "", -1
-	var skipped []string
+	if c.required == "" {
+		return group.Domain{}
+	}
+	domains := domainsOf(nodes, c.byRequired, members)
+	if len(domains) == 0 {
+		return group.Domain{Unplaceable: fmt.Sprintf("group %s must stay in one %s domain, and no node has that label", key, c.required)}
+	}
+	found, err := p.tightest(ctx, members, domains, tried)
+	switch {
+	case err != nil:
+		return group.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
+	case found.fits:
+		return found.domain
+	case found.most < 0 && len(found.skipped) > 0:
+		return group.Domain{Unplaceable: fmt.Sprintf("group %s: its attempts failed in every %s domain that could hold it (%s), other pods taking the room first",
+			key, c.required, strings.Join(found.skipped, ", "))}
+	case found.most < 0:
+		// No domain has room for the requests: the closest by them says
+		// how many members it takes.
+		placed, err := p.trial(ctx, members, domains[0].nodes)
+		if err != nil {
+			return group.Domain{Unplaceable: fmt.Sprintf("group %s: trying %s: %v", key, domains[0].id, err)}
+		}
+		found.closest, found.most = domains[0].id, placed
+	}
+	return group.Domain{Unplaceable: topology.NoDomainMessage(key, c.required, len(members), found.closest.String(), found.most)}
+}
+
+// found is what a search of domains found: the domain where the members
+// fit, or the closest, where most of them did (-1 when no domain's free
+// room took their requests), and the domains it skipped, tried already.
+type found struct {
+	domain  group.Domain
+	fits    bool
+	closest group.Domain
+	most    int
+	skipped []string
+}
+
+// tightest tries the domains, in their order, and returns the first where
+// every member passes the filters.
+func (p *Placement) tightest(ctx context.Context, members []*corev1.Pod, domains []domain, tried sets.Set[string]) (found, error) {
+	f := found{most: -1}
 	for _, d := range domains {
 		if d.fill > 1 {
 			// Fit is the filters' to say, but a trial where the requests
 			// alone do not fit is wasted: the domains after fit no better.
 			break
 		}
-		if tried.Has(d.name) {
-			skipped = append(skipped, d.name)
+		if tried.Has(d.id.String()) {
+			f.skipped = append(f.skipped, d.id.String())
 			continue
 		}
 		placed, err := p.trial(ctx, members, d.nodes)
 		if err != nil {
-			return group.Domain{Unplaceable: fmt.Sprintf("group %s: trying %s=%s: %v", key, label, d.name, err)}
+			return f, fmt.Errorf("trying %s: %w", d.id, err)
 		}
 		if placed == len(members) {
-			return group.Domain{Name: d.name}
+			f.domain, f.fits = d.id, true
+			return f, nil
 		}
-		if placed > most {
-			closest, most = d.name, placed
+		if placed > f.most {
+			f.closest, f.most = d.id, placed
 		}
 	}
-	if most < 0 && len(skipped) > 0 {
-		return group.Domain{Unplaceable: fmt.Sprintf("group %s: its attempts failed in every %s domain that could hold it (%s), other pods taking the room first",
-			key, label, strings.Join(skipped, ", "))}
+	return f, nil
+}
+
+// byRequired is the node's domain of the required label.
+func (c constraint) byRequired(node *corev1.Node) (group.Domain, bool) {
+	value, ok := node.Labels[c.required]
+	return group.Domain{Name: value}, ok
+}
+
+// byPreferred is the node's domain of the preferred label, inside its
+// domain of the required one when the gang has one.
+func (c constraint) byPreferred(node *corev1.Node) (group.Domain, bool) {
+	preferred, ok := node.Labels[c.preferred]
+	if !ok {
+		return group.Domain{}, false
 	}
-	if most < 0 {
-		// No domain has room for the requests: the closest by them says
-		// how many members it takes.
-		placed, err := p.trial(ctx, members, domains[0].nodes)
-		if err != nil {
-			return group.Domain{Unplaceable: fmt.Sprintf("group %s: trying %s=%s: %v", key, label, domains[0].name, err)}
+	d := group.Domain{Preferred: preferred}
+	if c.required != "" {
+		if d.Name, ok = node.Labels[c.required]; !ok {
+			return d, false
 		}
-		closest, most = domains[0].name, placed
 	}
-	return group.Domain{Unplaceable: topology.NoDomainMessage(key, label, len(members), closest, most)}
+	return d, true
 }
 
 // lackingWith returns the members the gang lacks, pod among them; pod
@@ -288,36 +387,37 @@ func latePods(key types.NamespacedName, topo *topology.Topology, late group.Late
 	return pods
 }
 
-// domainsOf groups the labeled nodes by domain: first those where the
-// members' requests fit, the one they fill most first; then the others,
-// the one closest to taking them first; names break ties.
-func domainsOf(nodes []fwk.NodeInfo, label string, members []*corev1.Pod) []domain {
+// domainsOf groups the nodes by their domain (domainOf; a node without
+// one is left out): first the domains where the members' requests fit,
+// the one they fill most first; then the others, the one closest to
+// taking them first; names break ties.
+func domainsOf(nodes []fwk.NodeInfo, domainOf func(*corev1.Node) (group.Domain, bool), members []*corev1.Pod) []domain {
 	var need corev1.ResourceList
 	for _, m := range members {
 		need = resources.Add(need, resources.OfPod(m), 1)
 	}
-	byName := map[string]*domain{}
-	free := map[string]resources.Amounts{}
+	byID := map[group.Domain]*domain{}
+	free := map[group.Domain]resources.Amounts{}
 	for _, n := range nodes {
-		name, ok := n.Node().Labels[label]
+		id, ok := domainOf(n.Node())
 		if !ok {
 			continue
 		}
-		d := byName[name]
+		d := byID[id]
 		if d == nil {
-			d = &domain{name: name}
-			byName[name] = d
-			free[name] = resources.Amounts{}
+			d = &domain{id: id}
+			byID[id] = d
+			free[id] = resources.Amounts{}
 			for resource := range need {
-				free[name][resource] = 0
+				free[id][resource] = 0
 			}
 		}
 		d.nodes = append(d.nodes, n)
-		free[name].AddFree(n)
+		free[id].AddFree(n)
 	}
-	domains := make([]domain, 0, len(byName))
-	for name, d := range byName {
-		d.fill = resources.Fill(need, free[name])
+	domains := make([]domain, 0, len(byID))
+	for id, d := range byID {
+		d.fill = resources.Fill(need, free[id])
 		domains = append(domains, *d)
 	}
 	slices.SortFunc(domains, func(a, b domain) int {
@@ -339,7 +439,7 @@ func domainsOf(nodes []fwk.NodeInfo, label string, members []*corev1.Pod) []doma
 				return c
 			}
 		}
-		return strings.Compare(a.name, b.name)
+		return strings.Compare(a.id.String(), b.id.String())
 	})
 	return domains
 }

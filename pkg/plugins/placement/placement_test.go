@@ -375,3 +375,52 @@ func TestADomainWhereAnAttemptFailedIsNotTriedAgainBeforeTheGangBacksOff(t *test
 	assert.Equal(t, "group team-a/job: its attempts failed in every topology.kubernetes.io/rack domain that could hold it (rack-a, rack-b), other pods taking the room first", status.Message())
 	assert.Zero(t, attempts.TriedDomains(job).Len(), "after which it may try both again")
 }
+
+// blockRack is a node of 4 CPUs in the rack of the block.
+func blockRack(name, block, rackName string) *corev1.Node {
+	n := racked(name, rackName, 4)
+	n.Labels[topology.BlockLabel] = block
+	return n
+}
+
+func TestAPreferredDomainHoldsTheGangWhenOneCanElseTheRequiredOneDoes(t *testing.T) {
+	// block-0: rack-a of one node, rack-b of two; block-1: rack-c of one.
+	nodes := []*corev1.Node{
+		blockRack("a1", "block-0", "rack-a"), blockRack("b1", "block-0", "rack-b"), blockRack("b2", "block-0", "rack-b"),
+		blockRack("c1", "block-1", "rack-c"),
+	}
+	tests := []struct {
+		name     string
+		required string
+		pods     []*corev1.Pod
+		want     group.Domain
+		nodes    []string
+	}{
+		{"one rack holds it: the tightest", topology.BlockLabel, members(2, 2, 0),
+			group.Domain{Name: "block-0", Preferred: "rack-a"}, []string{"a1"}},
+		{"no rack holds it: the block does", topology.BlockLabel, members(3, 3, 0),
+			group.Domain{Name: "block-0"}, []string{"a1", "b1", "b2"}},
+		{"a preference alone that no rack meets narrows nothing", "", members(4, 3, 0),
+			group.Domain{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pg := gang(int32(len(tt.pods)), tt.required)
+			if pg.Annotations == nil {
+				pg.Annotations = map[string]string{}
+			}
+			pg.Annotations[topology.DomainPreferredAnnotation] = rack
+			f := newFixture(t, nodes, tt.pods, pg)
+			got, status := f.preFilter(t, tt.pods[0])
+			require.True(t, status.IsSuccess(), "PreFilter: %v", status)
+			d, chosen := f.model.Attempts().Domain(job)
+			require.True(t, chosen)
+			assert.Equal(t, tt.want, d)
+			if tt.nodes == nil {
+				assert.Nil(t, got)
+				return
+			}
+			assert.ElementsMatch(t, tt.nodes, got.UnsortedList())
+		})
+	}
+}

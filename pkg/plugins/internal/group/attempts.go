@@ -47,11 +47,28 @@ type attempt struct {
 	tried sets.Set[string]
 }
 
-// Domain is the topology domain a gang that must stay inside one was given
-// for its attempt: Name, or none, and then Unplaceable says why.
+// Domain is where a gang with a topology constraint was placed for its
+// attempt: the value of its required label (Name) and of its preferred
+// one (Preferred), each "" where it has none or fits no single value of
+// the preferred one; or none, and then Unplaceable says why.
 type Domain struct {
 	Name        string
+	Preferred   string
 	Unplaceable string
+}
+
+// IsSet reports whether the domain narrows the gang's nodes.
+func (d Domain) IsSet() bool { return d.Name != "" || d.Preferred != "" }
+
+// String names the domain, "rack-1" or "block-0/rack-1".
+func (d Domain) String() string {
+	switch {
+	case d.Name == "":
+		return d.Preferred
+	case d.Preferred == "":
+		return d.Name
+	}
+	return d.Name + "/" + d.Preferred
 }
 
 func (a *attempt) waiting() bool { return len(a.reserved) > 0 && !a.admitted }
@@ -160,11 +177,11 @@ func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Du
 		// An attempt that ends to wait for its victims keeps the domain
 		// they are freeing, too; any other leaves it tried.
 		if !keepPlace {
-			if a.domain != nil && a.domain.Name != "" {
+			if a.domain != nil && a.domain.IsSet() {
 				if a.tried == nil {
 					a.tried = sets.New[string]()
 				}
-				a.tried.Insert(a.domain.Name)
+				a.tried.Insert(a.domain.String())
 			}
 			a.queuedAt, a.domain = now, nil
 		}
@@ -191,14 +208,14 @@ func (s *Attempts) Domain(key types.NamespacedName) (Domain, bool) {
 func (s *Attempts) ChooseDomain(key types.NamespacedName, d Domain) {
 	s.update(key, func(a *attempt) {
 		a.domain = &d
-		if d.Name == "" {
+		if d.Unplaceable != "" {
 			a.tried = nil
 		}
 	})
 }
 
-// TriedDomains returns the domains whose attempts failed since the group
-// was last admitted or found to fit no domain.
+// TriedDomains returns the domains (Domain.String) whose attempts failed
+// since the group was last admitted or found to fit no domain.
 func (s *Attempts) TriedDomains(key types.NamespacedName) sets.Set[string] {
 	var tried sets.Set[string]
 	s.read(key, func(a *attempt) { tried = a.tried.Clone() })
