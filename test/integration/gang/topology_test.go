@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-dev/muster/pkg/plugins/gangpreemption"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -126,5 +127,52 @@ func TestAGangThatMustStayInOneRackPreemptsInsideTheCheapestRack(t *testing.T) {
 	}
 	if bound, err := framework.BoundActive(context.Background(), ns, topology.GroupLabel+"!=high"); err != nil || len(bound) != 2 {
 		t.Errorf("the pods of rack-a left running are %v (%v); want low-0 and low-1", bound, err)
+	}
+}
+
+// TestAGangThatPrefersOneRackSharesOneWhenOneHoldsItElseSpansRacks: with
+// muster.dev/topology-preferred alone, a gang of four 2-CPU members, in a
+// pool of rack-a (2 nodes of 4 CPUs) and rack-b (3 such nodes), goes to
+// rack-a, the tightest rack that holds it. Once it is gone, a gang of
+// seven, which no one rack holds, is bound across both: a preference, not
+// a requirement.
+func TestAGangThatPrefersOneRackSharesOneWhenOneHoldsItElseSpansRacks(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	ns := framework.NewNamespace(t)
+	framework.RackPool(t, ns, map[string]int{"rack-a": 2, "rack-b": 3}, "4")
+	prefersOneRack := map[string]string{topology.DomainPreferredAnnotation: framework.RackLabel}
+	create := func(group string, size int) []string {
+		framework.CreatePodGroup(t, ns, group, int32(size), prefersOneRack)
+		var names []string
+		for i := range size {
+			pod := framework.InPool(framework.MemberPod(ns, group, i, "2").Obj(), ns)
+			framework.CreatePods(t, pod)
+			names = append(names, pod.Name)
+		}
+		return names
+	}
+	small := create("small", 4)
+	for _, name := range small {
+		framework.WaitForPod(t, ns, name, "bound", framework.IsBound)
+	}
+	for name, rack := range framework.RacksOf(t, ns, small) {
+		if rack != "rack-a" {
+			t.Errorf("%s is in %q, want every member of small in rack-a", name, rack)
+		}
+	}
+	if err := framework.Client.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{},
+		metav1.ListOptions{LabelSelector: topology.GroupLabel + "=small"}); err != nil {
+		t.Fatal(err)
+	}
+	large := create("large", 7)
+	for _, name := range large {
+		framework.WaitForPod(t, ns, name, "bound", framework.IsBound)
+	}
+	racks := map[string]bool{}
+	for _, rack := range framework.RacksOf(t, ns, large) {
+		racks[rack] = true
+	}
+	if len(racks) != 2 {
+		t.Errorf("the gang of seven is in racks %v; no one rack holds it, so it spans both", racks)
 	}
 }
