@@ -579,6 +579,9 @@ func (r *ElasticScaler) survey(ctx context.Context) (groups []*elasticGroup, wai
 				g.template, g.owner = pod, metav1.GetControllerOf(pod)
 				g.priority = ptr.Deref(pod.Spec.Priority, 0)
 			}
+			if pod.Spec.NodeName != "" {
+				g.domainKey, g.anchor = topo.DomainKey, pod.Spec.NodeName
+			}
 		}
 		groups = append(groups, g)
 	}

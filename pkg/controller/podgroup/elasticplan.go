@@ -26,6 +26,28 @@ type elasticGroup struct {
 	// requests; owner is that worker's controller, which scaling acts on.
 	template *corev1.Pod
 	owner    *metav1.OwnerReference
+	// domainKey is the node label the group must stay in one value of
+	// (muster.dev/topology-required), and anchor a node one of its bound
+	// workers is on: its value there is the group's domain.
+	domainKey, anchor string
+}
+
+// inDomain returns whether a node is in the group's topology domain, the
+// value of its domain label on its anchor node among the nodes; every node
+// is, for a group free to span domains.
+func (e *elasticGroup) inDomain(nodes []resources.Room) func(*corev1.Node) bool {
+	if e.domainKey == "" {
+		return func(*corev1.Node) bool { return true }
+	}
+	i := slices.IndexFunc(nodes, func(n resources.Room) bool { return n.Node.Name == e.anchor })
+	if i < 0 {
+		return func(*corev1.Node) bool { return false }
+	}
+	domain, labeled := nodes[i].Node.Labels[e.domainKey]
+	return func(n *corev1.Node) bool {
+		value, ok := n.Labels[e.domainKey]
+		return labeled && ok && value == domain
+	}
 }
 
 type elasticWorker struct {
@@ -111,14 +133,17 @@ func planShrink(deficit corev1.ResourceList, waiting topology.WaitingGang, group
 
 // planGrowth shares idle room among elastic groups below their max as
 // Paddle EDL does: one worker at a time to the group with the first claim
-// (compareNeed), on the first node that may run it and has room for it,
+// (compareNeed), on the first node that may run it, in its topology domain
+// if it has one, and has room for it,
 // until no group's next worker fits. It returns the workers each group
 // gains; nodes' free room is used up as it goes.
 func planGrowth(groups []*elasticGroup, nodes []resources.Room) map[*elasticGroup]int {
 	cur := map[*elasticGroup]int{}
 	open := []*elasticGroup{}
+	inDomain := map[*elasticGroup]func(*corev1.Node) bool{}
 	for _, g := range groups {
 		cur[g] = len(g.workers)
+		inDomain[g] = g.inDomain(nodes)
 		if g.template != nil && int32(cur[g]) < g.elastic.Max {
 			open = append(open, g)
 		}
@@ -129,7 +154,7 @@ func planGrowth(groups []*elasticGroup, nodes []resources.Room) map[*elasticGrou
 		request := first.perMember()
 		placed := false
 		for _, n := range nodes {
-			if topology.MayRunOn(first.template, n.Node) && resources.Fits(request, n.Free) {
+			if topology.MayRunOn(first.template, n.Node) && inDomain[first](n.Node) && resources.Fits(request, n.Free) {
 				n.Place(request)
 				placed = true
 				break

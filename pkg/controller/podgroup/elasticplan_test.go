@@ -215,6 +215,26 @@ func TestPlanGrowth(t *testing.T) {
 	}
 }
 
+func TestAGroupInOneDomainGrowsOnlyIntoIdleRoomOfItsDomain(t *testing.T) {
+	racked := func(name, rack string) resources.Room {
+		r := room(name, "x", cpu("2"))
+		r.Node.Labels[topology.RackLabel] = rack
+		return r
+	}
+	// Its worker is on a1, which is full; b1 of the other rack is idle,
+	// then a2 of its own.
+	nodes := []resources.Room{room("a1", "x", cpu("0")), racked("b1", "rack-b"), racked("a2", "rack-a")}
+	nodes[0].Node.Labels[topology.RackLabel] = "rack-a"
+	g := withTemplate(elastic("a", 0, 1, 5, 0), cpu("1"), "")
+	g.domainKey, g.anchor = topology.RackLabel, "a1"
+	gains := planGrowth([]*elasticGroup{g}, nodes)
+	assert.Equal(t, 2, gains[g], "a2's two CPUs, none of b1's")
+
+	free := withTemplate(elastic("free", 0, 1, 5, 0), cpu("1"), "")
+	nodes = []resources.Room{room("a1", "x", cpu("0")), racked("b1", "rack-b"), racked("a2", "rack-a")}
+	assert.Equal(t, 4, planGrowth([]*elasticGroup{free}, nodes)[free], "a group free to span domains takes both")
+}
+
 func TestRoomIsTakenBackInTheReverseOfTheOrderItIsGiven(t *testing.T) {
 	// Equally fulfilled: growth serves the smaller member first, so room
 	// is taken back from the larger first.

@@ -206,10 +206,17 @@ func (d cycleDomain) Clone() fwk.StateData { return d }
 // the PreFilter result of its nodes.
 func inDomain(state fwk.CycleState, nodes []fwk.NodeInfo, c constraint, d group.Domain, key types.NamespacedName) (*fwk.PreFilterResult, *fwk.Status) {
 	state.Write(domainKey, cycleDomain{constraint: c, domain: d})
-	names := sets.New[string]()
-	for _, n := range nodes {
-		if c.holds(d, n.Node()) {
-			names.Insert(n.Node().Name)
+	// Filter checks each node's labels again: a node relabelled since the
+	// domain was chosen is not used.
+	var names sets.Set[string]
+	if d.Nodes != nil {
+		names = d.Nodes.Clone()
+	} else {
+		names = sets.New[string]()
+		for _, n := range nodes {
+			if c.holds(d, n.Node()) {
+				names.Insert(n.Node().Name)
+			}
 		}
 	}
 	if names.Len() == 0 {
@@ -328,6 +335,10 @@ func (p *Placement) tightest(ctx context.Context, members []*corev1.Pod, domains
 		}
 		if placed == len(members) {
 			f.domain, f.fits = d.id, true
+			f.domain.Nodes = sets.New[string]()
+			for _, n := range d.nodes {
+				f.domain.Nodes.Insert(n.Node().Name)
+			}
 			return f, nil
 		}
 		if placed > f.most {
@@ -396,29 +407,32 @@ func domainsOf(nodes []fwk.NodeInfo, domainOf func(*corev1.Node) (group.Domain, 
 	for _, m := range members {
 		need = resources.Add(need, resources.OfPod(m), 1)
 	}
-	byID := map[group.Domain]*domain{}
-	free := map[group.Domain]resources.Amounts{}
+	type tally struct {
+		domain
+		free resources.Amounts
+	}
+	byName := map[string]*tally{}
 	for _, n := range nodes {
 		id, ok := domainOf(n.Node())
 		if !ok {
 			continue
 		}
-		d := byID[id]
-		if d == nil {
-			d = &domain{id: id}
-			byID[id] = d
-			free[id] = resources.Amounts{}
+		name := id.Name + "\x00" + id.Preferred
+		t := byName[name]
+		if t == nil {
+			t = &tally{domain: domain{id: id}, free: resources.Amounts{}}
 			for resource := range need {
-				free[id][resource] = 0
+				t.free[resource] = 0
 			}
+			byName[name] = t
 		}
-		d.nodes = append(d.nodes, n)
-		free[id].AddFree(n)
+		t.nodes = append(t.nodes, n)
+		t.free.AddFree(n)
 	}
-	domains := make([]domain, 0, len(byID))
-	for id, d := range byID {
-		d.fill = resources.Fill(need, free[id])
-		domains = append(domains, *d)
+	domains := make([]domain, 0, len(byName))
+	for _, t := range byName {
+		t.fill = resources.Fill(need, t.free)
+		domains = append(domains, t.domain)
 	}
 	slices.SortFunc(domains, func(a, b domain) int {
 		aFits, bFits := a.fill <= 1, b.fill <= 1
@@ -445,20 +459,26 @@ func domainsOf(nodes []fwk.NodeInfo, domainOf func(*corev1.Node) (group.Domain, 
 }
 
 // trial places the members one after another on the first of the nodes
-// where each passes the profile's filters, in a copy of the snapshot, and
-// returns how many it placed before one fitted nowhere. Members alike
-// (the framework signs them the same) skip the nodes an earlier one
-// failed on: a node only fills as the trial goes.
+// where each passes the profile's filters, as if bound there, and returns
+// how many it placed before one fitted nowhere. Members alike (the
+// framework signs them the same) skip the nodes an earlier one failed on:
+// a node only fills as the trial goes.
 func (p *Placement) trial(ctx context.Context, members []*corev1.Pod, nodes []fwk.NodeInfo) (int, error) {
-	snapshot := p.framework.MutableSnapshotSharedLister()
-	if err := snapshot.StartMutations(); err != nil {
-		return 0, err
-	}
-	defer func() {
-		if err := snapshot.EndMutations(); err != nil {
-			klog.FromContext(ctx).Error(err, "Ending a topology domain's trial")
+	var place placer = newNodeCopies(nodes)
+	if readsOtherNodes(members) {
+		// Their PreFilter reads the members placed before them, on any
+		// node: only a copy of the whole snapshot tells it.
+		snapshot := p.framework.MutableSnapshotSharedLister()
+		if err := snapshot.StartMutations(); err != nil {
+			return 0, err
 		}
-	}()
+		defer func() {
+			if err := snapshot.EndMutations(); err != nil {
+				klog.FromContext(ctx).Error(err, "Ending a topology domain's trial")
+			}
+		}()
+		place = snapshotCopy{snapshot}
+	}
 	names := make([]string, len(nodes))
 	for i, n := range nodes {
 		names[i] = n.Node().Name
@@ -481,7 +501,7 @@ func (p *Placement) trial(ctx context.Context, members []*corev1.Pod, nodes []fw
 			if !result.AllNodes() && !result.NodeNames.Has(names[i]) {
 				continue
 			}
-			info, err := snapshot.NodeInfos().Get(names[i])
+			info, err := place.node(names[i])
 			if err != nil {
 				return placed, err
 			}
@@ -501,12 +521,73 @@ func (p *Placement) trial(ctx context.Context, members []*corev1.Pod, nodes []fw
 		if err != nil {
 			return placed, err
 		}
-		if err := snapshot.AddPod(info, node); err != nil {
+		if err := place.add(info, node); err != nil {
 			return placed, err
 		}
 	}
 	return len(members), nil
 }
+
+// readsOtherNodes reports whether a member's filters read the pods on
+// other nodes than the one filtered: inter-pod affinity, anti-affinity or
+// spreading of its own.
+func readsOtherNodes(members []*corev1.Pod) bool {
+	return slices.ContainsFunc(members, func(m *corev1.Pod) bool {
+		a := m.Spec.Affinity
+		return a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) || len(m.Spec.TopologySpreadConstraints) > 0
+	})
+}
+
+// placer is where a trial places its members.
+type placer interface {
+	node(name string) (fwk.NodeInfo, error)
+	add(pod fwk.PodInfo, node string) error
+}
+
+// nodeCopies places on copies of the domain's nodes, made as a member is
+// placed on each: what members whose filters read only their own node
+// need.
+type nodeCopies struct {
+	nodes  map[string]fwk.NodeInfo
+	copied sets.Set[string]
+}
+
+func newNodeCopies(nodes []fwk.NodeInfo) *nodeCopies {
+	c := &nodeCopies{nodes: make(map[string]fwk.NodeInfo, len(nodes)), copied: sets.New[string]()}
+	for _, n := range nodes {
+		c.nodes[n.Node().Name] = n
+	}
+	return c
+}
+
+func (c *nodeCopies) node(name string) (fwk.NodeInfo, error) {
+	n, ok := c.nodes[name]
+	if !ok {
+		return nil, fmt.Errorf("node %s is not in the domain", name)
+	}
+	return n, nil
+}
+
+func (c *nodeCopies) add(pod fwk.PodInfo, node string) error {
+	n, err := c.node(node)
+	if err != nil {
+		return err
+	}
+	if !c.copied.Has(node) {
+		n = n.Snapshot()
+		c.nodes[node] = n
+		c.copied.Insert(node)
+	}
+	n.AddPodInfo(pod)
+	return nil
+}
+
+// snapshotCopy places on the scheduler's snapshot, in a mutation session.
+type snapshotCopy struct{ fwk.MutableSnapshotSharedLister }
+
+func (s snapshotCopy) node(name string) (fwk.NodeInfo, error) { return s.NodeInfos().Get(name) }
+
+func (s snapshotCopy) add(pod fwk.PodInfo, node string) error { return s.AddPod(pod, node) }
 
 // EventsToRegister lists the events that can give a gang that fits no
 // domain room in one: room freed, a node added, grown or labeled.

@@ -25,6 +25,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeports"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
@@ -89,6 +90,9 @@ func newFixture(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pg *v1al
 	ports := func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		return nodeports.New(ctx, obj, h, feature.Features{})
 	}
+	affinity := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return interpodaffinity.New(ctx, &config.InterPodAffinityArgs{}, h, feature.Features{})
+	}
 	placement := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		pl, err := NewWithGroups(h, model)
 		f.pl = pl
@@ -99,6 +103,7 @@ func newFixture(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pg *v1al
 		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
 		tf.RegisterPluginAsExtensions(noderesources.Name, fit, "PreFilter", "Filter"),
 		tf.RegisterPluginAsExtensions(nodeports.Name, ports, "PreFilter", "Filter"),
+		tf.RegisterPluginAsExtensions(interpodaffinity.Name, affinity, "PreFilter", "Filter"),
 		tf.RegisterPluginAsExtensions(Name, placement, "PreFilter"),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
 	}, topology.SchedulerName,
@@ -131,7 +136,7 @@ func (f *fixture) preFilter(t *testing.T, pod *corev1.Pod) (sets.Set[string], *f
 
 // racked is a node of the rack with the CPUs; "" leaves the label off.
 func racked(name, rackName string, cpus int) *corev1.Node {
-	n := st.MakeNode().Name(name).Capacity(map[corev1.ResourceName]string{"cpu": fmt.Sprint(cpus), "pods": "110"})
+	n := st.MakeNode().Name(name).Label(corev1.LabelHostname, name).Capacity(map[corev1.ResourceName]string{"cpu": fmt.Sprint(cpus), "pods": "110"})
 	if rackName != "" {
 		n = n.Label(rack, rackName)
 	}
@@ -187,6 +192,13 @@ func TestTheGangGoesToTheTightestDomainItsMembersFitByTheFilters(t *testing.T) {
 			"the filters decide, not the requests",
 			[]*corev1.Node{racked("a1", "rack-a", 16), racked("a2", "rack-a", 16), racked("b1", "rack-b", 16), racked("b2", "rack-b", 16), racked("b3", "rack-b", 16)},
 			members(3, 1, 8080), "rack-b",
+		},
+		{
+			// Each member keeps off the others' nodes: the trial reads the
+			// members placed before, on every node.
+			"members apart from each other",
+			[]*corev1.Node{racked("a1", "rack-a", 16), racked("a2", "rack-a", 16), racked("b1", "rack-b", 16), racked("b2", "rack-b", 16), racked("b3", "rack-b", 16)},
+			apart(members(3, 1, 0)), "rack-b",
 		},
 		{
 			"a node without the label is never a candidate",
@@ -415,7 +427,8 @@ func TestAPreferredDomainHoldsTheGangWhenOneCanElseTheRequiredOneDoes(t *testing
 			require.True(t, status.IsSuccess(), "PreFilter: %v", status)
 			d, chosen := f.model.Attempts().Domain(job)
 			require.True(t, chosen)
-			assert.Equal(t, tt.want, d)
+			assert.Equal(t, tt.want.String(), d.String())
+			assert.ElementsMatch(t, tt.nodes, d.Nodes.UnsortedList(), "the domain's nodes, kept with it")
 			if tt.nodes == nil {
 				assert.Nil(t, got)
 				return
@@ -423,4 +436,19 @@ func TestAPreferredDomainHoldsTheGangWhenOneCanElseTheRequiredOneDoes(t *testing
 			assert.ElementsMatch(t, tt.nodes, got.UnsortedList())
 		})
 	}
+}
+
+// apart gives each member required anti-affinity to its gang's other
+// members, by host.
+func apart(pods []*corev1.Pod) []*corev1.Pod {
+	for _, p := range pods {
+		p.Labels["app"] = "apart"
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "apart"}},
+				TopologyKey:   corev1.LabelHostname,
+			}},
+		}}
+	}
+	return pods
 }

@@ -3,6 +3,7 @@ package gang
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -124,15 +125,18 @@ func TestIdleRoomGoesToTheLeastFulfilledElasticGroup(t *testing.T) {
 }
 
 // createElasticSet creates an elastic group of 1 to max workers of one
-// CPU whose workers are the pods of a StatefulSet at replicas. The set is
-// named <group>-worker and its service <group>, so that its pods' names
-// are the hostnames muster gives the group's workers.
-func createElasticSet(t *testing.T, namespace, group string, max, replicas int32) {
+// CPU whose workers are the pods of a StatefulSet at replicas, its
+// PodGroup with the annotations given besides. The set is named
+// <group>-worker and its service <group>, so that its pods' names are the
+// hostnames muster gives the group's workers.
+func createElasticSet(t *testing.T, namespace, group string, max, replicas int32, annotations map[string]string) {
 	t.Helper()
-	framework.CreatePodGroup(t, namespace, group, 1, map[string]string{
+	pgAnnotations := map[string]string{
 		topology.RolesAnnotation:   fmt.Sprintf("worker=%d", max),
 		topology.ElasticAnnotation: fmt.Sprintf("1:%d", max),
-	})
+	}
+	maps.Copy(pgAnnotations, annotations)
+	framework.CreatePodGroup(t, namespace, group, 1, pgAnnotations)
 	template := framework.InPool(framework.MemberPod(namespace, group, 0, "1").Label(topology.RoleLabel, "worker").Obj(), namespace)
 	set := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: group + "-worker"},
@@ -188,8 +192,8 @@ func TestElasticStatefulSetsGrowAndShrinkThroughTheirScale(t *testing.T) {
 	filler := plainPod(ns, "plain-0", "4")
 	framework.CreatePods(t, filler)
 	framework.WaitForPod(t, ns, filler.Name, "bound", framework.IsBound)
-	createElasticSet(t, ns, "a", 4, 1)
-	createElasticSet(t, ns, "b", 4, 1)
+	createElasticSet(t, ns, "a", 4, 1, nil)
+	createElasticSet(t, ns, "b", 4, 1, nil)
 	sized := func(want int32) {
 		t.Helper()
 		framework.Eventually(t, fmt.Sprintf("both sets at %d replicas, all bound", want), func(ctx context.Context) (bool, error) {

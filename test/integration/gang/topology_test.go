@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/muster-dev/muster/pkg/controller/podgroup"
 	"github.com/muster-dev/muster/pkg/plugins/gangpreemption"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
@@ -174,5 +175,31 @@ func TestAGangThatPrefersOneRackSharesOneWhenOneHoldsItElseSpansRacks(t *testing
 	}
 	if len(racks) != 2 {
 		t.Errorf("the gang of seven is in racks %v; no one rack holds it, so it spans both", racks)
+	}
+}
+
+// TestAnElasticGroupInOneRackGrowsOnlyIntoItsRack: an elastic group of 1
+// to 4 one-CPU workers that must stay in one rack, a StatefulSet at 1, is
+// placed in rack-a (one node of 2 CPUs), the tightest rack. Of the idle
+// room, rack-a's one CPU and rack-b's four, muster-controller scales it
+// into rack-a's alone: 1 → 2, both workers in rack-a.
+func TestAnElasticGroupInOneRackGrowsOnlyIntoItsRack(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-controller")
+	ns := framework.NewNamespace(t)
+	framework.RackPool(t, ns, map[string]int{"rack-a": 1, "rack-b": 1}, "2")
+	framework.AddRackNode(t, ns, ns+"-2", "2", "rack-b")
+	createElasticSet(t, ns, "e", 4, 1, inOneRack)
+	grown := framework.WaitForEvent(t, ns, "e", podgroup.ReasonElasticGrown)
+	if want := fmt.Sprintf("scaled StatefulSet %s/e-worker worker replicas 1 → 2 into idle room; fulfillment 0.00 → 0.33", ns); grown != want {
+		t.Errorf("%s says %q; want %q", podgroup.ReasonElasticGrown, grown, want)
+	}
+	names := []string{"e-worker-0", "e-worker-1"}
+	for _, name := range names {
+		framework.WaitForPod(t, ns, name, "bound", framework.IsBound)
+	}
+	for name, rack := range framework.RacksOf(t, ns, names) {
+		if rack != "rack-a" {
+			t.Errorf("%s is in %q, want every worker in rack-a", name, rack)
+		}
 	}
 }

@@ -55,6 +55,9 @@ type Domain struct {
 	Name        string
 	Preferred   string
 	Unplaceable string
+	// Nodes are the domain's nodes as it was chosen, so that each member
+	// of the attempt is not matched against every node again.
+	Nodes sets.Set[string]
 }
 
 // IsSet reports whether the domain narrows the gang's nodes.
