@@ -583,7 +583,9 @@ func (c *nodeCopies) add(pod fwk.PodInfo, node string) error {
 }
 
 // snapshotCopy places on the scheduler's snapshot, in a mutation session.
-type snapshotCopy struct{ fwk.MutableSnapshotSharedLister }
+type snapshotCopy struct {
+	fwk.MutableSnapshotSharedLister
+}
 
 func (s snapshotCopy) node(name string) (fwk.NodeInfo, error) { return s.NodeInfos().Get(name) }
 
