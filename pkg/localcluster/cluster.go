@@ -391,14 +391,21 @@ var healthClient = &http.Client{
 }
 
 func healthy(ctx context.Context, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	code, ok := statusOf(ctx, healthClient, http.MethodGet, url)
+	return ok && code == http.StatusOK
+}
+
+// statusOf is the status code a request with no body gets, and whether
+// it got one.
+func statusOf(ctx context.Context, client *http.Client, method, url string) (int, bool) {
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
-		return false
+		return 0, false
 	}
-	resp, err := healthClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		return false
+		return 0, false
 	}
 	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	return resp.StatusCode, true
 }

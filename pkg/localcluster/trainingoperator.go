@@ -125,16 +125,7 @@ func trainingOperatorControllersSetUp(webhooks string, caPEM []byte, schemes []s
 			if scheme == "mpijob" {
 				continue
 			}
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, webhooks+"/validate-kubeflow-org-v1-"+scheme, nil)
-			if err != nil {
-				return false
-			}
-			resp, err := client.Do(req)
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusNotFound {
+			if code, ok := statusOf(ctx, client, http.MethodPost, webhooks+"/validate-kubeflow-org-v1-"+scheme); !ok || code == http.StatusNotFound {
 				return false
 			}
 		}

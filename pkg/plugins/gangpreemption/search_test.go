@@ -14,44 +14,29 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
-	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
-	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
 	pluginnames "k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeports"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
-	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
-	schedulermetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
+	"github.com/muster-dev/muster/pkg/plugins/internal/frameworktest"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
-	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	placementplugin "github.com/muster-dev/muster/pkg/plugins/placement"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
 const low, high = int32(1), int32(10)
 
-// search is a profile of the default filters that matter here (resources,
-// host ports, inter-pod affinity), HeldRooms, and GangPreemption in
+// search is a profile of the default filters that matter here
+// (frameworktest's), HeldRooms, Placement, and GangPreemption in
 // PostFilter, over a snapshot of the nodes and the bound pods.
 type search struct {
 	ctx    context.Context
@@ -63,85 +48,28 @@ type search struct {
 
 func newSearch(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v1alpha1.PodGroup) *search {
 	t.Helper()
-	schedulermetrics.Register()
-	logger, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	var objects []runtime.Object
-	var bound []*corev1.Pod
-	for _, pod := range pods {
-		objects = append(objects, pod)
-		if pod.Spec.NodeName != "" {
-			bound = append(bound, pod)
-		}
-	}
-	client := fake.NewClientset(objects...)
-	factory := informers.NewSharedInformerFactory(client, 0)
-	podInformer := factory.Core().V1().Pods().Informer()
-	require.NoError(t, podInformer.AddIndexers(cache.Indexers{group.IndexName: group.IndexFunc}))
-	for _, pod := range pods {
-		require.NoError(t, podInformer.GetStore().Add(pod))
-	}
-	podGroups := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for _, pg := range pgs {
-		require.NoError(t, podGroups.Add(pg))
-	}
-	model := group.NewModel(podGroups, podInformer.GetIndexer(), topology.SchedulerName)
-	s := &search{ctx: ctx, model: model, client: client}
-	fit := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return noderesources.NewFit(ctx, &config.NodeResourcesFitArgs{ScoringStrategy: &config.ScoringStrategy{
-			Type: config.LeastAllocated, Resources: []config.ResourceSpec{{Name: "cpu", Weight: 1}}}}, h, feature.Features{})
-	}
-	affinity := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return interpodaffinity.New(ctx, &config.InterPodAffinityArgs{}, h, feature.Features{})
-	}
-	ports := func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return nodeports.New(ctx, obj, h, feature.Features{})
-	}
-	// As muster's profile configures it: no system default spreading.
-	spread := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return podtopologyspread.New(ctx, &config.PodTopologySpreadArgs{DefaultingType: config.ListDefaulting}, h, feature.Features{})
-	}
+	c := frameworktest.NewCluster(t, nodes, pods, pgs)
+	s := &search{ctx: c.Ctx, model: c.Model, client: c.Client}
 	held := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return heldrooms.NewWithModel(klog.Background(), model, h, clock.RealClock{}), nil
+		return heldrooms.NewWithModel(klog.Background(), c.Model, h, clock.RealClock{}), nil
 	}
 	inDomain := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return placementplugin.NewWithGroups(h, model)
+		return placementplugin.NewWithGroups(h, c.Model)
 	}
 	preemption := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		args, err := decodeArgs(nil)
 		if err != nil {
 			return nil, err
 		}
-		pl, err := newGangPreemption(h, args, model, feature.Features{}, nil)
+		pl, err := newGangPreemption(h, args, c.Model, feature.Features{}, nil)
 		s.pl = pl
 		return pl, err
 	}
-	snapshot := internalcache.NewSnapshot(bound, nodes)
-	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
-		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
-		tf.RegisterPluginAsExtensions(noderesources.Name, fit, "PreFilter", "Filter"),
-		tf.RegisterPluginAsExtensions(nodeports.Name, ports, "PreFilter", "Filter"),
-		tf.RegisterPluginAsExtensions(interpodaffinity.Name, affinity, "PreFilter", "Filter"),
-		tf.RegisterPluginAsExtensions(podtopologyspread.Name, spread, "PreFilter", "Filter"),
+	s.fw = c.Framework(t, append(frameworktest.Filters(),
 		tf.RegisterPluginAsExtensions(heldrooms.Name, held, "PreFilter", "Filter"),
-		tf.RegisterPluginAsExtensions(placementplugin.Name, inDomain, "PreFilter"),
+		tf.RegisterPluginAsExtensions(placementplugin.Name, inDomain, "PreFilter", "Filter"),
 		tf.RegisterPluginAsExtensions(Name, preemption, "PostFilter"),
-		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
-	}, topology.SchedulerName,
-		frameworkruntime.WithClientSet(client),
-		frameworkruntime.WithEventRecorder(events.NewFakeRecorder(100)),
-		frameworkruntime.WithInformerFactory(factory),
-		frameworkruntime.WithPodNominator(internalqueue.NewSchedulingQueue(nil, factory)),
-		frameworkruntime.WithSnapshotSharedLister(snapshot),
-		frameworkruntime.WithMutableSnapshotLister(snapshot),
-		frameworkruntime.WithLogger(logger),
-		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
-		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
-		frameworkruntime.WithPodActivator(&plugintest.Activator{}),
-	)
-	require.NoError(t, err)
-	s.fw = fw
+	)...)
 	return s
 }
 

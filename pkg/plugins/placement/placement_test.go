@@ -13,30 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
-	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeports"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
-	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/queuesort"
-	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
-	schedulermetrics "k8s.io/kubernetes/pkg/scheduler/metrics"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/frameworktest"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
-	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -47,9 +31,9 @@ const (
 
 var job = types.NamespacedName{Namespace: ns, Name: "job"}
 
-// fixture is a profile of the filters that matter here (resources and host
-// ports) with Placement in PreFilter, over a snapshot of the nodes and the
-// bound pods, and the group model of the pods.
+// fixture is a profile of the filters that matter here (frameworktest's)
+// with Placement, over a snapshot of the nodes and the bound pods, and the
+// group model of the pods.
 type fixture struct {
 	ctx   context.Context
 	fw    framework.Framework
@@ -59,67 +43,17 @@ type fixture struct {
 
 func newFixture(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pg *v1alpha1.PodGroup) *fixture {
 	t.Helper()
-	schedulermetrics.Register()
-	logger, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	var objects []runtime.Object
-	var bound []*corev1.Pod
+	c := frameworktest.NewCluster(t, nodes, pods, []*v1alpha1.PodGroup{pg})
 	for _, pod := range pods {
-		objects = append(objects, pod)
-		if pod.Spec.NodeName != "" {
-			bound = append(bound, pod)
-		}
+		c.Model.Take(group.Added(pod))
 	}
-	client := fake.NewClientset(objects...)
-	factory := informers.NewSharedInformerFactory(client, 0)
-	podInformer := factory.Core().V1().Pods().Informer()
-	require.NoError(t, podInformer.AddIndexers(cache.Indexers{group.IndexName: group.IndexFunc}))
-	podGroups := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	require.NoError(t, podGroups.Add(pg))
-	model := group.NewModel(podGroups, podInformer.GetIndexer(), topology.SchedulerName)
-	for _, pod := range pods {
-		require.NoError(t, podInformer.GetStore().Add(pod))
-		model.Take(group.Added(pod))
-	}
-	f := &fixture{ctx: ctx, model: model}
-	fit := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return noderesources.NewFit(ctx, &config.NodeResourcesFitArgs{ScoringStrategy: &config.ScoringStrategy{
-			Type: config.LeastAllocated, Resources: []config.ResourceSpec{{Name: "cpu", Weight: 1}}}}, h, feature.Features{})
-	}
-	ports := func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return nodeports.New(ctx, obj, h, feature.Features{})
-	}
-	affinity := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		return interpodaffinity.New(ctx, &config.InterPodAffinityArgs{}, h, feature.Features{})
-	}
+	f := &fixture{ctx: c.Ctx, model: c.Model}
 	placement := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		pl, err := NewWithGroups(h, model)
+		pl, err := NewWithGroups(h, c.Model)
 		f.pl = pl
 		return pl, err
 	}
-	snapshot := internalcache.NewSnapshot(bound, nodes)
-	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
-		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
-		tf.RegisterPluginAsExtensions(noderesources.Name, fit, "PreFilter", "Filter"),
-		tf.RegisterPluginAsExtensions(nodeports.Name, ports, "PreFilter", "Filter"),
-		tf.RegisterPluginAsExtensions(interpodaffinity.Name, affinity, "PreFilter", "Filter"),
-		tf.RegisterPluginAsExtensions(Name, placement, "PreFilter"),
-		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
-	}, topology.SchedulerName,
-		frameworkruntime.WithClientSet(client),
-		frameworkruntime.WithEventRecorder(events.NewFakeRecorder(100)),
-		frameworkruntime.WithInformerFactory(factory),
-		frameworkruntime.WithPodNominator(internalqueue.NewSchedulingQueue(nil, factory)),
-		frameworkruntime.WithSnapshotSharedLister(snapshot),
-		frameworkruntime.WithMutableSnapshotLister(snapshot),
-		frameworkruntime.WithLogger(logger),
-		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
-		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
-		frameworkruntime.WithPodActivator(&plugintest.Activator{}),
-	)
-	require.NoError(t, err)
-	f.fw = fw
+	f.fw = c.Framework(t, append(frameworktest.Filters(), tf.RegisterPluginAsExtensions(Name, placement, "PreFilter", "Filter"))...)
 	return f
 }
 

@@ -292,6 +292,17 @@ func RacksOf(t *testing.T, namespace string, names []string) map[string]string {
 	return racks
 }
 
+// CheckInRack fails the test for each of the pods whose node is not in
+// the rack.
+func CheckInRack(t *testing.T, namespace string, names []string, rack string) {
+	t.Helper()
+	for name, got := range RacksOf(t, namespace, names) {
+		if got != rack {
+			t.Errorf("%s is in %q, want it in %s with the rest of its group", name, got, rack)
+		}
+	}
+}
+
 // RackLabel is the node label RackPool puts its nodes' racks under, as
 // muster-local's racks.
 const RackLabel = localcluster.RackLabel

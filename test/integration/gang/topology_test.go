@@ -42,11 +42,7 @@ func TestAGangThatMustStayInOneRackIsPlacedInTheTightestRackThatHoldsIt(t *testi
 		for _, name := range names {
 			framework.WaitForPod(t, ns, name, "bound", framework.IsBound)
 		}
-		for name, rack := range framework.RacksOf(t, ns, names) {
-			if rack != gang.rack {
-				t.Errorf("gang %s: %s is in %q, want every member in %s", gang.name, name, rack, gang.rack)
-			}
-		}
+		framework.CheckInRack(t, ns, names, gang.rack)
 	}
 }
 
@@ -78,11 +74,7 @@ func TestAGangLargerThanAnyRackWaitsWithNothingBoundAndSaysWhy(t *testing.T) {
 	for _, name := range names {
 		framework.WaitForPod(t, ns, name, "bound", framework.IsBound)
 	}
-	for name, rack := range framework.RacksOf(t, ns, names) {
-		if rack != "rack-b" {
-			t.Errorf("%s is in %q, want every member in rack-b", name, rack)
-		}
-	}
+	framework.CheckInRack(t, ns, names, "rack-b")
 }
 
 // TestAGangThatMustStayInOneRackPreemptsInsideTheCheapestRack: rack-a's
@@ -117,11 +109,7 @@ func TestAGangThatMustStayInOneRackPreemptsInsideTheCheapestRack(t *testing.T) {
 	for _, name := range names {
 		framework.WaitForPod(t, ns, name, "bound", framework.IsBound)
 	}
-	for name, rack := range framework.RacksOf(t, ns, names) {
-		if rack != "rack-b" {
-			t.Errorf("%s is in %q, want every member in rack-b", name, rack)
-		}
-	}
+	framework.CheckInRack(t, ns, names, "rack-b")
 	note := framework.WaitForEvent(t, ns, "high", gangpreemption.ReasonPreempting)
 	if want := fmt.Sprintf("took %s/low-2 (priority below 1000) so that its 2 missing members fit at once", ns); note != want {
 		t.Errorf("%s says %q; want %q", gangpreemption.ReasonPreempting, note, want)
@@ -156,11 +144,7 @@ func TestAGangThatPrefersOneRackSharesOneWhenOneHoldsItElseSpansRacks(t *testing
 	for _, name := range small {
 		framework.WaitForPod(t, ns, name, "bound", framework.IsBound)
 	}
-	for name, rack := range framework.RacksOf(t, ns, small) {
-		if rack != "rack-a" {
-			t.Errorf("%s is in %q, want every member of small in rack-a", name, rack)
-		}
-	}
+	framework.CheckInRack(t, ns, small, "rack-a")
 	if err := framework.Client.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{},
 		metav1.ListOptions{LabelSelector: topology.GroupLabel + "=small"}); err != nil {
 		t.Fatal(err)
@@ -197,9 +181,5 @@ func TestAnElasticGroupInOneRackGrowsOnlyIntoItsRack(t *testing.T) {
 	for _, name := range names {
 		framework.WaitForPod(t, ns, name, "bound", framework.IsBound)
 	}
-	for name, rack := range framework.RacksOf(t, ns, names) {
-		if rack != "rack-a" {
-			t.Errorf("%s is in %q, want every worker in rack-a", name, rack)
-		}
-	}
+	framework.CheckInRack(t, ns, names, "rack-a")
 }

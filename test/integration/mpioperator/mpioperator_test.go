@@ -239,9 +239,5 @@ func TestALateLauncherIsBoundInItsWorkersRack(t *testing.T) {
 	createMPIJob(t, ns, job)
 	launcher := boundLauncher(t, ns)
 	names := []string{"late-worker-0", "late-worker-1", launcher.Name}
-	for name, rack := range framework.RacksOf(t, ns, names) {
-		if rack != "rack-b" {
-			t.Errorf("%s is in %q, want the whole job in rack-b", name, rack)
-		}
-	}
+	framework.CheckInRack(t, ns, names, "rack-b")
 }

@@ -830,9 +830,5 @@ func TestAnUpstreamGangWithATopologyConstraintStaysInOneRack(t *testing.T) {
 	for _, name := range names {
 		framework.WaitForPod(t, ns, name, "bound", framework.IsBound)
 	}
-	for name, rack := range framework.RacksOf(t, ns, names) {
-		if rack != "rack-a" {
-			t.Errorf("%s is in %q, want every member in rack-a", name, rack)
-		}
-	}
+	framework.CheckInRack(t, ns, names, "rack-a")
 }
