@@ -52,9 +52,9 @@ func (g *Gang) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
 }
 
 // podChanged wakes a group's gated members when the member that completes
-// it arrives, unscheduled or already bound, and retries the gangs that wait
-// for room when a group's bound member goes. The model has taken the change
-// in already.
+// it arrives, unscheduled or already bound, and when a member with twins
+// is bound; and retries the gangs that wait for room when a group's bound
+// member goes. The model has taken the change in already.
 func (g *Gang) podChanged(logger klog.Logger) func(group.PodChange) {
 	return func(change group.PodChange) {
 		pod := change.Pod
@@ -63,6 +63,12 @@ func (g *Gang) podChanged(logger klog.Logger) func(group.PodChange) {
 		case change.Deleted:
 			if pod.Spec.NodeName != "" {
 				g.retryGangsWaitingForRoom(logger, change.Key)
+			}
+		case change.Old != nil && change.Old.Spec.NodeName == "" && pod.Spec.NodeName != "":
+			// A member bound holds its role and index for good: its twins
+			// waiting are told so (heldElsewhere), once.
+			if g.groups.HasTwins(pod) {
+				g.activate(logger, change.Key)
 			}
 		case change.Old != nil || !topology.IsActiveMember(pod):
 		default:

@@ -1,6 +1,7 @@
 package gang
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/topology"
 )
 
 func TestTheMemberThatCompletesAGroupWakesItsSiblingsOnce(t *testing.T) {
@@ -39,6 +41,35 @@ func TestTheMemberThatCompletesAGroupWakesItsSiblingsOnce(t *testing.T) {
 				f.model.Take(group.Added(pod))
 			}
 			f.gang.podChanged(klog.Background())(tt.change)
+			assert.ElementsMatch(t, tt.woken, f.activator.Activated)
+		})
+	}
+}
+
+func TestAMemberWithTwinsBoundWakesItsGroupToTellThemTheyAreHeld(t *testing.T) {
+	pg := podGroup("job", 2).Obj()
+	pg.Annotations = map[string]string{topology.RolesAnnotation: "worker=2"}
+	worker := func(name string, index int) *st.PodWrapper {
+		return member("job", name).Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, fmt.Sprint(index))
+	}
+	twinA, twinB, other := worker("a", 0).Obj(), worker("b", 0).Obj(), worker("c", 1).Obj()
+	boundA := worker("a", 0).Node("node-1").Obj()
+	boundC := worker("c", 1).Node("node-1").Obj()
+	for _, tt := range []struct {
+		name  string
+		pods  []*corev1.Pod
+		bind  group.PodChange
+		woken []string
+	}{
+		{"a twin bound: the other is told it is held", []*corev1.Pod{boundA, twinB, other}, group.Updated(twinA, boundA), []string{"team-a/b", "team-a/c"}},
+		{"a member with no twin bound: nothing to tell", []*corev1.Pod{twinA, boundC}, group.Updated(other, boundC), nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, tt.pods)
+			for _, pod := range tt.pods {
+				f.model.Take(group.Added(pod))
+			}
+			f.gang.podChanged(klog.Background())(tt.bind)
 			assert.ElementsMatch(t, tt.woken, f.activator.Activated)
 		})
 	}

@@ -60,6 +60,13 @@ func (m *Model) HolderOf(pod *corev1.Pod) (*corev1.Pod, bool) {
 	return nil, false
 }
 
+// HasTwins reports whether another active member of the pod's group has
+// its role and index as their labels say.
+func (m *Model) HasTwins(pod *corev1.Pod) bool {
+	key, ok := topology.GroupOf(pod)
+	return ok && placeOf(pod) != "" && m.mayShare(key, pod)
+}
+
 // mayShare reports whether another active member may hold the pod's place:
 // one has its role and index as their labels say. Most members share it
 // with none, and are answered without a scan of their group.
