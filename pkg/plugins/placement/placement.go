@@ -1,17 +1,19 @@
 // Package placement implements the Placement scheduler plugin: a gang
 // that requires a topology domain (topology.DomainRequiredAnnotation, or
 // an upstream PodGroup's schedulingConstraints) has every member on nodes
-// that share one value of the domain's node label.
+// that share one value of the domain's node label; one that prefers one
+// (topology.DomainPreferredAnnotation) shares one value of that label if
+// one domain of it holds the gang.
 //
 // The domain is chosen once per attempt, at the PreFilter of the first
 // member the attempt schedules, and kept in the group's state
 // (group.Attempts) until the attempt fails. It is the tightest domain
-// where every member the gang lacks fits by the profile's own filters:
-// the domains where their requests fit are tried from the one they would
-// fill most, names breaking ties, and the first where a trial placement
-// passes the filters is chosen. Every member of the attempt, and any
-// member that comes once the gang is bound, is then filtered only on the
-// nodes of its gang's domain.
+// where every member the gang lacks, and the room of its late members,
+// fits by the profile's own filters: the domains where their requests fit
+// are tried from the one they would fill most, names breaking ties, and
+// the first where a trial placement passes the filters is chosen. Every
+// member of the attempt is then filtered only on the domain's nodes, and
+// any member that comes once the gang is bound on its required domain's.
 package placement
 
 import (
