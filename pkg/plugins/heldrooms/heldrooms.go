@@ -78,6 +78,8 @@ type Groups interface {
 	BoundCount(key types.NamespacedName) int32
 	// BoundNode is a node a member of the group is bound to.
 	BoundNode(key types.NamespacedName) (string, bool)
+	// Attempts holds the topology domain chosen for a gang's attempt.
+	Attempts() *group.Attempts
 	// ScheduleTimeout is how long room is held for late members.
 	ScheduleTimeout(pg *v1alpha1.PodGroup) time.Duration
 	// OnPodChange tells the plugin of pod events.

@@ -40,6 +40,7 @@ type groups struct {
 	placed, bound map[types.NamespacedName]int32
 	// boundOn is a node a bound member of the group is on.
 	boundOn       map[types.NamespacedName]string
+	attempts      *group.Attempts
 	listeners     []func(group.PodChange)
 	podGroupsSeen []cache.ResourceEventHandler
 }
@@ -48,7 +49,8 @@ func newGroups() *groups {
 	return &groups{rooms: group.NewRooms(), admitted: sets.New[types.NamespacedName](), extras: sets.New[string](), reserved: sets.New[string](),
 		waiting: map[types.NamespacedName]topology.WaitingGang{}, topologies: map[types.NamespacedName]*topology.Topology{},
 		podGroups: map[types.NamespacedName]*v1alpha1.PodGroup{}, late: map[types.NamespacedName]group.LateMembers{},
-		placed: map[types.NamespacedName]int32{}, bound: map[types.NamespacedName]int32{}, boundOn: map[types.NamespacedName]string{}}
+		placed: map[types.NamespacedName]int32{}, bound: map[types.NamespacedName]int32{}, boundOn: map[types.NamespacedName]string{},
+		attempts: group.NewAttempts(func(float64) {})}
 }
 
 func (g *groups) Rooms() *group.Rooms                      { return g.rooms }
@@ -70,6 +72,7 @@ func (g *groups) BoundNode(key types.NamespacedName) (string, bool) {
 	node, ok := g.boundOn[key]
 	return node, ok
 }
+func (g *groups) Attempts() *group.Attempts                        { return g.attempts }
 func (g *groups) ScheduleTimeout(*v1alpha1.PodGroup) time.Duration { return time.Minute }
 func (g *groups) OnPodChange(handler func(group.PodChange)) {
 	g.listeners = append(g.listeners, handler)

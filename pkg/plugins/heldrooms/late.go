@@ -1,6 +1,7 @@
 package heldrooms
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -95,9 +96,15 @@ func (h *HeldRooms) hold(logger klog.Logger, key types.NamespacedName, missing m
 		}
 		nodes = inDomainOf(nodes, topo.DomainKey, anchor)
 	}
-	// The member's own node first: a launcher beside its workers.
+	// The member's own node first: a launcher beside its workers; then the
+	// nodes of the domain the gang's attempt prefers (Placement).
+	preferred := func(fwk.NodeInfo) bool { return true }
+	if d, chosen := h.groups.Attempts().Domain(key); chosen && d.Preferred != "" {
+		preferred = func(n fwk.NodeInfo) bool { return n.Node().Labels[topo.PreferredDomainKey] == d.Preferred }
+	}
 	slices.SortStableFunc(nodes, func(a, b fwk.NodeInfo) int {
-		return boolOrder(a.Node().Name != selfNode) - boolOrder(b.Node().Name != selfNode)
+		return cmp.Or(boolOrder(a.Node().Name != selfNode)-boolOrder(b.Node().Name != selfNode),
+			boolOrder(!preferred(a))-boolOrder(!preferred(b)))
 	})
 	rooms := h.groups.Rooms()
 	var held []*group.Room

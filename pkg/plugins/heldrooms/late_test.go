@@ -160,6 +160,45 @@ func TestTheLateRoomOfAGangInOneDomainIsHeldInThatDomain(t *testing.T) {
 	})
 }
 
+func TestTheLateRoomOfAGangIsHeldInTheRackItsAttemptPrefersFirst(t *testing.T) {
+	// The workers fill n1; in their block-0, n2 is in rack-b and n3 in
+	// rack-a: the room goes to the rack the gang's attempt prefers.
+	node := func(name, rack string) *corev1.Node {
+		n := rackedNode(name, rack)
+		n.Labels[topology.BlockLabel] = "block-0"
+		return n
+	}
+	nodes := []*corev1.Node{node("n1", "rack-a"), node("n2", "rack-b"), node("n3", "rack-a")}
+	w0 := st.MakePod().Namespace(ns).Name("w0").UID("w0").Node("n1").Req(map[corev1.ResourceName]string{"cpu": "3"}).Obj()
+	for _, tt := range []struct {
+		name   string
+		domain group.Domain
+		want   string
+	}{
+		{"rack-a preferred", group.Domain{Name: "block-0", Preferred: "rack-a"}, "n3"},
+		{"rack-b preferred", group.Domain{Name: "block-0", Preferred: "rack-b"}, "n2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGroups()
+			pg := lateGang(t, g, `{"launcher":{"requests":{"cpu":"2"}}}`)
+			pg.Annotations[topology.DomainRequiredAnnotation] = topology.BlockLabel
+			pg.Annotations[topology.DomainPreferredAnnotation] = rackLabel
+			topo, errs := topology.Parse(pg.Annotations)
+			require.Empty(t, errs)
+			g.topologies[key("mpi")] = topo
+			g.placed[key("mpi")] = 2
+			g.reserved.Insert("w1")
+			g.attempts.ChooseDomain(key("mpi"), tt.domain)
+			snapshot := internalcache.NewSnapshot([]*corev1.Pod{w0}, nodes)
+			h := NewWithModel(klog.Background(), g, handle{snapshot: snapshot, events: events.NewFakeRecorder(10)}, testingclock.NewFakeClock(time.Time{}))
+			require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
+			got, held := g.rooms.Node(key("mpi"), "launcher")
+			require.True(t, held)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
 func TestTheLateRoomIsReleasedWithAnEventWhenItsMemberDoesNotCome(t *testing.T) {
 	for _, came := range []bool{false, true} {
 		g := newGroups()
