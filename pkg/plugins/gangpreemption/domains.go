@@ -13,18 +13,14 @@ import (
 // value of, and the domains its search may free, one search each: the
 // attempt's domain when it has one (chosen by Placement, or freed by an
 // earlier preemption), else the domain of its bound members, else every
-// value of the label on a node. A gang free to span domains has no label, and one
-// search over every node ("").
+// value of the label on a node. A gang free to span domains has no label,
+// and one search over every node ("").
 func (pl *GangPreemption) domainsToFree(key types.NamespacedName) (string, []string, error) {
 	topo, err := pl.groups.Topology(key)
 	if err != nil || topo == nil || topo.DomainKey == "" {
 		return "", []string{""}, nil
 	}
 	label := topo.DomainKey
-	nodes, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
-	if err != nil {
-		return label, nil, err
-	}
 	if d, chosen := pl.groups.Attempts().Domain(key); chosen && d.Name != "" {
 		// The attempt's domain, or the one victims are going from.
 		return label, []string{d.Name}, nil
@@ -35,6 +31,10 @@ func (pl *GangPreemption) domainsToFree(key types.NamespacedName) (string, []str
 				return label, []string{domain}, nil
 			}
 		}
+	}
+	nodes, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return label, nil, err
 	}
 	domains := sets.New[string]()
 	for _, n := range nodes {
