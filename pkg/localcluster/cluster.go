@@ -82,6 +82,11 @@ type Options struct {
 	// empty means manifests/scheduler-config.yaml, whose leader election
 	// runs here as in a cluster, with the lease its RBAC allows.
 	SchedulerConfig []byte
+	// SchedulerFeatureGates, when set, replace the feature gates of
+	// muster-scheduler's Deployment. With a configuration of
+	// kube-scheduler's default plugins only, muster-scheduler is the
+	// in-tree scheduler with those gates, which benchmarks compare with.
+	SchedulerFeatureGates string
 	// ElasticWindow is muster-controller's --elastic-window; zero keeps
 	// its default.
 	ElasticWindow time.Duration

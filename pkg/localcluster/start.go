@@ -475,14 +475,16 @@ func (s *starter) startScheduler(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	gates, err := manifests.SchedulerFeatureGates()
-	if err != nil {
-		return err
+	gates := s.opts.SchedulerFeatureGates
+	if gates == "" {
+		if gates, err = manifests.SchedulerFeatureGates(); err != nil {
+			return err
+		}
 	}
 	port := s.ports.scheduler
 	p, err := s.start("muster-scheduler", []string{
 		"--config=" + config,
-		// The feature gates the Deployment sets.
+		// The feature gates the Deployment sets, unless replaced.
 		"--feature-gates=" + gates,
 		// /metrics is served to callers the API server authorizes, as in a
 		// real cluster.
