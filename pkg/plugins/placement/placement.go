@@ -139,8 +139,9 @@ func (p *Placement) PreFilter(ctx context.Context, state fwk.CycleState, pod *co
 	case d.Unplaceable != "":
 		// Resolvable: preemption may free a domain (GangPreemption).
 		return nil, fwk.NewStatus(fwk.Unschedulable, d.Unplaceable)
-	case !d.IsSet():
-		// Preferred only, and no single domain of it holds the gang.
+	case !d.IsSet() && d.Nodes == nil:
+		// Preferred only, and the gang fits nowhere as it is: the
+		// filters say why.
 		return nil, nil
 	}
 	return inDomain(state, nodes, c, d, key)
@@ -279,7 +280,7 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 		}
 	}
 	if c.required == "" {
-		return group.Domain{}
+		return p.fewestPreferred(ctx, members, nodes, c, group.Domain{})
 	}
 	domains := domainsOf(nodes, c.byRequired, members)
 	if len(domains) == 0 {
@@ -289,6 +290,8 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 	switch {
 	case err != nil:
 		return group.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
+	case found.fits && c.preferred != "":
+		return p.fewestPreferred(ctx, members, found.nodes, c, found.domain)
 	case found.fits:
 		return found.domain
 	case found.most < 0 && len(found.skipped) > 0:
@@ -301,7 +304,7 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 		if err != nil {
 			return group.Domain{Unplaceable: fmt.Sprintf("group %s: trying %s: %v", key, domains[0].id, err)}
 		}
-		found.closest, found.most = domains[0].id, placed
+		found.closest, found.most = domains[0].id, len(placed)
 	}
 	return group.Domain{Unplaceable: topology.NoDomainMessage(key, c.required, len(members), found.closest.String(), found.most)}
 }
@@ -312,6 +315,7 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 type found struct {
 	domain  group.Domain
 	fits    bool
+	nodes   []fwk.NodeInfo // the domain's
 	closest group.Domain
 	most    int
 	skipped []string
@@ -335,19 +339,66 @@ func (p *Placement) tightest(ctx context.Context, members []*corev1.Pod, domains
 		if err != nil {
 			return f, fmt.Errorf("trying %s: %w", d.id, err)
 		}
-		if placed == len(members) {
-			f.domain, f.fits = d.id, true
-			f.domain.Nodes = sets.New[string]()
-			for _, n := range d.nodes {
-				f.domain.Nodes.Insert(n.Node().Name)
-			}
+		if len(placed) == len(members) {
+			f.domain, f.fits, f.nodes = d.id, true, d.nodes
+			f.domain.Nodes = nodeNames(d.nodes)
 			return f, nil
 		}
-		if placed > f.most {
-			f.closest, f.most = d.id, placed
+		if len(placed) > f.most {
+			f.closest, f.most = d.id, len(placed)
 		}
 	}
 	return f, nil
+}
+
+// fewestPreferred narrows d, where the members fit but in no one domain
+// of the preferred label, to as few of those domains as hold them: the
+// members are placed in the roomiest first, the nodes without the label
+// last, and d keeps the nodes of the domains they took. d is as it was if
+// they do not fit after all.
+func (p *Placement) fewestPreferred(ctx context.Context, members []*corev1.Pod, nodes []fwk.NodeInfo, c constraint, d group.Domain) group.Domain {
+	subdomains := domainsOf(nodes, c.byPreferred, members)
+	slices.SortStableFunc(subdomains, func(a, b domain) int { return cmp.Compare(a.fill, b.fill) })
+	var ordered []fwk.NodeInfo
+	subdomainOf := map[string]int{}
+	for i, sub := range subdomains {
+		for _, n := range sub.nodes {
+			subdomainOf[n.Node().Name] = i
+		}
+		ordered = append(ordered, sub.nodes...)
+	}
+	var unlabeled []fwk.NodeInfo
+	for _, n := range nodes {
+		if _, labeled := subdomainOf[n.Node().Name]; !labeled {
+			unlabeled = append(unlabeled, n)
+		}
+	}
+	placed, err := p.trial(ctx, members, append(ordered, unlabeled...))
+	if err != nil || len(placed) < len(members) {
+		return d
+	}
+	taken, tookUnlabeled := sets.New[int](), false
+	var kept []fwk.NodeInfo
+	for _, node := range placed {
+		if i, labeled := subdomainOf[node]; labeled && !taken.Has(i) {
+			taken.Insert(i)
+			kept = append(kept, subdomains[i].nodes...)
+		} else if !labeled && !tookUnlabeled {
+			tookUnlabeled = true
+			kept = append(kept, unlabeled...)
+		}
+	}
+	d.Nodes = nodeNames(kept)
+	return d
+}
+
+// nodeNames is the set of the nodes' names.
+func nodeNames(nodes []fwk.NodeInfo) sets.Set[string] {
+	names := make(sets.Set[string], len(nodes))
+	for _, n := range nodes {
+		names.Insert(n.Node().Name)
+	}
+	return names
 }
 
 // byRequired is the node's domain of the required label.
@@ -462,17 +513,17 @@ func domainsOf(nodes []fwk.NodeInfo, domainOf func(*corev1.Node) (group.Domain, 
 
 // trial places the members one after another on the first of the nodes
 // where each passes the profile's filters, as if bound there, and returns
-// how many it placed before one fitted nowhere. Members alike (the
+// the node of each it placed before one fitted nowhere. Members alike (the
 // framework signs them the same) skip the nodes an earlier one failed on:
 // a node only fills as the trial goes.
-func (p *Placement) trial(ctx context.Context, members []*corev1.Pod, nodes []fwk.NodeInfo) (int, error) {
+func (p *Placement) trial(ctx context.Context, members []*corev1.Pod, nodes []fwk.NodeInfo) ([]string, error) {
 	var place placer = newNodeCopies(nodes)
 	if readsOtherNodes(members) {
 		// Their PreFilter reads the members placed before them, on any
 		// node: only a copy of the whole snapshot tells it.
 		snapshot := p.framework.MutableSnapshotSharedLister()
 		if err := snapshot.StartMutations(); err != nil {
-			return 0, err
+			return nil, err
 		}
 		defer func() {
 			if err := snapshot.EndMutations(); err != nil {
@@ -486,7 +537,8 @@ func (p *Placement) trial(ctx context.Context, members []*corev1.Pod, nodes []fw
 		names[i] = n.Node().Name
 	}
 	from := map[string]int{}
-	for placed, member := range members {
+	var placed []string
+	for _, member := range members {
 		state := framework.NewCycleState()
 		state.Write(trialKey, trialMark{})
 		result, status, _ := p.framework.RunPreFilterPlugins(ctx, state, member)
@@ -526,8 +578,9 @@ func (p *Placement) trial(ctx context.Context, members []*corev1.Pod, nodes []fw
 		if err := place.add(info, node); err != nil {
 			return placed, err
 		}
+		placed = append(placed, node)
 	}
-	return len(members), nil
+	return placed, nil
 }
 
 // readsOtherNodes reports whether a member's filters read the pods on

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -346,7 +347,9 @@ func TestAPreferredDomainHoldsTheGangWhenOneCanElseTheRequiredOneDoes(t *testing
 			group.Domain{Name: "block-0", Preferred: "rack-a"}, []string{"a1"}},
 		{"no rack holds it: the block does", topology.BlockLabel, members(3, 3, 0),
 			group.Domain{Name: "block-0"}, []string{"a1", "b1", "b2"}},
-		{"a preference alone that no rack meets narrows nothing", "", members(4, 3, 0),
+		{"a preference alone that no rack meets spans the racks it must", "", members(4, 3, 0),
+			group.Domain{}, []string{"a1", "b1", "b2", "c1"}},
+		{"a preference alone that nothing meets narrows nothing", "", members(5, 3, 0),
 			group.Domain{}, nil},
 	}
 	for _, tt := range tests {
@@ -368,6 +371,49 @@ func TestAPreferredDomainHoldsTheGangWhenOneCanElseTheRequiredOneDoes(t *testing
 				return
 			}
 			assert.ElementsMatch(t, tt.nodes, got.UnsortedList())
+		})
+	}
+}
+
+// TestAGangNoPreferredDomainHoldsSpansTheFewest: members that no one
+// rack holds fill the roomiest racks first, and the attempt keeps only the
+// racks they took, inside the required block when there is one.
+func TestAGangNoPreferredDomainHoldsSpansTheFewest(t *testing.T) {
+	// block-0: rack-a of one node, rack-b of two, rack-c of three;
+	// block-1: rack-d of four, whose nodes are full.
+	nodes := []*corev1.Node{
+		blockRack("a1", "block-0", "rack-a"), blockRack("b1", "block-0", "rack-b"), blockRack("b2", "block-0", "rack-b"),
+		blockRack("c1", "block-0", "rack-c"), blockRack("c2", "block-0", "rack-c"), blockRack("c3", "block-0", "rack-c"),
+	}
+	for i := range 4 {
+		full := blockRack(fmt.Sprintf("d%d", i), "block-1", "rack-d")
+		full.Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("1")
+		nodes = append(nodes, full)
+	}
+	tests := []struct {
+		name     string
+		required string
+		want     string
+	}{
+		{"preferred alone", "", ""},
+		{"preferred inside required", topology.BlockLabel, "block-0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pods := members(4, 3, 0)
+			pg := gang(4, tt.required)
+			if pg.Annotations == nil {
+				pg.Annotations = map[string]string{}
+			}
+			pg.Annotations[topology.DomainPreferredAnnotation] = rack
+			f := newFixture(t, nodes, pods, pg)
+			got, status := f.preFilter(t, pods[0])
+			require.True(t, status.IsSuccess(), "PreFilter: %v", status)
+			d, _ := f.model.Attempts().Domain(job)
+			assert.Equal(t, tt.want, d.String())
+			want := []string{"c1", "c2", "c3", "b1", "b2"}
+			assert.ElementsMatch(t, want, d.Nodes.UnsortedList(), "rack-c's three, then rack-b, roomier than rack-a")
+			assert.ElementsMatch(t, want, got.UnsortedList())
 		})
 	}
 }

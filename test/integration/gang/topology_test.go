@@ -3,6 +3,7 @@ package gang
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -119,16 +120,17 @@ func TestAGangThatMustStayInOneRackPreemptsInsideTheCheapestRack(t *testing.T) {
 	}
 }
 
-// TestAGangThatPrefersOneRackSharesOneWhenOneHoldsItElseSpansRacks: with
-// muster.dev/topology-preferred alone, a gang of four 2-CPU members, in a
-// pool of rack-a (2 nodes of 4 CPUs) and rack-b (3 such nodes), goes to
-// rack-a, the tightest rack that holds it. Once it is gone, a gang of
-// seven, which no one rack holds, is bound across both: a preference, not
-// a requirement.
-func TestAGangThatPrefersOneRackSharesOneWhenOneHoldsItElseSpansRacks(t *testing.T) {
+// TestAGangThatPrefersOneRackSharesOneWhenOneHoldsItElseSpansTheFewest:
+// with muster.dev/topology-preferred alone, a gang of four 2-CPU members,
+// in a pool of rack-a (2 nodes of 4 CPUs), rack-b (3 such nodes) and
+// rack-c (1), goes to rack-a, the tightest rack that holds it. Once it is
+// gone, a gang of seven, which no one rack holds, is bound across rack-b
+// and rack-a, the fewest racks that hold it, and never rack-c: a
+// preference, not a requirement, kept as far as it can be.
+func TestAGangThatPrefersOneRackSharesOneWhenOneHoldsItElseSpansTheFewest(t *testing.T) {
 	framework.LogTailOnFailure(t, "muster-scheduler")
 	ns := framework.NewNamespace(t)
-	framework.RackPool(t, ns, map[string]int{"rack-a": 2, "rack-b": 3}, "4")
+	framework.RackPool(t, ns, map[string]int{"rack-a": 2, "rack-b": 3, "rack-c": 1}, "4")
 	prefersOneRack := map[string]string{topology.DomainPreferredAnnotation: framework.RackLabel}
 	create := func(group string, size int) []string {
 		framework.CreatePodGroup(t, ns, group, int32(size), prefersOneRack)
@@ -157,8 +159,8 @@ func TestAGangThatPrefersOneRackSharesOneWhenOneHoldsItElseSpansRacks(t *testing
 	for _, rack := range framework.RacksOf(t, ns, large) {
 		racks[rack] = true
 	}
-	if len(racks) != 2 {
-		t.Errorf("the gang of seven is in racks %v; no one rack holds it, so it spans both", racks)
+	if want := map[string]bool{"rack-a": true, "rack-b": true}; !maps.Equal(racks, want) {
+		t.Errorf("the gang of seven is in racks %v; want rack-b and rack-a, the fewest that hold it", racks)
 	}
 }
 
