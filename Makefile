@@ -64,7 +64,7 @@ demo: tools build ## Start a local cluster, schedule example pods with muster-sc
 .PHONY: lint
 lint: ## go vet and gofmt.
 	go vet ./...
-	go vet -tags bench ./test/perf ./test/perf/elastic ./test/perf/preemption ./test/perf/cost
+	go vet -tags bench ./test/perf ./test/perf/elastic ./test/perf/preemption ./test/perf/cost ./test/perf/fragmentation
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n $$unformatted ]]; then echo "gofmt wants to rewrite:"; echo "$$unformatted"; exit 1; fi
 
@@ -95,9 +95,12 @@ SCHEDULER_PLUGINS := sigs.k8s.io/scheduler-plugins@v0.34.7 v1.34.4
 bench-tools: ## Build bin/scheduler-plugins, Coscheduling's scheduler, for make bench (skipped when current).
 	@hack/build-scheduler-plugins.sh $(SCHEDULER_PLUGINS)
 
+BENCH_FRAGMENTATION = BENCH_FRAGMENTATION_DOC=$(CURDIR)/docs/benchmarks-fragmentation.md go test -tags bench -run '^$$' -bench BenchmarkFragmentation -benchtime 1x -timeout 120m ./test/perf/fragmentation
+
 .PHONY: bench
-bench: tools build bench-tools ## Benchmarks: default, Coscheduling and muster side by side, then upstream's own gang benchmarks, in-tree against muster; writes docs/benchmarks.md (BENCH_ROUNDS, BENCH_LABELS, BENCH_CASES, BENCH_UPSTREAM, BENCH_DOC, BENCH_FINDINGS, BENCH_TITLE).
+bench: tools build bench-tools ## Benchmarks: default, Coscheduling and muster side by side, then upstream's own gang benchmarks, in-tree against muster, writing docs/benchmarks.md (BENCH_ROUNDS, BENCH_LABELS, BENCH_CASES, BENCH_UPSTREAM, BENCH_DOC, BENCH_FINDINGS, BENCH_TITLE); then the fragmentation benchmark (bench-fragmentation).
 	hack/bench.sh
+	$(BENCH_FRAGMENTATION)
 
 .PHONY: bench-quick
 bench-quick: tools build bench-tools ## A reduced benchmark run, one round of small workloads, for development.
@@ -110,6 +113,10 @@ bench-elastic: tools build ## Elastic groups against the same jobs rigid at min 
 .PHONY: bench-cost
 bench-cost: tools build ## What muster-controller and muster-scheduler cost the API server and the machine at 100, 1,000 and 5,000 simulated nodes, or BENCH_COST_SIZES; writes docs/benchmarks-cost.md.
 	BENCH_COST_SIZES="$(BENCH_COST_SIZES)" BENCH_COST_DOC=$(CURDIR)/docs/benchmarks-cost.md go test -tags bench -run '^$$' -bench BenchmarkCost -benchtime 1x -timeout 60m ./test/perf/cost
+
+.PHONY: bench-fragmentation
+bench-fragmentation: tools build ## Gangs that must stay in one rack, arriving and finishing on 64 racks of 8 nodes: muster, in-tree TAS and muster unconstrained, BENCH_FRAGMENTATION_ROUNDS (3) rounds of about 20 min; writes docs/benchmarks-fragmentation.md.
+	$(BENCH_FRAGMENTATION)
 
 .PHONY: bench-preemption
 bench-preemption: tools build ## muster's gang-aware preemption against DefaultPreemption, two profiles of one muster-scheduler on the real control plane (about a minute); writes docs/preemption-benchmark.md.
