@@ -62,8 +62,9 @@ type Groups interface {
 
 // Placement keeps a gang that requires a topology domain inside one.
 type Placement struct {
-	framework framework.Framework
-	groups    Groups
+	framework  framework.Framework
+	groups     Groups
+	partitions partitions
 }
 
 // New builds the plugin over the scheduler's group model.
@@ -271,7 +272,7 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 	// the gang backs off: the next one is.
 	tried := p.groups.Attempts().TriedDomains(key)
 	if c.preferred != "" {
-		found, err := p.tightest(ctx, members, domainsOf(nodes, c.byPreferred, members), tried)
+		found, err := p.tightest(ctx, members, domainsOf(nodes, p.partitions.of(nodes, level{c, true}), members), tried)
 		if err != nil {
 			return group.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
 		}
@@ -282,7 +283,7 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 	if c.required == "" {
 		return p.fewestPreferred(ctx, members, nodes, c, group.Domain{})
 	}
-	domains := domainsOf(nodes, c.byRequired, members)
+	domains := domainsOf(nodes, p.partitions.of(nodes, level{c, false}), members)
 	if len(domains) == 0 {
 		return group.Domain{Unplaceable: fmt.Sprintf("group %s must stay in one %s domain, and no node has that label", key, c.required)}
 	}
@@ -357,7 +358,7 @@ func (p *Placement) tightest(ctx context.Context, members []*corev1.Pod, domains
 // last, and d keeps the nodes of the domains they took. d is as it was if
 // they do not fit after all.
 func (p *Placement) fewestPreferred(ctx context.Context, members []*corev1.Pod, nodes []fwk.NodeInfo, c constraint, d group.Domain) group.Domain {
-	subdomains := domainsOf(nodes, c.byPreferred, members)
+	subdomains := domainsOf(nodes, newPartition(nodes, c.byPreferred), members)
 	slices.SortStableFunc(subdomains, func(a, b domain) int { return cmp.Compare(a.fill, b.fill) })
 	var ordered []fwk.NodeInfo
 	subdomainOf := map[string]int{}
@@ -451,11 +452,11 @@ func latePods(key types.NamespacedName, topo *topology.Topology, late group.Late
 	return pods
 }
 
-// domainsOf groups the nodes by their domain (domainOf; a node without
-// one is left out): first the domains where the members' requests fit,
-// the one they fill most first; then the others, the one closest to
-// taking them first; names break ties.
-func domainsOf(nodes []fwk.NodeInfo, domainOf func(*corev1.Node) (group.Domain, bool), members []*corev1.Pod) []domain {
+// domainsOf groups the nodes by their domain in the partition of them (a
+// node without one is left out): first the domains where the members'
+// requests fit, the one they fill most first; then the others, the one
+// closest to taking them first; names break ties.
+func domainsOf(nodes []fwk.NodeInfo, part *partition, members []*corev1.Pod) []domain {
 	var need corev1.ResourceList
 	for _, m := range members {
 		need = resources.Add(need, resources.OfPod(m), 1)
@@ -464,26 +465,25 @@ func domainsOf(nodes []fwk.NodeInfo, domainOf func(*corev1.Node) (group.Domain, 
 		domain
 		free resources.Amounts
 	}
-	byName := map[string]*tally{}
-	for _, n := range nodes {
-		id, ok := domainOf(n.Node())
-		if !ok {
+	tallies := make([]*tally, len(part.domains))
+	for i, n := range nodes {
+		j := part.of[i]
+		if j < 0 {
 			continue
 		}
-		name := id.Name + "\x00" + id.Preferred
-		t := byName[name]
+		t := tallies[j]
 		if t == nil {
-			t = &tally{domain: domain{id: id}, free: resources.Amounts{}}
+			t = &tally{domain: domain{id: part.domains[j]}, free: resources.Amounts{}}
 			for resource := range need {
 				t.free[resource] = 0
 			}
-			byName[name] = t
+			tallies[j] = t
 		}
 		t.nodes = append(t.nodes, n)
 		t.free.AddFree(n)
 	}
-	domains := make([]domain, 0, len(byName))
-	for _, t := range byName {
+	domains := make([]domain, 0, len(tallies))
+	for _, t := range tallies {
 		t.fill = resources.Fill(need, t.free)
 		domains = append(domains, t.domain)
 	}
