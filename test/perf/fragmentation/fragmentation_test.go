@@ -30,6 +30,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,6 +63,8 @@ const (
 	warmup   = 60 * time.Second
 	drain    = 4 * time.Minute
 	seed     = 38
+	// creators is how many pods the jobs' owner creates at once.
+	creators = 16
 )
 
 // offeredLoads are the three thirds' offered loads: the slots the
@@ -236,6 +239,7 @@ func run(b *testing.B, s setup, jobs []job) result {
 			b.Error(err)
 		}
 	}()
+	defer keepLogs(b, cluster.Dir)
 	config, err := cluster.RESTConfig()
 	if err != nil {
 		b.Fatal(err)
@@ -245,12 +249,14 @@ func run(b *testing.B, s setup, jobs []job) result {
 	if err != nil {
 		b.Fatal(err)
 	}
+	schedulerAtWorkloadHigh(ctx, b, client)
 	rackOf := createRacks(ctx, b, client)
 	createNamespace(ctx, b, client)
 
 	start := time.Now()
 	l := newLedger(rackOf, slotsPerNode, start.Add(warmup), start.Add(arrivals))
-	d := &driver{client: client, setup: s, ledger: l, runFor: map[string]time.Duration{}, ended: map[string]bool{}}
+	d := &driver{client: client, setup: s, ledger: l, runFor: map[string]time.Duration{}, ended: map[string]bool{},
+		creating: make(chan struct{}, creators)}
 	for _, j := range jobs {
 		d.runFor[j.name] = j.runFor
 	}
@@ -271,7 +277,6 @@ func run(b *testing.B, s setup, jobs []job) result {
 	}
 	r := l.close(time.Now())
 	b.Logf("%s: the gangs that wasted most:\n%s", s.name, strings.Join(l.mostWasted(10), "\n"))
-	keepLogs(b, cluster.Dir)
 	return r
 }
 
@@ -285,6 +290,36 @@ func keepLogs(b *testing.B, dir string) {
 	into = filepath.Join(into, strings.ReplaceAll(b.Name(), "/", "-"))
 	if err := os.CopyFS(into, os.DirFS(filepath.Join(dir, "logs"))); err != nil {
 		b.Errorf("keeping the logs: %v", err)
+	}
+}
+
+// schedulerAtWorkloadHigh gives the scheduler's requests the priority
+// level kube-scheduler's own have, by the FlowSchema docs/user-guide.md
+// gives a busy cluster: muster-scheduler runs as a ServiceAccount, in
+// whichever setup, and at this workload's rate its binds would otherwise
+// share workload-low with muster-controller's webhook, whose calls then
+// time out.
+func schedulerAtWorkloadHigh(ctx context.Context, b *testing.B, client kubernetes.Interface) {
+	schema := &flowcontrolv1.FlowSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: "muster-scheduler"},
+		Spec: flowcontrolv1.FlowSchemaSpec{
+			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "workload-high"},
+			MatchingPrecedence:         700,
+			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects: []flowcontrolv1.Subject{{
+					Kind:           flowcontrolv1.SubjectKindServiceAccount,
+					ServiceAccount: &flowcontrolv1.ServiceAccountSubject{Namespace: "muster-system", Name: "muster-scheduler"},
+				}},
+				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
+					Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"},
+					Namespaces: []string{"*"}, ClusterScope: true,
+				}},
+			}},
+		},
+	}
+	if _, err := client.FlowcontrolV1().FlowSchemas().Create(ctx, schema, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
 	}
 }
 
@@ -351,6 +386,9 @@ type driver struct {
 	setup  setup
 	ledger *ledger
 	runFor map[string]time.Duration
+	// creating bounds the pods being created at once, as a controller's
+	// workers do: a burst of a thousand would all wait on the webhooks.
+	creating chan struct{}
 
 	mu     sync.Mutex
 	ended  map[string]bool // gangs whose end is set
@@ -420,6 +458,8 @@ func (d *driver) arrive(ctx context.Context, j job) {
 		var members sync.WaitGroup
 		for i := range j.members {
 			members.Go(func() {
+				d.creating <- struct{}{}
+				defer func() { <-d.creating }()
 				if _, err := d.client.CoreV1().Pods(namespace).Create(ctx, d.member(j.name, i), metav1.CreateOptions{}); err != nil {
 					d.fail(fmt.Errorf("creating member %d of %s: %w", i, j.name, err))
 				}
