@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -75,9 +76,29 @@ func TestNothingIsPreemptedForAGangThatWouldStillNotFit(t *testing.T) {
 	createPriorityGang(t, ns, "low", 2, "2", low)
 	waitForBound(t, ns, "low", 2)
 	createPriorityGang(t, ns, "high", 3, "4", high)
-	framework.WaitForEvent(t, ns, "high", "GangRejected")
-	// Past the backoff, so that the gang was tried again.
-	time.Sleep(6 * time.Second)
+	// Rejected twice: tried again after its backoff, with the same result.
+	framework.Eventually(t, "the gang's second rejection", func(ctx context.Context) (int32, error) {
+		events, err := framework.Client.EventsV1().Events(ns).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("reason", "GangRejected").String(),
+		})
+		if err != nil {
+			return 0, err
+		}
+		var rejections int32
+		for _, e := range events.Items {
+			if e.Regarding.Name != "high" {
+				continue
+			}
+			rejections++
+			if e.Series != nil {
+				rejections += e.Series.Count - 1
+			}
+		}
+		if rejections < 2 {
+			return rejections, fmt.Errorf("rejected %d times", rejections)
+		}
+		return rejections, nil
+	})
 	if live := boundPods(t, ns, "low"); len(live) != 2 {
 		t.Errorf("the low-priority gang has %v left; nothing should have been taken", live)
 	}
