@@ -631,6 +631,11 @@ or %s after the last arrival.
 - unconstrained: muster-scheduler, the same PodGroups without the
   constraint.
 
+Each scheduler's client may send 500 requests a second (kube-scheduler's
+default of 50 would hold this workload's binds back), at the priority level
+kube-scheduler's own requests have (the FlowSchema of docs/user-guide.md);
+the jobs' owner creates 16 pods at once.
+
 **Waste** is the gang-seconds measured gangs spent waiting while some
 single rack had room for the whole gang: time lost to placement, not to
 capacity.
