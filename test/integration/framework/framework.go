@@ -747,3 +747,17 @@ func PriorityClass(t *testing.T, namespace string, value int32) string {
 	})
 	return pc.Name
 }
+
+// Rounds is how many rounds a benchmark runs: the environment variable's
+// whole number, or three when it is unset.
+func Rounds(b testing.TB, variable string) int {
+	v := os.Getenv(variable)
+	if v == "" {
+		return 3
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a whole number from 1", variable, v)
+	}
+	return n
+}

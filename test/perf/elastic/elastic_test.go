@@ -16,7 +16,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -102,14 +101,7 @@ type result struct {
 // BenchmarkElasticSharing runs the workload in each shape, interleaved,
 // BENCH_ELASTIC_ROUNDS times (3), and reports the medians.
 func BenchmarkElasticSharing(b *testing.B) {
-	rounds := 3
-	if v := os.Getenv("BENCH_ELASTIC_ROUNDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("BENCH_ELASTIC_ROUNDS=%q: want a whole number from 1", v)
-		}
-		rounds = n
-	}
+	rounds := framework.Rounds(b, "BENCH_ELASTIC_ROUNDS")
 	results := map[shape][]result{}
 	for round := 1; round <= rounds; round++ {
 		for _, s := range []shape{elastic, rigidAtMin, rigidAtMax} {

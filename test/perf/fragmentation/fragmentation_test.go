@@ -23,7 +23,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -184,14 +183,7 @@ func setups(b *testing.B) []setup {
 // BenchmarkFragmentation runs the workload each way, interleaved,
 // BENCH_FRAGMENTATION_ROUNDS times (3), and reports the medians.
 func BenchmarkFragmentation(b *testing.B) {
-	rounds := 3
-	if v := os.Getenv("BENCH_FRAGMENTATION_ROUNDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("BENCH_FRAGMENTATION_ROUNDS=%q: want a whole number from 1", v)
-		}
-		rounds = n
-	}
+	rounds := framework.Rounds(b, "BENCH_FRAGMENTATION_ROUNDS")
 	jobs := workload()
 	results := map[string][]result{}
 	for round := 1; round <= rounds; round++ {
