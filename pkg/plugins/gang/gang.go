@@ -123,7 +123,9 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 
 // Less orders the queue by priority; then a gang left partly bound (after a
 // scheduler restart, say) ahead of every gang with no member bound, so that
-// nothing takes the room its missing members need; then an elastic group's
+// nothing takes the room its missing members need; then a gang whose
+// attempt holds reservations ahead of every gang whose attempt does not,
+// so that attempts do not overlap; then an elastic group's
 // members above its min behind every other pod, least fulfilled group
 // first; then by the group's creation time or, after a failed attempt, the
 // time it failed, so that one stuck gang cannot hold back the rest (an
@@ -152,6 +154,11 @@ func (g *Gang) Less(a, b fwk.QueuedEntityInfo) bool {
 	placeA, placeB := g.queuePlace(a, podA), g.queuePlace(b, podB)
 	if placeA.PartlyBound != placeB.PartlyBound {
 		return placeA.PartlyBound
+	}
+	// A gang whose members wait at Permit is finished before another
+	// starts, which would take the room of the domain chosen for it.
+	if placeA.Reserving != placeB.Reserving {
+		return placeA.Reserving
 	}
 	// An elastic group's members above its min take only room no gang
 	// needs for its own min, and idle room goes to the least fulfilled

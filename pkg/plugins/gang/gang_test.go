@@ -576,6 +576,25 @@ func TestLessPutsAPartlyBoundGangFirst(t *testing.T) {
 	assert.True(t, f.gang.Less(higher, partly), "priority still comes first")
 }
 
+func TestLessFinishesAnAttemptThatHoldsReservationsFirst(t *testing.T) {
+	// "newer" has one of its two members reserved, waiting at Permit;
+	// "older" has none, and would otherwise go first.
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{
+		podGroup("older", 2).Time(epoch).Obj(),
+		podGroup("newer", 2).Time(epoch.Add(time.Minute)).Obj(),
+	}, nil)
+	fresh := queued(member("older", "o0").Obj(), epoch)
+	sibling := queued(member("newer", "n1").Obj(), epoch.Add(time.Hour))
+	assert.True(t, f.gang.Less(fresh, sibling), "no attempt under way: the older gang first")
+
+	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, member("newer", "n0").Obj()).Code())
+	assert.True(t, f.gang.Less(sibling, fresh), "the attempt under way is finished first")
+	assert.False(t, f.gang.Less(fresh, sibling))
+
+	higher := queued(member("older", "o1").Priority(10).Obj(), epoch)
+	assert.True(t, f.gang.Less(higher, sibling), "priority still comes first")
+}
+
 func TestLoweredMinMemberAdmitsWaitingMembersAtOnce(t *testing.T) {
 	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj(), member("job", "p2").Obj()}
 	pg := podGroup("job", 4).Obj()

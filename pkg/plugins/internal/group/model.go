@@ -873,6 +873,8 @@ type QueuePlace struct {
 	// PartlyBound: members bound, fewer than minMember, and the gang never
 	// had its quorum (HadQuorum).
 	PartlyBound bool
+	// Reserving: the group's attempt holds reservations, not yet admitted.
+	Reserving bool
 	// ElasticExtra: a member above the min of an admitted elastic group,
 	// whose fulfillment is Fulfillment.
 	ElasticExtra bool
@@ -890,6 +892,7 @@ func (m *Model) QueuePlaceOf(key types.NamespacedName, pg *v1alpha1.PodGroup) Qu
 	m.read(key, func(st *State) {
 		bound, had = st.census.Bound(), st.quorumHad == pg.UID
 		p.QueuedAt, p.SeenAt = st.attempt.queuedAt, st.attempt.firstSeen
+		p.Reserving = st.attempt.waiting()
 	})
 	if bound > 0 && bound < pg.Spec.MinMember && !had {
 		p.PartlyBound = !m.HadQuorum(key, pg)
