@@ -323,13 +323,10 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 // tries another domain: kube-scheduler's initial pod backoff.
 const anotherDomainBackoff = time.Second
 
-// Reserve records the member's reservation. The first one starts the
-// Permit timeout of the group's attempt: every pending sibling is moved to
-// the active queue then, so that none sits it out in a backoff, or in the
-// queue's pool of pods turned away, while the members reserved wait for it.
-func (g *Gang) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
-	if key, _, ok := g.groups.GroupIn(state, pod); ok && g.attempts.Reserve(key, pod.UID) {
-		g.groups.ActivateUnreserved(klog.FromContext(ctx), g.handle, key)
+// Reserve records the member's reservation.
+func (g *Gang) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+	if key, _, ok := g.groups.GroupIn(state, pod); ok {
+		g.attempts.Reserve(key, pod.UID)
 	}
 	return nil
 }

@@ -113,14 +113,9 @@ func (s *Attempts) Seen(key types.NamespacedName, now time.Time) {
 	})
 }
 
-// Reserve records that a member holds a reservation, and reports whether
-// it is the first of the group's members that do.
-func (s *Attempts) Reserve(key types.NamespacedName, uid types.UID) (first bool) {
-	s.update(key, func(a *attempt) {
-		first = a.reserved.Len() == 0
-		a.reserved.Insert(uid)
-	})
-	return first
+// Reserve records that a member holds a reservation.
+func (s *Attempts) Reserve(key types.NamespacedName, uid types.UID) {
+	s.update(key, func(a *attempt) { a.reserved.Insert(uid) })
 }
 
 // Unreserve records that a member gave its reservation up, and reports

@@ -813,31 +813,12 @@ func (m *Model) Pending(key types.NamespacedName) []*corev1.Pod {
 // ActivatePending moves the group's unbound active members to the active
 // queue, past any backoff.
 func (m *Model) ActivatePending(logger klog.Logger, activator fwk.PodActivator, key types.NamespacedName) {
-	activate(logger, activator, m.Pending(key))
-}
-
-// ActivateUnreserved moves the group's unbound active members that hold no
-// reservation to the active queue, past any backoff: those reserved are
-// scheduled already, and would only be queued again at once if rejected.
-func (m *Model) ActivateUnreserved(logger klog.Logger, activator fwk.PodActivator, key types.NamespacedName) {
-	var unreserved []*corev1.Pod
-	m.read(key, func(st *State) {
-		for uid, pod := range st.unbound {
-			if !st.attempt.reserved.Has(uid) {
-				unreserved = append(unreserved, pod)
-			}
-		}
-	})
-	activate(logger, activator, unreserved)
-}
-
-func activate(logger klog.Logger, activator fwk.PodActivator, pods []*corev1.Pod) {
-	byName := make(map[string]*corev1.Pod, len(pods))
-	for _, pod := range pods {
-		byName[pod.Namespace+"/"+pod.Name] = pod
+	pending := map[string]*corev1.Pod{}
+	for _, pod := range m.Pending(key) {
+		pending[pod.Namespace+"/"+pod.Name] = pod
 	}
-	if len(byName) > 0 {
-		activator.Activate(logger, byName)
+	if len(pending) > 0 {
+		activator.Activate(logger, pending)
 	}
 }
 
