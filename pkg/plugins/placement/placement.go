@@ -281,7 +281,7 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 		}
 	}
 	if c.required == "" {
-		return p.fewestPreferred(ctx, members, nodes, c, group.Domain{})
+		return p.fewestPreferred(ctx, members, nodes, p.partitions.of(nodes, level{c, true}), c, group.Domain{})
 	}
 	domains := domainsOf(nodes, p.partitions.of(nodes, level{c, false}), members)
 	if len(domains) == 0 {
@@ -292,7 +292,7 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 	case err != nil:
 		return group.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
 	case found.fits && c.preferred != "":
-		return p.fewestPreferred(ctx, members, found.nodes, c, found.domain)
+		return p.fewestPreferred(ctx, members, found.nodes, newPartition(found.nodes, c.byPreferred), c, found.domain)
 	case found.fits:
 		return found.domain
 	case found.most < 0 && len(found.skipped) > 0:
@@ -356,9 +356,10 @@ func (p *Placement) tightest(ctx context.Context, members []*corev1.Pod, domains
 // of the preferred label, to as few of those domains as hold them: the
 // members are placed in the roomiest first, the nodes without the label
 // last, and d keeps the nodes of the domains they took. d is as it was if
-// they do not fit after all.
-func (p *Placement) fewestPreferred(ctx context.Context, members []*corev1.Pod, nodes []fwk.NodeInfo, c constraint, d group.Domain) group.Domain {
-	subdomains := domainsOf(nodes, newPartition(nodes, c.byPreferred), members)
+// they do not fit after all. part is the nodes' partition by the preferred
+// label: the scheduler's kept one when nodes are all its nodes.
+func (p *Placement) fewestPreferred(ctx context.Context, members []*corev1.Pod, nodes []fwk.NodeInfo, part *partition, c constraint, d group.Domain) group.Domain {
+	subdomains := domainsOf(nodes, part, members)
 	slices.SortStableFunc(subdomains, func(a, b domain) int { return cmp.Compare(a.fill, b.fill) })
 	var ordered []fwk.NodeInfo
 	subdomainOf := map[string]int{}
