@@ -55,6 +55,7 @@ type Gang struct {
 	args     Args
 	groups   *group.Model
 	attempts *group.Attempts
+	places   *queuePlaces
 	clock    clock.WithDelayedExecution
 }
 
@@ -81,6 +82,7 @@ func newGang(handle fwk.Handle, args Args, groups *group.Model, clk clock.WithDe
 		args:     args,
 		groups:   groups,
 		attempts: groups.Attempts(),
+		places:   newQueuePlaces(),
 		clock:    clk,
 	}
 }
@@ -132,7 +134,9 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 // attempt that ended to wait for its victims keeps the place); then, as
 // creation times have a second's grain, by the time the gang first had
 // its quorum of members; then by group and pod, so that a gang's members
-// are popped back to back.
+// are popped back to back. A pod keeps the place it was given for as long
+// as it stays queued (queuePlaces): the active queue is a heap, which an
+// order that changes under it leaves out of order.
 //
 // Since 1.37 the queue holds entities, not pods. Every rule after priority
 // is about the pod and its group, so Less reaches the pod behind a pod
@@ -151,7 +155,7 @@ func (g *Gang) Less(a, b fwk.QueuedEntityInfo) bool {
 	if prioA, prioB := corev1helpers.PodPriority(podA), corev1helpers.PodPriority(podB); prioA != prioB {
 		return prioA > prioB
 	}
-	placeA, placeB := g.queuePlace(a, podA), g.queuePlace(b, podB)
+	placeA, placeB := g.keptQueuePlace(a, podA), g.keptQueuePlace(b, podB)
 	if placeA.PartlyBound != placeB.PartlyBound {
 		return placeA.PartlyBound
 	}
@@ -207,6 +211,12 @@ type queuePlace struct {
 	group.QueuePlace
 	at  time.Time
 	key string
+}
+
+// keptQueuePlace is the pod's place as Less first read it in the pod's
+// current stay in the queue (queuePlaces).
+func (g *Gang) keptQueuePlace(info fwk.QueuedEntityInfo, pod *corev1.Pod) queuePlace {
+	return g.places.of(pod.UID, info.GetTimestamp(), func() queuePlace { return g.queuePlace(info, pod) })
 }
 
 func (g *Gang) queuePlace(info fwk.QueuedEntityInfo, pod *corev1.Pod) queuePlace {

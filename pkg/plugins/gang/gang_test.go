@@ -585,11 +585,53 @@ func TestLessFinishesAnAttemptThatHoldsReservationsFirst(t *testing.T) {
 	assert.True(t, f.gang.Less(fresh, sibling), "no attempt under way: the older gang first")
 
 	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, member("newer", "n0").Obj()).Code())
+	// The sibling queued again while its gang's attempt holds reservations.
+	sibling = queued(member("newer", "n1").Obj(), epoch.Add(2*time.Hour))
 	assert.True(t, f.gang.Less(sibling, fresh), "the attempt under way is finished first")
 	assert.False(t, f.gang.Less(fresh, sibling))
 
 	higher := queued(member("older", "o1").Priority(10).Obj(), epoch)
 	assert.True(t, f.gang.Less(higher, sibling), "priority still comes first")
+}
+
+func TestLessKeepsAQueuedPodsPlaceWhileItsGroupChanges(t *testing.T) {
+	// The active queue is a heap: a pod's place must not change while it
+	// sits in it, or pods below it that now sort first are left there.
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{
+		podGroup("older", 2).Time(epoch).Obj(),
+		podGroup("newer", 2).Time(epoch.Add(time.Minute)).Obj(),
+	}, nil)
+	fresh := queued(member("older", "o0").Obj(), epoch)
+	sibling := queued(member("newer", "n1").Obj(), epoch.Add(time.Hour))
+	require.True(t, f.gang.Less(fresh, sibling))
+
+	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, member("newer", "n0").Obj()).Code())
+	assert.True(t, f.gang.Less(fresh, sibling), "the attempt began while both were queued: their order holds")
+	assert.False(t, f.gang.Less(sibling, fresh))
+
+	key := types.NamespacedName{Namespace: ns, Name: "older"}
+	f.gang.attempts.Begin(key)
+	f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second, false, "member x fits on no node")
+	assert.True(t, f.gang.Less(fresh, sibling), "the older gang failed while both were queued: their order holds")
+
+	requeued := queued(member("older", "o0").Obj(), epoch.Add(3*time.Hour))
+	assert.True(t, f.gang.Less(sibling, requeued), "queued again, the failed gang's member takes its new place")
+}
+
+func TestAPodBoundOrGoneLeavesNoQueuePlaceBehind(t *testing.T) {
+	pod := member("job", "p0").Obj()
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 1).Obj()}, []*corev1.Pod{pod})
+	other := queued(member("job", "p1").Obj(), epoch)
+	f.gang.Less(queued(pod, epoch), other)
+	require.Len(t, f.gang.places.places, 2)
+
+	changed := f.gang.podChanged(klog.Background())
+	bound := pod.DeepCopy()
+	bound.Spec.NodeName = "node-a"
+	changed(group.Updated(pod, bound))
+	assert.Len(t, f.gang.places.places, 1, "a bound pod is queued no more")
+	changed(group.Deleted(member("job", "p1").Obj()))
+	assert.Empty(t, f.gang.places.places, "a deleted pod is queued no more")
 }
 
 func TestLoweredMinMemberAdmitsWaitingMembersAtOnce(t *testing.T) {
@@ -1060,12 +1102,14 @@ func TestAGangWaitingForItsVictimsKeepsItsPlaceInTheQueue(t *testing.T) {
 		f.gang.PostFilter(f.ctx, state, waiting, nil)
 	}
 
+	// The failed member is queued again as its attempt ends; the untried
+	// one stays queued from the start.
 	end(true)
-	assert.True(t, f.gang.Less(queued(waiting, epoch), queued(untried, epoch)),
+	assert.True(t, f.gang.Less(queued(waiting, f.clock.Now()), queued(untried, epoch)),
 		"victims go for the older gang: its attempt ended only to wait for them, and it keeps its place")
 	f.clock.Step(time.Minute)
 	end(false)
-	assert.False(t, f.gang.Less(queued(waiting, epoch), queued(untried, epoch)),
+	assert.False(t, f.gang.Less(queued(waiting, f.clock.Now()), queued(untried, epoch)),
 		"a gang that fits nowhere goes behind the gangs not tried yet")
 }
 

@@ -51,13 +51,17 @@ func (g *Gang) podGroupHandler(logger klog.Logger) cache.ResourceEventHandler {
 	}
 }
 
-// podChanged wakes a group's gated members when the member that completes
-// it arrives, unscheduled or already bound, and when a member with twins
-// is bound; and retries the gangs that wait for room when a group's bound
-// member goes. The model has taken the change in already.
+// podChanged forgets the queue place of a pod bound or gone; wakes a
+// group's gated members when the member that completes it arrives,
+// unscheduled or already bound, and when a member with twins is bound; and
+// retries the gangs that wait for room when a group's bound member goes.
+// The model has taken the change in already.
 func (g *Gang) podChanged(logger klog.Logger) func(group.PodChange) {
 	return func(change group.PodChange) {
 		pod := change.Pod
+		if change.Deleted || pod.Spec.NodeName != "" {
+			g.places.forget(pod.UID)
+		}
 		switch {
 		case !change.Grouped:
 		case change.Deleted:
