@@ -254,6 +254,7 @@ func (g *Gang) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Po
 		return nil, status
 	}
 	if status := g.backoffStatus(key); status != nil {
+		g.attempts.TurnAway(key, pod.UID)
 		return nil, status
 	}
 	g.attempts.Begin(key)
@@ -333,10 +334,15 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 // tries another domain: kube-scheduler's initial pod backoff.
 const anotherDomainBackoff = time.Second
 
-// Reserve records the member's reservation.
-func (g *Gang) Reserve(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+// Reserve records the member's reservation. The first one begins the
+// attempt's hold on its room: the members the group's backoff turned away
+// are moved to the active queue then, so that none sits out the queue's
+// own backoff, grown by those turns, while the reserved ones wait for it
+// at Permit. A member that failed for want of room is left to the events
+// that can help it, so that a gang that cannot fit does not wake itself.
+func (g *Gang) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
 	if key, _, ok := g.groups.GroupIn(state, pod); ok {
-		g.attempts.Reserve(key, pod.UID)
+		g.groups.ActivateMembers(klog.FromContext(ctx), g.handle, key, g.attempts.Reserve(key, pod.UID))
 	}
 	return nil
 }

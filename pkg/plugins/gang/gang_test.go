@@ -411,6 +411,41 @@ func TestPostFilterBeforeQuorumRejectsTheGroup(t *testing.T) {
 	assert.True(t, status.IsSuccess(), "tried again once the backoff ends")
 }
 
+func TestAnAttemptsFirstReservationWakesTheMembersTheGroupsBackoffTurnedAway(t *testing.T) {
+	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj(), member("job", "p2").Obj()}
+	f := newFixture(t, Args{BackoffSeconds: ptr.To[int64](10)}, []*v1alpha1.PodGroup{podGroup("job", 3).Obj()}, members)
+	_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[2], nil)
+	require.True(t, status.IsSuccess())
+	f.gang.PostFilter(f.ctx, nil, members[2], nil)
+
+	// p1 is tried during the backoff and turned away; p2 found no room.
+	_, status = f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[1], nil)
+	require.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
+	f.clock.Step(10 * time.Second)
+	f.activator.Activated = nil
+
+	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, members[0]).Code())
+	assert.Equal(t, []string{"team-a/p1"}, f.activator.Activated,
+		"the member turned away is brought back as the attempt holds room; the one that found none waits for an event that can help it")
+	f.activator.Activated = nil
+	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, members[1]).Code())
+	assert.Empty(t, f.activator.Activated, "only the first reservation wakes them, once")
+}
+
+func TestAGangThatNeverWaitedOutABackoffWakesNoMemberAtItsFirstReservation(t *testing.T) {
+	// With no gang backoff, a gang that cannot fit must stay still until an
+	// event can help it: its own reservation is none.
+	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj()}
+	f := newFixture(t, Args{BackoffSeconds: ptr.To[int64](0)}, []*v1alpha1.PodGroup{podGroup("job", 2).Obj()}, members)
+	for range 2 {
+		require.Equal(t, fwk.Wait, f.reserveAndPermit(t, members[0]).Code())
+		f.gang.PostFilter(f.ctx, nil, members[1], nil)
+		_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[1], nil)
+		require.True(t, status.IsSuccess(), "no backoff turns it away")
+	}
+	assert.Empty(t, f.activator.Activated)
+}
+
 func TestAGangThatFitsNoTopologyDomainIsRejectedSayingWhichCameClosest(t *testing.T) {
 	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj()}
 	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 2).Obj()}, members)

@@ -45,6 +45,12 @@ type attempt struct {
 	// tried are the domains whose attempts failed since the group was
 	// last admitted or found no domain: the next attempt tries another.
 	tried sets.Set[string]
+	// turnedAway holds the members the group's backoff turned away since
+	// an attempt of it last began holding room. Each turn grows the
+	// queue's own backoff of the member, which it then sits out while its
+	// siblings hold their domain's room at Permit: they are brought back
+	// when an attempt begins holding room (Reserve).
+	turnedAway sets.Set[types.UID]
 }
 
 // Domain is where a gang with a topology constraint was placed for its
@@ -79,7 +85,8 @@ func (a *attempt) waiting() bool { return len(a.reserved) > 0 && !a.admitted }
 // isFresh reports whether the attempt is as a new group's.
 func (a *attempt) isFresh() bool {
 	return len(a.reserved) == 0 && a.firstSeen.IsZero() && !a.inProgress && !a.admitted &&
-		a.failedAt.IsZero() && a.queuedAt.IsZero() && a.backoffUntil.IsZero() && a.preemptedAt.IsZero() && a.domain == nil && a.tried.Len() == 0
+		a.failedAt.IsZero() && a.queuedAt.IsZero() && a.backoffUntil.IsZero() && a.preemptedAt.IsZero() && a.domain == nil && a.tried.Len() == 0 &&
+		a.turnedAway.Len() == 0
 }
 
 // Attempts changes and reads the attempt of every group the scheduler is
@@ -113,9 +120,29 @@ func (s *Attempts) Seen(key types.NamespacedName, now time.Time) {
 	})
 }
 
-// Reserve records that a member holds a reservation.
-func (s *Attempts) Reserve(key types.NamespacedName, uid types.UID) {
-	s.update(key, func(a *attempt) { a.reserved.Insert(uid) })
+// Reserve records that a member holds a reservation. When it is the
+// first of the group's members that do, it returns the members the group's
+// backoff turned away (TurnAway), and forgets them.
+func (s *Attempts) Reserve(key types.NamespacedName, uid types.UID) (turnedAway []types.UID) {
+	s.update(key, func(a *attempt) {
+		if a.reserved.Len() == 0 {
+			a.turnedAway.Delete(uid)
+			turnedAway = a.turnedAway.UnsortedList()
+			a.turnedAway = nil
+		}
+		a.reserved.Insert(uid)
+	})
+	return turnedAway
+}
+
+// TurnAway records that the group's backoff turned a member away.
+func (s *Attempts) TurnAway(key types.NamespacedName, uid types.UID) {
+	s.update(key, func(a *attempt) {
+		if a.turnedAway == nil {
+			a.turnedAway = sets.New[types.UID]()
+		}
+		a.turnedAway.Insert(uid)
+	})
 }
 
 // Unreserve records that a member gave its reservation up, and reports

@@ -77,3 +77,19 @@ func TestAFailedAttemptsDomainIsTriedUntilTheGangIsAdmittedOrFitsNone(t *testing
 	s.Admit(key, now)
 	assert.Zero(t, s.TriedDomains(key).Len(), "admitted")
 }
+
+func TestTheFirstReservationTakesTheMembersTheBackoffTurnedAway(t *testing.T) {
+	s := NewAttempts(func(float64) {})
+	job := types.NamespacedName{Namespace: "team-a", Name: "job"}
+	s.TurnAway(job, "p0")
+	s.TurnAway(job, "p1")
+	s.TurnAway(job, "p1")
+	assert.ElementsMatch(t, []types.UID{"p1"}, s.Reserve(job, "p0"), "the member reserving is not woken")
+	s.TurnAway(job, "p2")
+	assert.Empty(t, s.Reserve(job, "p2"), "a later reservation takes none")
+
+	s.Begin(job)
+	s.Fail(job, time.Now(), 0, false, "member p3 fits on no node")
+	assert.ElementsMatch(t, []types.UID{"p2"}, s.Reserve(job, "p0"), "kept for the next attempt's first reservation")
+	assert.Empty(t, s.Reserve(job, "p1"))
+}

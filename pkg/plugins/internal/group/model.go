@@ -813,12 +813,33 @@ func (m *Model) Pending(key types.NamespacedName) []*corev1.Pod {
 // ActivatePending moves the group's unbound active members to the active
 // queue, past any backoff.
 func (m *Model) ActivatePending(logger klog.Logger, activator fwk.PodActivator, key types.NamespacedName) {
-	pending := map[string]*corev1.Pod{}
-	for _, pod := range m.Pending(key) {
-		pending[pod.Namespace+"/"+pod.Name] = pod
+	activate(logger, activator, m.Pending(key))
+}
+
+// ActivateMembers moves those of the given members that are unbound and
+// active to the active queue, past any backoff.
+func (m *Model) ActivateMembers(logger klog.Logger, activator fwk.PodActivator, key types.NamespacedName, uids []types.UID) {
+	if len(uids) == 0 {
+		return
 	}
-	if len(pending) > 0 {
-		activator.Activate(logger, pending)
+	var pods []*corev1.Pod
+	m.read(key, func(st *State) {
+		for _, uid := range uids {
+			if pod, ok := st.unbound[uid]; ok {
+				pods = append(pods, pod)
+			}
+		}
+	})
+	activate(logger, activator, pods)
+}
+
+func activate(logger klog.Logger, activator fwk.PodActivator, pods []*corev1.Pod) {
+	byName := make(map[string]*corev1.Pod, len(pods))
+	for _, pod := range pods {
+		byName[pod.Namespace+"/"+pod.Name] = pod
+	}
+	if len(byName) > 0 {
+		activator.Activate(logger, byName)
 	}
 }
 
