@@ -608,15 +608,20 @@ func TestLessPutsAPartlyBoundGangFirst(t *testing.T) {
 	assert.True(t, f.gang.Less(higher, partly), "priority still comes first")
 }
 
-func TestLessFinishesAnAttemptThatHoldsReservationsFirst(t *testing.T) {
-	// "newer" has one of its two members reserved, waiting at Permit;
-	// "older" has none, and would otherwise go first.
-	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{
+// olderAndNewerGangs returns a fixture with two gangs of two, "older"
+// created first, and a member of each queued, the newer one later.
+func olderAndNewerGangs(t *testing.T) (f *fixture, fresh, sibling fwk.QueuedEntityInfo) {
+	f = newFixture(t, Args{}, []*v1alpha1.PodGroup{
 		podGroup("older", 2).Time(epoch).Obj(),
 		podGroup("newer", 2).Time(epoch.Add(time.Minute)).Obj(),
 	}, nil)
-	fresh := queued(member("older", "o0").Obj(), epoch)
-	sibling := queued(member("newer", "n1").Obj(), epoch.Add(time.Hour))
+	return f, queued(member("older", "o0").Obj(), epoch), queued(member("newer", "n1").Obj(), epoch.Add(time.Hour))
+}
+
+func TestLessFinishesAnAttemptThatHoldsReservationsFirst(t *testing.T) {
+	// "newer" has one of its two members reserved, waiting at Permit;
+	// "older" has none, and would otherwise go first.
+	f, fresh, sibling := olderAndNewerGangs(t)
 	assert.True(t, f.gang.Less(fresh, sibling), "no attempt under way: the older gang first")
 
 	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, member("newer", "n0").Obj()).Code())
@@ -632,12 +637,7 @@ func TestLessFinishesAnAttemptThatHoldsReservationsFirst(t *testing.T) {
 func TestLessKeepsAQueuedPodsPlaceWhileItsGroupChanges(t *testing.T) {
 	// The active queue is a heap: a pod's place must not change while it
 	// sits in it, or pods below it that now sort first are left there.
-	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{
-		podGroup("older", 2).Time(epoch).Obj(),
-		podGroup("newer", 2).Time(epoch.Add(time.Minute)).Obj(),
-	}, nil)
-	fresh := queued(member("older", "o0").Obj(), epoch)
-	sibling := queued(member("newer", "n1").Obj(), epoch.Add(time.Hour))
+	f, fresh, sibling := olderAndNewerGangs(t)
 	require.True(t, f.gang.Less(fresh, sibling))
 
 	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, member("newer", "n0").Obj()).Code())
