@@ -131,7 +131,8 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 // members above its min behind every other pod, least fulfilled group
 // first; then by the group's creation time or, after a failed attempt, the
 // time it failed, so that one stuck gang cannot hold back the rest (an
-// attempt that ended to wait for its victims keeps the place); then, as
+// attempt that ended to wait for its victims, or whose domain another pod
+// took, keeps the place: group.Ending); then, as
 // creation times have a second's grain, by the time the gang first had
 // its quorum of members; then by group and pod, so that a gang's members
 // are popped back to back. A pod keeps the place it was given for as long
@@ -306,11 +307,11 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 		if !made.At.IsZero() {
 			g.attempts.Preempted(key, made.At)
 		}
-		g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s fits once the victims preempted for the gang are gone", pod.Name), 0, true)
+		g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s fits once the victims preempted for the gang are gone", pod.Name), 0, group.WaitsForVictims)
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("group %s waits for the room made for it", key))
 	}
 	reason := fmt.Sprintf("member %s fits on no node, and no lower-priority victims would make room for all the members the gang lacks", pod.Name)
-	backoff := g.args.backoff()
+	backoff, ending := g.args.backoff(), group.FoundNoRoom
 	if d, chosen := g.attempts.Domain(key); chosen {
 		switch {
 		case d.Unplaceable != "":
@@ -319,12 +320,13 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 		case d.IsSet():
 			// The domain Placement chose turned out not to hold the gang
 			// (another pod came first): the next attempt tries another
-			// soon, and backs off in full once none is left.
+			// soon, from the gang's place in the queue, and backs off in
+			// full once none is left.
 			reason = fmt.Sprintf("member %s fits in no node of the gang's domain %s; trying another", pod.Name, d)
-			backoff = anotherDomainBackoff
+			backoff, ending = anotherDomainBackoff, group.LostItsDomain
 		}
 	}
-	g.rejectGroup(ctx, key, pg, reason, backoff, false)
+	g.rejectGroup(ctx, key, pg, reason, backoff, ending)
 	// Unresolvable: the group backs off; its members are woken when it ends.
 	return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("group %s rejected: %s", key, reason))
 }
@@ -368,7 +370,7 @@ func (g *Gang) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 	if _, reached := g.quorum(key, pg); reached {
 		return
 	}
-	g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s lost its reservation before the group was complete", pod.Name), g.args.backoff(), false)
+	g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s lost its reservation before the group was complete", pod.Name), g.args.backoff(), group.FoundNoRoom)
 }
 
 // Permit holds a member until bound and reserved members reach minMember,
@@ -425,9 +427,9 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 
 // rejectGroup ends a failed attempt: every sibling waiting at Permit is
 // rejected, which releases its reservation, and the group backs off.
-// keepPlace keeps the group's place in the queue (Attempts.Fail).
-func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1alpha1.PodGroup, reason string, backoff time.Duration, keepPlace bool) {
-	reserved, first := g.attempts.Fail(key, g.clock.Now(), backoff, keepPlace, reason)
+// ending says what the group keeps of its place and domain (Attempts.Fail).
+func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1alpha1.PodGroup, reason string, backoff time.Duration, ending group.Ending) {
+	reserved, first := g.attempts.Fail(key, g.clock.Now(), backoff, ending, reason)
 	message := fmt.Sprintf("group %s rejected: %s", key, reason)
 	for _, uid := range reserved {
 		if wp := g.handle.GetWaitingPod(uid); wp != nil {

@@ -328,7 +328,7 @@ func TestLess(t *testing.T) {
 			if tt.failed != "" {
 				key := types.NamespacedName{Namespace: ns, Name: tt.failed}
 				f.gang.attempts.Begin(key)
-				f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second, false, "member x fits on no node")
+				f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second, group.FoundNoRoom, "member x fits on no node")
 			}
 			assert.Equal(t, tt.want, f.gang.Less(tt.a, tt.b))
 			assert.Equal(t, !tt.want, f.gang.Less(tt.b, tt.a), "the order must be strict")
@@ -444,6 +444,32 @@ func TestAGangThatNeverWaitedOutABackoffWakesNoMemberAtItsFirstReservation(t *te
 		require.True(t, status.IsSuccess(), "no backoff turns it away")
 	}
 	assert.Empty(t, f.activator.Activated)
+}
+
+func TestAGangThatLostItsDomainToAnotherPodKeepsItsPlaceInTheQueue(t *testing.T) {
+	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj()}
+	untried := member("newer", "n0").Obj()
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{
+		podGroup("job", 2).Time(epoch).Obj(),
+		podGroup("newer", 2).Time(epoch.Add(time.Minute)).Obj(),
+	}, append(members, untried))
+	f.clock.Step(2 * time.Minute)
+	key := types.NamespacedName{Namespace: ns, Name: "job"}
+	attempt := func(d group.Domain) {
+		_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[0], nil)
+		require.True(t, status.IsSuccess(), status.Message())
+		f.model.Attempts().ChooseDomain(key, d)
+		f.gang.PostFilter(f.ctx, nil, members[1], nil)
+	}
+
+	// The members are queued again as the attempt ends.
+	attempt(group.Domain{Name: "rack-a"})
+	assert.True(t, f.gang.Less(queued(members[1], f.clock.Now()), queued(untried, epoch)),
+		"another pod took room of its domain: the gang lost a race, not for want of room, and keeps its place")
+	f.clock.Step(time.Minute)
+	attempt(group.Domain{Unplaceable: "no topology.kubernetes.io/rack domain has room"})
+	assert.False(t, f.gang.Less(queued(members[1], f.clock.Now()), queued(untried, epoch)),
+		"a gang that fits in no domain goes behind the gangs not tried yet")
 }
 
 func TestAGangThatFitsNoTopologyDomainIsRejectedSayingWhichCameClosest(t *testing.T) {
@@ -646,7 +672,7 @@ func TestLessKeepsAQueuedPodsPlaceWhileItsGroupChanges(t *testing.T) {
 
 	key := types.NamespacedName{Namespace: ns, Name: "older"}
 	f.gang.attempts.Begin(key)
-	f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second, false, "member x fits on no node")
+	f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second, group.FoundNoRoom, "member x fits on no node")
 	assert.True(t, f.gang.Less(fresh, sibling), "the older gang failed while both were queued: their order holds")
 
 	requeued := queued(member("older", "o0").Obj(), epoch.Add(3*time.Hour))
@@ -978,11 +1004,11 @@ func TestAnElasticGroupsExtraLeavesRoomToAGangWaitingForItsMin(t *testing.T) {
 	node := nodeInfos[0]
 	// fail ends an attempt of the group whose members fit nowhere, as the
 	// scheduler marks them.
-	fail := func(group string) {
-		key := types.NamespacedName{Namespace: ns, Name: group}
+	fail := func(name string) {
+		key := types.NamespacedName{Namespace: ns, Name: name}
 		f.gang.attempts.Begin(key)
-		f.gang.attempts.Fail(key, f.clock.Now(), time.Second, false, "member x fits on no node")
-		markUnschedulable(t, f, group)
+		f.gang.attempts.Fail(key, f.clock.Now(), time.Second, group.FoundNoRoom, "member x fits on no node")
+		markUnschedulable(t, f, name)
 	}
 	// filter runs a cycle of the pod: PreFilter, then Filter on the node.
 	filter := func(pod *corev1.Pod) *fwk.Status {
@@ -1037,7 +1063,7 @@ func TestAGangWaitingForRoomIsRetriedAtOnceWhenABoundMemberGoes(t *testing.T) {
 	})
 	rigid := types.NamespacedName{Namespace: ns, Name: "rigid"}
 	f.gang.attempts.Begin(rigid)
-	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff(), false, "member x fits on no node")
+	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff(), group.FoundNoRoom, "member x fits on no node")
 	markUnschedulable(t, f, "rigid")
 	handler := f.gang.podChanged(klog.Background())
 
@@ -1053,7 +1079,7 @@ func TestAGangWaitingForRoomIsRetriedAtOnceWhenABoundMemberGoes(t *testing.T) {
 	// second after its failure rather than after its whole backoff.
 	f.activator.Activated = nil
 	f.gang.attempts.Begin(rigid)
-	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff(), false, "member x fits on no node")
+	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff(), group.FoundNoRoom, "member x fits on no node")
 	handler(group.Deleted(plain))
 	assert.NotNil(t, f.gang.backoffStatus(rigid), "within a second of its failure the gang still backs off")
 	assert.Empty(t, f.activator.Activated)

@@ -176,7 +176,7 @@ func TestTheDomainIsChosenOncePerAttemptAndKeptForEveryMember(t *testing.T) {
 
 	// A failed attempt forgets its domain; the next chooses again.
 	f.model.Attempts().Begin(job)
-	f.model.Attempts().Fail(job, metav1.Now().Time, 0, false, "member w1 fits on no node")
+	f.model.Attempts().Fail(job, metav1.Now().Time, 0, group.FoundNoRoom, "member w1 fits on no node")
 	_, chosen := f.model.Attempts().Domain(job)
 	assert.False(t, chosen)
 	again, status := f.preFilter(t, pods[1])
@@ -309,14 +309,14 @@ func TestADomainWhereAnAttemptFailedIsNotTriedAgainBeforeTheGangBacksOff(t *test
 	attempts := f.model.Attempts()
 	attempts.Begin(job)
 	attempts.ChooseDomain(job, group.Domain{Name: "rack-a"})
-	attempts.Fail(job, metav1.Now().Time, time.Second, false, "member w1 fits in no node of the gang's domain rack-a")
+	attempts.Fail(job, metav1.Now().Time, time.Second, group.FoundNoRoom, "member w1 fits in no node of the gang's domain rack-a")
 
 	got, status := f.preFilter(t, pods[0])
 	require.True(t, status.IsSuccess(), "PreFilter: %v", status)
 	assert.Equal(t, []string{"b1"}, got.UnsortedList(), "rack-a is tighter, but failed: the next rack")
 
 	attempts.Begin(job)
-	attempts.Fail(job, metav1.Now().Time, time.Second, false, "member w1 fits in no node of the gang's domain rack-b")
+	attempts.Fail(job, metav1.Now().Time, time.Second, group.FoundNoRoom, "member w1 fits in no node of the gang's domain rack-b")
 	_, status = f.preFilter(t, pods[0])
 	assert.Equal(t, fwk.Unschedulable, status.Code(), "both racks failed: the gang backs off in full")
 	assert.Equal(t, "group team-a/job: its attempts failed in every topology.kubernetes.io/rack domain that could hold it (rack-a, rack-b), other pods taking the room first", status.Message())

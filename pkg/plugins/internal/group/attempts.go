@@ -187,14 +187,30 @@ func (s *Attempts) Begin(key types.NamespacedName) {
 	s.update(key, func(a *attempt) { a.inProgress = true })
 }
 
+// Ending is how a failed attempt leaves the group's place in the queue
+// and the topology domain it chose.
+type Ending int
+
+const (
+	// FoundNoRoom: the gang goes behind the gangs not tried since, and its
+	// domain counts as tried.
+	FoundNoRoom Ending = iota
+	// LostItsDomain: another pod took room the attempt's domain was chosen
+	// for. The gang lost a race, not for want of room: it keeps its place,
+	// so that its members stay back to back in the queue, and tries another
+	// domain.
+	LostItsDomain
+	// WaitsForVictims: the attempt ended only to wait for the victims
+	// preempted for the gang. It keeps its place and the domain they free.
+	WaitsForVictims
+)
+
 // Fail ends the group's attempt, which failed for reason: it releases the
 // rooms held for the group's late members, returns the members still
 // holding a reservation, to be rejected, which gives their reservations
 // up, and whether this call ended the attempt (false when a
-// sibling's failure already did). keepPlace leaves the group's place in
-// the queue as it was: the attempt ended only to wait for the victims
-// preempted for it.
-func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Duration, keepPlace bool, reason string) (reserved []types.UID, first bool) {
+// sibling's failure already did).
+func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Duration, ending Ending, reason string) (reserved []types.UID, first bool) {
 	s.update(key, func(a *attempt) {
 		reserved = a.reserved.UnsortedList()
 		a.reserved.Clear()
@@ -204,16 +220,18 @@ func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Du
 		first = true
 		a.inProgress, a.admitted = false, false
 		a.failedAt, a.backoffUntil, a.failure = now, now.Add(backoff), reason
-		// An attempt that ends to wait for its victims keeps the domain
-		// they are freeing, too; any other leaves it tried.
-		if !keepPlace {
-			if a.domain != nil && a.domain.IsSet() {
-				if a.tried == nil {
-					a.tried = sets.New[string]()
-				}
-				a.tried.Insert(a.domain.String())
+		if ending == WaitsForVictims {
+			return
+		}
+		if a.domain != nil && a.domain.IsSet() {
+			if a.tried == nil {
+				a.tried = sets.New[string]()
 			}
-			a.queuedAt, a.domain = now, nil
+			a.tried.Insert(a.domain.String())
+		}
+		a.domain = nil
+		if ending == FoundNoRoom {
+			a.queuedAt = now
 		}
 	})
 	s.rooms.Release(key)

@@ -21,7 +21,7 @@ func TestWaitingGaugeFollowsTheGroups(t *testing.T) {
 	s.Admit(a, now)
 	assert.Equal(t, 1.0, waiting, "an admitted gang no longer waits")
 	s.Begin(b)
-	s.Fail(b, now, 0, false, "member x fits on no node")
+	s.Fail(b, now, 0, FoundNoRoom, "member x fits on no node")
 	s.Unreserve(b, "b0")
 	assert.Equal(t, 0.0, waiting)
 }
@@ -34,7 +34,7 @@ func TestAFailedAttemptGivesUpTheRoomHeldForItsLateMembers(t *testing.T) {
 	s.rooms.Add(&Room{Group: other, Role: "launcher", Node: "n1"})
 	s.Begin(mpi)
 	s.Reserve(mpi, "w0")
-	reserved, _ := s.Fail(mpi, time.Now(), 0, false, "member w1 fits on no node")
+	reserved, _ := s.Fail(mpi, time.Now(), 0, FoundNoRoom, "member w1 fits on no node")
 	assert.Equal(t, []types.UID{"w0"}, reserved)
 	assert.Zero(t, s.rooms.Count(mpi, ""), "the failed gang's room is given up")
 	assert.Equal(t, int32(1), s.rooms.Count(other, ""), "another gang's is not")
@@ -46,15 +46,32 @@ func TestAnAttemptKeepsItsDomainOnlyWhenItEndsToWaitForItsVictims(t *testing.T) 
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s.Begin(key)
 	s.ChooseDomain(key, Domain{Name: "rack-b"})
-	s.Fail(key, now, 0, true, "member x fits once the victims preempted for the gang are gone")
+	s.Fail(key, now, 0, WaitsForVictims, "member x fits once the victims preempted for the gang are gone")
 	d, chosen := s.Domain(key)
 	assert.True(t, chosen)
 	assert.Equal(t, "rack-b", d.Name, "the next attempt goes where the victims are going")
 
 	s.Begin(key)
-	s.Fail(key, now, time.Second, false, "member x fits on no node")
+	s.Fail(key, now, time.Second, FoundNoRoom, "member x fits on no node")
 	_, chosen = s.Domain(key)
 	assert.False(t, chosen, "a failed attempt's domain is forgotten")
+}
+
+func TestAnAttemptThatLostItsDomainKeepsItsPlaceAndTriesAnother(t *testing.T) {
+	s := NewAttempts(func(float64) {})
+	key := types.NamespacedName{Namespace: "team-a", Name: "a"}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.Begin(key)
+	s.Fail(key, now, time.Second, FoundNoRoom, "member x fits on no node")
+	s.Begin(key)
+	s.ChooseDomain(key, Domain{Name: "rack-b"})
+	s.Fail(key, now.Add(time.Minute), time.Second, LostItsDomain, "member x fits in no node of the gang's domain rack-b")
+	_, chosen := s.Domain(key)
+	assert.False(t, chosen, "the next attempt chooses again")
+	assert.ElementsMatch(t, []string{"rack-b"}, s.TriedDomains(key).UnsortedList(), "another domain")
+	var queuedAt time.Time
+	s.read(key, func(a *attempt) { queuedAt = a.queuedAt })
+	assert.Equal(t, now, queuedAt, "queued by its last failure for want of room, as before")
 }
 
 func TestAFailedAttemptsDomainIsTriedUntilTheGangIsAdmittedOrFitsNone(t *testing.T) {
@@ -64,7 +81,7 @@ func TestAFailedAttemptsDomainIsTriedUntilTheGangIsAdmittedOrFitsNone(t *testing
 	fail := func(domain string) {
 		s.Begin(key)
 		s.ChooseDomain(key, Domain{Name: domain})
-		s.Fail(key, now, time.Second, false, "member x fits in no node of the gang's domain")
+		s.Fail(key, now, time.Second, FoundNoRoom, "member x fits in no node of the gang's domain")
 	}
 	fail("rack-a")
 	fail("rack-b")
@@ -89,7 +106,7 @@ func TestTheFirstReservationTakesTheMembersTheBackoffTurnedAway(t *testing.T) {
 	assert.Empty(t, s.Reserve(job, "p2"), "a later reservation takes none")
 
 	s.Begin(job)
-	s.Fail(job, time.Now(), 0, false, "member p3 fits on no node")
+	s.Fail(job, time.Now(), 0, FoundNoRoom, "member p3 fits on no node")
 	assert.ElementsMatch(t, []types.UID{"p2"}, s.Reserve(job, "p0"), "kept for the next attempt's first reservation")
 	assert.Empty(t, s.Reserve(job, "p1"))
 }
