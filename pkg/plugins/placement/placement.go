@@ -57,6 +57,8 @@ type Groups interface {
 	LackingMembers(key types.NamespacedName, minMember int32) []*corev1.Pod
 	// LateMembers is where the group's members created late stand.
 	LateMembers(key types.NamespacedName) group.LateMembers
+	// Promises is the room other gangs' attempts under way still need.
+	Promises(except types.NamespacedName) []group.Promise
 	Attempts() *group.Attempts
 }
 
@@ -271,8 +273,9 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 	// A domain where an attempt failed since is not tried again before
 	// the gang backs off: the next one is.
 	tried := p.groups.Attempts().TriedDomains(key)
+	promised := p.groups.Promises(key)
 	if c.preferred != "" {
-		found, err := p.tightest(ctx, members, domainsOf(nodes, p.partitions.of(nodes, level{c, true}), members), tried)
+		found, err := p.tightest(ctx, members, domainsOf(nodes, p.partitions.of(nodes, level{c, true}), members), tried, promised)
 		if err != nil {
 			return group.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
 		}
@@ -281,18 +284,18 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 		}
 	}
 	if c.required == "" {
-		return p.fewestPreferred(ctx, members, nodes, p.partitions.of(nodes, level{c, true}), c, group.Domain{})
+		return p.fewestPreferred(ctx, members, nodes, p.partitions.of(nodes, level{c, true}), c, group.Domain{}, promised)
 	}
 	domains := domainsOf(nodes, p.partitions.of(nodes, level{c, false}), members)
 	if len(domains) == 0 {
 		return group.Domain{Unplaceable: fmt.Sprintf("group %s must stay in one %s domain, and no node has that label", key, c.required)}
 	}
-	found, err := p.tightest(ctx, members, domains, tried)
+	found, err := p.tightest(ctx, members, domains, tried, promised)
 	switch {
 	case err != nil:
 		return group.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
 	case found.fits && c.preferred != "":
-		return p.fewestPreferred(ctx, members, found.nodes, newPartition(found.nodes, c.byPreferred), c, found.domain)
+		return p.fewestPreferred(ctx, members, found.nodes, newPartition(found.nodes, c.byPreferred), c, found.domain, promised)
 	case found.fits:
 		return found.domain
 	case found.most < 0 && len(found.skipped) > 0:
@@ -301,7 +304,7 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 	case found.most < 0:
 		// No domain has room for the requests: the closest by them says
 		// how many members it takes.
-		placed, err := p.trial(ctx, members, domains[0].nodes)
+		placed, err := p.trial(ctx, members, domains[0].nodes, promised)
 		if err != nil {
 			return group.Domain{Unplaceable: fmt.Sprintf("group %s: trying %s: %v", key, domains[0].id, err)}
 		}
@@ -324,7 +327,7 @@ type found struct {
 
 // tightest tries the domains, in their order, and returns the first where
 // every member passes the filters.
-func (p *Placement) tightest(ctx context.Context, members []*corev1.Pod, domains []domain, tried sets.Set[string]) (found, error) {
+func (p *Placement) tightest(ctx context.Context, members []*corev1.Pod, domains []domain, tried sets.Set[string], promised []group.Promise) (found, error) {
 	f := found{most: -1}
 	for _, d := range domains {
 		if d.fill > 1 {
@@ -336,7 +339,7 @@ func (p *Placement) tightest(ctx context.Context, members []*corev1.Pod, domains
 			f.skipped = append(f.skipped, d.id.String())
 			continue
 		}
-		placed, err := p.trial(ctx, members, d.nodes)
+		placed, err := p.trial(ctx, members, d.nodes, promised)
 		if err != nil {
 			return f, fmt.Errorf("trying %s: %w", d.id, err)
 		}
@@ -358,7 +361,7 @@ func (p *Placement) tightest(ctx context.Context, members []*corev1.Pod, domains
 // last, and d keeps the nodes of the domains they took. d is as it was if
 // they do not fit after all. part is the nodes' partition by the preferred
 // label: the scheduler's kept one when nodes are all its nodes.
-func (p *Placement) fewestPreferred(ctx context.Context, members []*corev1.Pod, nodes []fwk.NodeInfo, part *partition, c constraint, d group.Domain) group.Domain {
+func (p *Placement) fewestPreferred(ctx context.Context, members []*corev1.Pod, nodes []fwk.NodeInfo, part *partition, c constraint, d group.Domain, promised []group.Promise) group.Domain {
 	subdomains := domainsOf(nodes, part, members)
 	slices.SortStableFunc(subdomains, func(a, b domain) int { return cmp.Compare(a.fill, b.fill) })
 	var ordered []fwk.NodeInfo
@@ -375,7 +378,7 @@ func (p *Placement) fewestPreferred(ctx context.Context, members []*corev1.Pod, 
 			unlabeled = append(unlabeled, n)
 		}
 	}
-	placed, err := p.trial(ctx, members, append(ordered, unlabeled...))
+	placed, err := p.trial(ctx, members, append(ordered, unlabeled...), promised)
 	if err != nil || len(placed) < len(members) {
 		return d
 	}
@@ -514,10 +517,13 @@ func domainsOf(nodes []fwk.NodeInfo, part *partition, members []*corev1.Pod) []d
 
 // trial places the members one after another on the first of the nodes
 // where each passes the profile's filters, as if bound there, and returns
-// the node of each it placed before one fitted nowhere. Members alike (the
-// framework signs them the same) skip the nodes an earlier one failed on:
-// a node only fills as the trial goes.
-func (p *Placement) trial(ctx context.Context, members []*corev1.Pod, nodes []fwk.NodeInfo) ([]string, error) {
+// the node of each it placed before one fitted nowhere. The members other
+// gangs' attempts have yet to place in their domains (promised) are placed
+// first, each on its domain's nodes, as far as they fit: the room they
+// need is not the gang's. Members alike (the framework signs them the
+// same) skip the nodes an earlier one failed on: a node only fills as the
+// trial goes.
+func (p *Placement) trial(ctx context.Context, members []*corev1.Pod, nodes []fwk.NodeInfo, promised []group.Promise) ([]string, error) {
 	var place placer = newNodeCopies(nodes)
 	if readsOtherNodes(members) {
 		// Their PreFilter reads the members placed before them, on any
@@ -537,51 +543,79 @@ func (p *Placement) trial(ctx context.Context, members []*corev1.Pod, nodes []fw
 	for i, n := range nodes {
 		names[i] = n.Node().Name
 	}
-	from := map[string]int{}
+	t := trialRun{p: p, place: place, names: names, from: map[string]int{}}
+	for _, promise := range promised {
+		if !slices.ContainsFunc(names, promise.Nodes.Has) {
+			continue
+		}
+		for _, member := range promise.Members {
+			node, err := t.placeOne(ctx, member, promise.Nodes)
+			if err != nil {
+				return nil, err
+			}
+			if node == "" {
+				break
+			}
+		}
+	}
 	var placed []string
 	for _, member := range members {
-		state := framework.NewCycleState()
-		state.Write(trialKey, trialMark{})
-		result, status, _ := p.framework.RunPreFilterPlugins(ctx, state, member)
-		if !status.IsSuccess() {
-			return placed, nil
-		}
-		signature := string(p.framework.SignPod(ctx, member))
-		start := 0
-		if signature != "" {
-			start = from[signature]
-		}
-		node := ""
-		for i := start; i < len(names) && node == ""; i++ {
-			if !result.AllNodes() && !result.NodeNames.Has(names[i]) {
-				continue
-			}
-			info, err := place.node(names[i])
-			if err != nil {
-				return placed, err
-			}
-			if p.framework.RunFilterPluginsWithNominatedPods(ctx, state, member, info).IsSuccess() {
-				node = names[i]
-				if signature != "" {
-					from[signature] = i
-				}
-			}
-		}
-		if node == "" {
-			return placed, nil
-		}
-		assumed := member.DeepCopy()
-		assumed.Spec.NodeName = node
-		info, err := framework.NewPodInfo(assumed)
-		if err != nil {
-			return placed, err
-		}
-		if err := place.add(info, node); err != nil {
+		node, err := t.placeOne(ctx, member, nil)
+		if err != nil || node == "" {
 			return placed, err
 		}
 		placed = append(placed, node)
 	}
 	return placed, nil
+}
+
+// trialRun is one trial's placements.
+type trialRun struct {
+	p     *Placement
+	place placer
+	names []string
+	// from is where the next member of a signature starts looking.
+	from map[string]int
+}
+
+// placeOne places the member on the first node, of allowed if it is not
+// nil, where it passes the filters, and returns the node, "" for none.
+func (t trialRun) placeOne(ctx context.Context, member *corev1.Pod, allowed sets.Set[string]) (string, error) {
+	state := framework.NewCycleState()
+	state.Write(trialKey, trialMark{})
+	result, status, _ := t.p.framework.RunPreFilterPlugins(ctx, state, member)
+	if !status.IsSuccess() {
+		return "", nil
+	}
+	signature := string(t.p.framework.SignPod(ctx, member))
+	start := 0
+	if signature != "" {
+		start = t.from[signature]
+	}
+	for i := start; i < len(t.names); i++ {
+		name := t.names[i]
+		if !result.AllNodes() && !result.NodeNames.Has(name) || allowed != nil && !allowed.Has(name) {
+			continue
+		}
+		info, err := t.place.node(name)
+		if err != nil {
+			return "", err
+		}
+		if !t.p.framework.RunFilterPluginsWithNominatedPods(ctx, state, member, info).IsSuccess() {
+			continue
+		}
+		if signature != "" {
+			t.from[signature] = i
+		}
+		assumed := member.DeepCopy()
+		assumed.Spec.NodeName = name
+		podInfo, err := framework.NewPodInfo(assumed)
+		if err != nil {
+			return "", err
+		}
+		return name, t.place.add(podInfo, name)
+	}
+	return "", nil
 }
 
 // readsOtherNodes reports whether a member's filters read the pods on

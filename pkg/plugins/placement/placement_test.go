@@ -44,7 +44,12 @@ type fixture struct {
 
 func newFixture(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pg *v1alpha1.PodGroup) *fixture {
 	t.Helper()
-	c := frameworktest.NewCluster(t, nodes, pods, []*v1alpha1.PodGroup{pg})
+	return newFixtureOf(t, nodes, pods, []*v1alpha1.PodGroup{pg})
+}
+
+func newFixtureOf(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v1alpha1.PodGroup) *fixture {
+	t.Helper()
+	c := frameworktest.NewCluster(t, nodes, pods, pgs)
 	for _, pod := range pods {
 		c.Model.Take(group.Added(pod))
 	}
@@ -182,6 +187,41 @@ func TestTheDomainIsChosenOncePerAttemptAndKeptForEveryMember(t *testing.T) {
 	again, status := f.preFilter(t, pods[1])
 	require.True(t, status.IsSuccess())
 	assert.Equal(t, []string{"a1"}, again.UnsortedList())
+}
+
+func TestAnotherGangsAttemptUnderWayKeepsTheRoomItStillNeedsInItsDomain(t *testing.T) {
+	// rack-a has room for four members of 2 CPUs, rack-b for eight. "other",
+	// a gang of four, holds one reservation in rack-a and has three members
+	// yet to place there.
+	nodes := []*corev1.Node{racked("a1", "rack-a", 4), racked("a2", "rack-a", 4), racked("b1", "rack-b", 8), racked("b2", "rack-b", 8)}
+	other := types.NamespacedName{Namespace: ns, Name: "other"}
+	otherPG := gang(4, rack)
+	otherPG.Name, otherPG.UID = other.Name, "other"
+	pods := members(2, 2, 0)
+	var others []*corev1.Pod
+	for i := range 4 {
+		others = append(others, st.MakePod().Namespace(ns).Name(fmt.Sprintf("o%d", i)).UID(fmt.Sprintf("o%d", i)).
+			Label(topology.GroupLabel, other.Name).SchedulerName(topology.SchedulerName).
+			Req(map[corev1.ResourceName]string{"cpu": "2"}).Obj())
+	}
+	f := newFixtureOf(t, nodes, append(pods, others...), []*v1alpha1.PodGroup{gang(2, rack), otherPG})
+	attempts := f.model.Attempts()
+	attempts.Begin(other)
+	attempts.ChooseDomain(other, group.Domain{Name: "rack-a", Nodes: sets.New("a1", "a2")})
+	attempts.Reserve(other, others[0].UID)
+
+	_, status := f.preFilter(t, pods[0])
+	require.True(t, status.IsSuccess(), "PreFilter: %v", status)
+	d, _ := attempts.Domain(job)
+	assert.Equal(t, "rack-b", d.Name, "rack-a is tighter, but the other gang's attempt still needs its room")
+
+	attempts.Fail(other, metav1.Now().Time, 0, group.FoundNoRoom, "member o1 fits on no node")
+	attempts.Begin(job)
+	attempts.Fail(job, metav1.Now().Time, 0, group.FoundNoRoom, "member w1 fits on no node")
+	_, status = f.preFilter(t, pods[0])
+	require.True(t, status.IsSuccess(), "PreFilter: %v", status)
+	d, _ = attempts.Domain(job)
+	assert.Equal(t, "rack-a", d.Name, "the other attempt over, its room is free")
 }
 
 func TestAMemberOfABoundGangGoesToItsDomain(t *testing.T) {

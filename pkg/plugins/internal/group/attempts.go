@@ -332,6 +332,20 @@ func (s *Attempts) Failed() []types.NamespacedName {
 	return keys
 }
 
+// Holding returns the domains of the attempts that hold reservations in
+// one, by group.
+func (s *Attempts) Holding() map[types.NamespacedName]Domain {
+	s.states.mu.Lock()
+	defer s.states.mu.Unlock()
+	holding := map[types.NamespacedName]Domain{}
+	for key, st := range s.states.byGroup {
+		if a := &st.attempt; a.waiting() && a.domain != nil && a.domain.Nodes != nil {
+			holding[key] = *a.domain
+		}
+	}
+	return holding
+}
+
 // forget ends the group's attempt, when the group has no active member
 // left; the caller holds the lock.
 func (a *attempt) forget() { *a = attempt{reserved: sets.New[types.UID]()} }

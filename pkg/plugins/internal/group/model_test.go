@@ -3,6 +3,7 @@ package group
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,6 +12,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	schedulingv1beta1listers "k8s.io/client-go/listers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -295,4 +297,29 @@ func TestAPodGroupCreatedOrChangedWakesItsPendingMembers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAnAttemptHoldingADomainPromisesItTheMembersItHasYetToPlace: what
+// another gang's trial must leave to it.
+func TestAnAttemptHoldingADomainPromisesItTheMembersItHasYetToPlace(t *testing.T) {
+	g := newTestGroup(t, 4)
+	g.add(t, "w0", "n1", topology.SchedulerName, "")
+	for _, name := range []string{"w1", "w2", "w3", "w4"} {
+		g.add(t, name, "", topology.SchedulerName, "")
+	}
+	other := types.NamespacedName{Namespace: "ns", Name: "other"}
+	attempts := g.m.Attempts()
+	attempts.Begin(g.key)
+	attempts.ChooseDomain(g.key, Domain{Name: "rack-a", Nodes: sets.New("n1", "n2")})
+	assert.Empty(t, g.m.Promises(other), "no reservation held yet: nothing is promised")
+
+	attempts.Reserve(g.key, "w2")
+	promises := g.m.Promises(other)
+	require.Len(t, promises, 1)
+	assert.Equal(t, []string{"w1", "w3"}, names(promises[0].Members), "minMember 4 less one bound and one reserved, first by name")
+	assert.Equal(t, sets.New("n1", "n2"), promises[0].Nodes)
+	assert.Empty(t, g.m.Promises(g.key), "a gang's own attempt promises it nothing")
+
+	attempts.Admit(g.key, time.Now())
+	assert.Empty(t, g.m.Promises(other), "an admitted gang holds what it needs")
 }

@@ -1,10 +1,13 @@
 package group
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/muster-dev/muster/pkg/topology"
@@ -18,6 +21,46 @@ func (m *Model) LackingMembers(key types.NamespacedName, minMember int32) []*cor
 		return nil
 	}
 	return topology.LackingMembers(minMember, pods)
+}
+
+// Promise is room an attempt that holds reservations in a topology domain
+// still needs there: the members it has yet to place, and the domain's
+// nodes.
+type Promise struct {
+	Members []*corev1.Pod
+	Nodes   sets.Set[string]
+}
+
+// Promises returns the room the attempts holding reservations in a domain
+// still need, but the group's own: another gang's attempt leaves it to
+// them, so that two attempts under way do not both count on it.
+func (m *Model) Promises(except types.NamespacedName) []Promise {
+	var promises []Promise
+	for key, d := range m.attempts.Holding() {
+		if key == except {
+			continue
+		}
+		pg := m.PodGroup(key)
+		if pg == nil {
+			continue
+		}
+		var unplaced []*corev1.Pod
+		var need int
+		m.read(key, func(st *State) {
+			need = int(pg.Spec.MinMember-st.census.Bound()) - st.attempt.reserved.Len()
+			for uid, pod := range st.unbound {
+				if !st.attempt.reserved.Has(uid) {
+					unplaced = append(unplaced, pod)
+				}
+			}
+		})
+		if need <= 0 || len(unplaced) == 0 {
+			continue
+		}
+		slices.SortFunc(unplaced, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+		promises = append(promises, Promise{Members: unplaced[:min(need, len(unplaced))], Nodes: d.Nodes})
+	}
+	return promises
 }
 
 // WaitingForRoom lists the gangs waiting for room (topology.WaitingForRoom)
