@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -107,6 +108,17 @@ func (pl *GangPreemption) makeRoomForGang(ctx context.Context, state fwk.CycleSt
 		state.Write(group.RoomMadeKey, &group.RoomMade{Pending: true})
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: waiting for the victims preempted for the gang to go")
 	}
+	if !pl.groups.Attempts().IsWaiting(key) {
+		lower, err := pl.anyPodBelow(corev1helpers.PodPriority(pod))
+		if err != nil {
+			return nil, fwk.AsStatus(err)
+		}
+		if !lower {
+			// Nothing the gang may take, and no reservation of its own to
+			// give back: a search, one per domain, would find no room.
+			return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: no pod of lower priority to take")
+		}
+	}
 	pdbs, err := pl.evaluator.PdbLister.List(labels.Everything())
 	if err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("listing PodDisruptionBudgets: %w", err))
@@ -125,6 +137,23 @@ func (pl *GangPreemption) makeRoomForGang(ctx context.Context, state fwk.CycleSt
 	state.Write(group.RoomMadeKey, &group.RoomMade{At: pl.clock.Now()})
 	return framework.NewPostFilterResultWithNominatedNode(node),
 		fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption: preempting %d victims for the gang's %d missing members", len(victimPods(search.taken)), len(members)))
+}
+
+// anyPodBelow reports whether a pod on some node has a priority below
+// priority: only such a pod, or a gang it belongs to, can be a victim.
+func (pl *GangPreemption) anyPodBelow(priority int32) (bool, error) {
+	nodes, err := pl.handle.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return false, fmt.Errorf("gang preemption: listing nodes: %w", err)
+	}
+	for _, node := range nodes {
+		for _, info := range node.GetPods() {
+			if corev1helpers.PodPriority(info.GetPod()) < priority {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // searchDomains searches for the gang's room in each domain it may free

@@ -305,6 +305,23 @@ func TestOnlyLowerPriorityVictimsAreTaken(t *testing.T) {
 	}
 }
 
+func TestNoSearchIsRunWhenNoPodHasALowerPriority(t *testing.T) {
+	pg := podGroup("gang", 2)
+	members := []*corev1.Pod{gangMember("gang", "gang-0", "3").Obj(), gangMember("gang", "gang-1", "3").Obj()}
+	pods := append([]*corev1.Pod{
+		running("equal-1", "n1", high, "3").Obj(),
+		running("equal-2", "n2", high, "3").Obj(),
+	}, members...)
+	s := newSearch(t, []*corev1.Node{node("n1", "4"), node("n2", "4")}, pods, []*v1alpha1.PodGroup{pg})
+
+	result, status := s.postFilter(t, members[0], pg)
+	assert.Equal(t, fwk.Unschedulable, status.Code())
+	assert.Equal(t, "preemption: no pod of lower priority to take", status.Message(),
+		"nothing to take and no reservation to give back: a search per domain would find no room")
+	assert.Nil(t, result)
+	assert.Empty(t, s.client.Actions())
+}
+
 func resourceQuantity(v string) *resource.Quantity {
 	q := resource.MustParse(v)
 	return &q
