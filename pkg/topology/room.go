@@ -52,6 +52,24 @@ func WaitingForRoom(minMember int32, members []*corev1.Pod) ([]*corev1.Pod, bool
 	return nil, false
 }
 
+// UntriedMembers are the unbound active members of a gang that has every
+// member it needs for its minMember, fewer than that bound, which the
+// scheduler has not tried yet: no PodScheduled condition. Such a gang is
+// about to take room, which is not idle for anyone else.
+func UntriedMembers(minMember int32, members []*corev1.Pod) []*corev1.Pod {
+	if len(LackingMembers(minMember, members)) == 0 {
+		return nil
+	}
+	var untried []*corev1.Pod
+	for _, pod := range members {
+		if pod.Spec.NodeName == "" && IsActiveMember(pod) &&
+			!slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodScheduled }) {
+			untried = append(untried, pod)
+		}
+	}
+	return untried
+}
+
 func markedUnschedulable(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled {

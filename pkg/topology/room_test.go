@@ -52,6 +52,39 @@ func TestWaitingForRoom(t *testing.T) {
 		"a gang never tried still lacks its members: what preemption makes room for")
 }
 
+func TestUntriedMembers(t *testing.T) {
+	pod := func(name, node string, scheduled *corev1.PodCondition) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: node}}
+		if scheduled != nil {
+			p.Status.Conditions = []corev1.PodCondition{*scheduled}
+		}
+		return p
+	}
+	unschedulable := &corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}
+	gated := &corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated}
+	tests := []struct {
+		name      string
+		minMember int32
+		members   []*corev1.Pod
+		want      []string
+	}{
+		{"a gang just created, every member there", 2, []*corev1.Pod{pod("w0", "", nil), pod("w1", "", nil)}, []string{"w0", "w1"}},
+		{"a member tried and found no room is not untried", 2, []*corev1.Pod{pod("w0", "", unschedulable), pod("w1", "", nil)}, []string{"w1"}},
+		{"a member held back for its missing siblings", 2, []*corev1.Pod{pod("w0", "", gated), pod("w1", "", gated)}, nil},
+		{"too few members to reach its min", 3, []*corev1.Pod{pod("w0", "", nil), pod("w1", "", nil)}, nil},
+		{"its min bound", 1, []*corev1.Pod{pod("w0", "node-1", nil), pod("w1", "", nil)}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, p := range UntriedMembers(tt.minMember, tt.members) {
+				got = append(got, p.Name)
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
 // waitingGang lacks n members of priority, each of cpu CPUs, that may run
 // only in pool.
 func waitingGang(n int, priority int32, cpu, pool string) WaitingGang {

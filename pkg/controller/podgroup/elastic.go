@@ -245,12 +245,17 @@ func (r *ElasticScaler) noteGrowth(pg *v1alpha1.PodGroup, topo *topology.Topolog
 // waitingForRoom reports whether the gang waits for room
 // (topology.WaitingForRoom), with what it lacks.
 func waitingForRoom(pg *v1alpha1.PodGroup, members []corev1.Pod) (topology.WaitingGang, bool) {
-	pods := make([]*corev1.Pod, len(members))
-	for i := range members {
-		pods[i] = &members[i]
-	}
-	lacking, waits := topology.WaitingForRoom(pg.Spec.MinMember, pods)
+	lacking, waits := topology.WaitingForRoom(pg.Spec.MinMember, pointers(members))
 	return topology.WaitingGang{Lacking: lacking}, waits
+}
+
+// pointers points at each of the pods.
+func pointers(pods []corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(pods))
+	for i := range pods {
+		out[i] = &pods[i]
+	}
+	return out
 }
 
 // makeRoom takes room back from elastic groups for a gang that needs it,
@@ -280,7 +285,7 @@ func (r *ElasticScaler) makeRoom(ctx context.Context, pg *v1alpha1.PodGroup, gan
 	if resources.Covered(deficit) {
 		return nil
 	}
-	groups, _, err := r.survey(ctx)
+	groups, _, _, err := r.survey(ctx)
 	if err != nil {
 		return err
 	}
@@ -381,9 +386,14 @@ func (r *ElasticScaler) shareIdleRoom(ctx context.Context) (reconcile.Result, er
 }
 
 func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context) error {
-	groups, waiting, err := r.survey(ctx)
+	groups, waiting, untried, err := r.survey(ctx)
 	if err != nil {
 		return err
+	}
+	if untried {
+		// A gang the scheduler is about to try takes room that looks idle
+		// now: its members' binds or failures set off the next look.
+		return nil
 	}
 	var growable []*elasticGroup
 	for _, g := range groups {
@@ -541,21 +551,34 @@ func lowestPriority(groups []*elasticGroup) int32 {
 	return lowest
 }
 
+// untriedGrace is how long after its creation a member the scheduler has
+// not tried yet holds growth back (topology.UntriedMembers): long enough
+// for a busy scheduler to try it, short enough that a member kept out of
+// the queue for good does not stop every group's growth.
+const untriedGrace = 10 * time.Second
+
 // survey lists the admitted elastic groups, each with its bound workers,
-// and the gangs that wait for room.
-func (r *ElasticScaler) survey(ctx context.Context) (groups []*elasticGroup, waiting []topology.WaitingGang, err error) {
+// and the gangs that wait for room; untried reports a gang, created
+// within untriedGrace, that the scheduler has not tried yet.
+func (r *ElasticScaler) survey(ctx context.Context) (groups []*elasticGroup, waiting []topology.WaitingGang, untried bool, err error) {
 	pgs, err := r.Groups.PodGroups(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
+	now := r.Clock.Now()
 	for _, pg := range pgs {
 		key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
 		members, err := r.Groups.Members(ctx, pg)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		if gang, waits := waitingForRoom(pg, members); waits {
 			waiting = append(waiting, gang)
+		}
+		if !untried {
+			untried = slices.ContainsFunc(topology.UntriedMembers(pg.Spec.MinMember, pointers(members)), func(pod *corev1.Pod) bool {
+				return now.Sub(pod.CreationTimestamp.Time) < untriedGrace
+			})
 		}
 		topo, errs := topology.FromPodGroup(pg)
 		if len(errs) > 0 || topo.Elastic == nil {
@@ -585,7 +608,7 @@ func (r *ElasticScaler) survey(ctx context.Context) (groups []*elasticGroup, wai
 		}
 		groups = append(groups, g)
 	}
-	return groups, waiting, nil
+	return groups, waiting, untried, nil
 }
 
 // boundWorkers are the group's active, bound members of the elastic role.

@@ -105,6 +105,48 @@ func TestNoOwnerIsReadWhileNoRoomIsIdle(t *testing.T) {
 	}
 }
 
+// Room a gang just created is about to take is not idle: the scaler does
+// not grow a group into it before the scheduler has tried the gang, unless
+// the gang's member was made longer ago than untriedGrace.
+func TestRoomAGangNotTriedYetIsAboutToTakeIsNotIdle(t *testing.T) {
+	pg := podGroup(2, v1alpha1.PodGroupStatus{})
+	pg.Annotations = map[string]string{topology.RolesAnnotation: "worker=4", topology.ElasticAnnotation: "2:4"}
+	set := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "job-worker", UID: "set", Controller: ptr.To(true)}
+	worker := func(i string) *corev1.Pod {
+		pod := member("job-worker-"+i).Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, i).Node("n1").
+			Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}).Obj()
+		pod.OwnerReferences = []metav1.OwnerReference{*set}
+		return pod
+	}
+	other := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other"}, Spec: v1alpha1.PodGroupSpec{MinMember: 1}}
+	node := st.MakeNode().Name("n1").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "3", corev1.ResourcePods: "110"}).Obj()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	for _, tt := range []struct {
+		name      string
+		age       time.Duration
+		wantReads bool
+	}{
+		{"created just now", time.Second, false},
+		{"created longer ago than the grace", untriedGrace + time.Second, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			untried := st.MakePod().Namespace(ns).Name("other-0").UID("other-0").SchedulerName(topology.SchedulerName).Label(topology.GroupLabel, "other").
+				Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}).Obj()
+			untried.CreationTimestamp = metav1.NewTime(epoch.Add(-tt.age))
+			reads := 0
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pg, other, worker("0"), worker("1"), untried, node).
+				WithIndex(&corev1.Pod{}, groupField, podGroupIndex).WithInterceptorFuncs(ownerReads(&reads)).Build()
+			r := &ElasticScaler{Client: c, Rooms: fakeCache{Reader: c}, Reader: c, Groups: &Groups{Client: c}, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(epoch.Time), Window: 15 * time.Second,
+				madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{}}
+
+			_ = r.growIntoIdleRoom(context.Background())
+			assert.Equal(t, tt.wantReads, reads > 0, "the node's third CPU, other-0's to take: owner read %d times", reads)
+		})
+	}
+}
+
 // Room that a member's binding took is not idle while the room cache,
 // which watches apart from the manager's, has not seen the binding yet:
 // a look set off by a gang that stopped waiting would otherwise grow a
