@@ -551,11 +551,25 @@ func lowestPriority(groups []*elasticGroup) int32 {
 	return lowest
 }
 
-// untriedGrace is how long after its creation a member the scheduler has
-// not tried yet holds growth back (topology.UntriedMembers): long enough
-// for a busy scheduler to try it, short enough that a member kept out of
-// the queue for good does not stop every group's growth.
+// untriedGrace is how long after its creation a gang short of its min,
+// or its member the scheduler has not tried yet, holds growth back
+// (aboutToBeTried): long enough for its owner to make its pods and a busy
+// scheduler to try them, short enough that a gang kept waiting for good
+// does not stop every group's growth.
 const untriedGrace = 10 * time.Second
+
+// aboutToBeTried reports whether the gang is about to take room that looks
+// idle: made within untriedGrace with fewer than minMember bound (its
+// owner may not have made its pods yet), or with a member made within it
+// that muster-scheduler has not tried (topology.UntriedMembers).
+func aboutToBeTried(pg *v1alpha1.PodGroup, members []corev1.Pod, now time.Time) bool {
+	if now.Sub(pg.CreationTimestamp.Time) < untriedGrace && countBound(members) < pg.Spec.MinMember {
+		return true
+	}
+	return slices.ContainsFunc(topology.UntriedMembers(pg.Spec.MinMember, pointers(members)), func(pod *corev1.Pod) bool {
+		return now.Sub(pod.CreationTimestamp.Time) < untriedGrace
+	})
+}
 
 // survey lists the admitted elastic groups, each with its bound workers,
 // and the gangs that wait for room; untried reports a gang, created
@@ -576,9 +590,7 @@ func (r *ElasticScaler) survey(ctx context.Context) (groups []*elasticGroup, wai
 			waiting = append(waiting, gang)
 		}
 		if !untried {
-			untried = slices.ContainsFunc(topology.UntriedMembers(pg.Spec.MinMember, pointers(members)), func(pod *corev1.Pod) bool {
-				return now.Sub(pod.CreationTimestamp.Time) < untriedGrace
-			})
+			untried = aboutToBeTried(pg, members, now)
 		}
 		topo, errs := topology.FromPodGroup(pg)
 		if len(errs) > 0 || topo.Elastic == nil {

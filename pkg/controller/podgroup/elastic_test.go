@@ -106,8 +106,9 @@ func TestNoOwnerIsReadWhileNoRoomIsIdle(t *testing.T) {
 }
 
 // Room a gang just created is about to take is not idle: the scaler does
-// not grow a group into it before the scheduler has tried the gang, unless
-// the gang's member was made longer ago than untriedGrace.
+// not grow a group into it before the scheduler has tried the gang, or
+// while its PodGroup, just made, waits for its owner's pods; unless they
+// were made longer ago than untriedGrace.
 func TestRoomAGangNotTriedYetIsAboutToTakeIsNotIdle(t *testing.T) {
 	pg := podGroup(2, v1alpha1.PodGroupStatus{})
 	pg.Annotations = map[string]string{topology.RolesAnnotation: "worker=4", topology.ElasticAnnotation: "2:4"}
@@ -126,17 +127,29 @@ func TestRoomAGangNotTriedYetIsAboutToTakeIsNotIdle(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		age       time.Duration
+		noPodYet  bool
 		wantReads bool
 	}{
-		{"created just now", time.Second, false},
-		{"created longer ago than the grace", untriedGrace + time.Second, true},
+		{"its member made just now", time.Second, false, false},
+		{"its member made longer ago than the grace", untriedGrace + time.Second, false, true},
+		{"its PodGroup made just now, its pod not yet", time.Second, true, false},
+		{"its PodGroup made longer ago than the grace, its pod not yet", untriedGrace + time.Second, true, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			untried := st.MakePod().Namespace(ns).Name("other-0").UID("other-0").SchedulerName(topology.SchedulerName).Label(topology.GroupLabel, "other").
 				Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}).Obj()
 			untried.CreationTimestamp = metav1.NewTime(epoch.Add(-tt.age))
+			made := other.DeepCopy()
+			made.CreationTimestamp = untried.CreationTimestamp
+			if !tt.noPodYet {
+				made.CreationTimestamp = metav1.NewTime(epoch.Add(-time.Hour))
+			}
+			objects := []client.Object{pg, made, worker("0"), worker("1"), node}
+			if !tt.noPodYet {
+				objects = append(objects, untried)
+			}
 			reads := 0
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pg, other, worker("0"), worker("1"), untried, node).
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objects...).
 				WithIndex(&corev1.Pod{}, groupField, podGroupIndex).WithInterceptorFuncs(ownerReads(&reads)).Build()
 			r := &ElasticScaler{Client: c, Rooms: fakeCache{Reader: c}, Reader: c, Groups: &Groups{Client: c}, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(epoch.Time), Window: 15 * time.Second,
 				madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{}}
