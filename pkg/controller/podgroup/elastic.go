@@ -382,18 +382,24 @@ func (r *ElasticScaler) shareIdleRoom(ctx context.Context) (reconcile.Result, er
 	}
 	r.lookedForRoom = now
 	r.mu.Unlock()
-	return reconcile.Result{}, r.growIntoIdleRoom(ctx)
+	held, err := r.growIntoIdleRoom(ctx)
+	if held {
+		return reconcile.Result{RequeueAfter: idleRoomInterval}, err
+	}
+	return reconcile.Result{}, err
 }
 
-func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context) error {
+// growIntoIdleRoom grows the elastic groups into idle room; held reports
+// that a gang about to be tried held growth back, to be looked at again.
+func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context) (held bool, err error) {
 	groups, waiting, untried, err := r.survey(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if untried {
 		// A gang the scheduler is about to try takes room that looks idle
-		// now: its members' binds or failures set off the next look.
-		return nil
+		// now. Its binds may set off no look: the scaler looks again.
+		return true, nil
 	}
 	var growable []*elasticGroup
 	for _, g := range groups {
@@ -403,11 +409,11 @@ func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context) error {
 		}
 	}
 	if len(growable) == 0 {
-		return nil
+		return false, nil
 	}
 	nodes, err := r.nodeRooms(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	free := roomNoGangWaitsFor(nodes, waiting, lowestPriority(growable))
 	// Owners are read only for the groups the plan gives room, so that a
@@ -424,7 +430,7 @@ func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context) error {
 			}
 			owner, err := ownerscale.Of(ctx, r.Client, r.Reader, g.key.Namespace, g.owner)
 			if err != nil {
-				return err
+				return false, err
 			}
 			owners[g] = owner
 			if owner == nil || owner.Replicas != int32(len(g.workers)) {
@@ -438,7 +444,7 @@ func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context) error {
 			})
 			continue
 		}
-		return r.grow(ctx, growable, gains, owners)
+		return false, r.grow(ctx, growable, gains, owners)
 	}
 }
 

@@ -100,7 +100,7 @@ func TestNoOwnerIsReadWhileNoRoomIsIdle(t *testing.T) {
 
 		// The fake client serves no scale subresource: what matters is
 		// whether it was asked.
-		_ = r.growIntoIdleRoom(context.Background())
+		_, _ = r.growIntoIdleRoom(context.Background())
 		assert.Equal(t, tt.wantReads, reads > 0, "a node of %s CPUs under two workers of one: owner read %d times", tt.cpu, reads)
 	}
 }
@@ -154,7 +154,7 @@ func TestRoomAGangNotTriedYetIsAboutToTakeIsNotIdle(t *testing.T) {
 			r := &ElasticScaler{Client: c, Rooms: fakeCache{Reader: c}, Reader: c, Groups: &Groups{Client: c}, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(epoch.Time), Window: 15 * time.Second,
 				madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{}}
 
-			_ = r.growIntoIdleRoom(context.Background())
+			_, _ = r.growIntoIdleRoom(context.Background())
 			assert.Equal(t, tt.wantReads, reads > 0, "the node's third CPU, other-0's to take: owner read %d times", reads)
 		})
 	}
@@ -184,7 +184,8 @@ func TestRoomTheRoomCacheHasNotSeenTakenIsNotIdle(t *testing.T) {
 	r := &ElasticScaler{Client: c, Rooms: fakeCache{Reader: rooms}, Reader: c, Groups: &Groups{Client: c}, Recorder: record.NewFakeRecorder(10), Clock: testingclock.NewFakeClock(epoch.Time), Window: 15 * time.Second,
 		madeRoom: map[types.NamespacedName]time.Time{}, workers: map[types.NamespacedName]int{}, announced: map[types.NamespacedName]int{}}
 
-	require.NoError(t, r.growIntoIdleRoom(context.Background()))
+	_, err := r.growIntoIdleRoom(context.Background())
+	require.NoError(t, err)
 	assert.Zero(t, reads, "the node's second CPU is gang-0's, bound in the manager's cache")
 }
 
