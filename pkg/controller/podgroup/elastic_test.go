@@ -66,19 +66,25 @@ func ownerReads(reads *int) interceptor.Funcs {
 	}}
 }
 
-// A cluster with no idle room costs the elastic scaler no request a
-// second: it reads a group's owner only when the plan gives the group room
-// to grow into.
-func TestNoOwnerIsReadWhileNoRoomIsIdle(t *testing.T) {
+// elasticSetOnN1 is an elastic group "job" of 2 to 4 one-CPU workers of a
+// StatefulSet, and its worker i, bound to node n1.
+func elasticSetOnN1() (*v1alpha1.PodGroup, func(i string) *corev1.Pod) {
 	pg := podGroup(2, v1alpha1.PodGroupStatus{})
 	pg.Annotations = map[string]string{topology.RolesAnnotation: "worker=4", topology.ElasticAnnotation: "2:4"}
 	set := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "job-worker", UID: "set", Controller: ptr.To(true)}
-	worker := func(i string) *corev1.Pod {
+	return pg, func(i string) *corev1.Pod {
 		pod := member("job-worker-"+i).Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, i).Node("n1").
 			Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}).Obj()
 		pod.OwnerReferences = []metav1.OwnerReference{*set}
 		return pod
 	}
+}
+
+// A cluster with no idle room costs the elastic scaler no request a
+// second: it reads a group's owner only when the plan gives the group room
+// to grow into.
+func TestNoOwnerIsReadWhileNoRoomIsIdle(t *testing.T) {
+	pg, worker := elasticSetOnN1()
 	node := func(cpu string) *corev1.Node {
 		return st.MakeNode().Name("n1").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourcePods: "110"}).Obj()
 	}
@@ -110,15 +116,7 @@ func TestNoOwnerIsReadWhileNoRoomIsIdle(t *testing.T) {
 // while its PodGroup, just made, waits for its owner's pods; unless they
 // were made longer ago than untriedGrace.
 func TestRoomAGangNotTriedYetIsAboutToTakeIsNotIdle(t *testing.T) {
-	pg := podGroup(2, v1alpha1.PodGroupStatus{})
-	pg.Annotations = map[string]string{topology.RolesAnnotation: "worker=4", topology.ElasticAnnotation: "2:4"}
-	set := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "job-worker", UID: "set", Controller: ptr.To(true)}
-	worker := func(i string) *corev1.Pod {
-		pod := member("job-worker-"+i).Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, i).Node("n1").
-			Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}).Obj()
-		pod.OwnerReferences = []metav1.OwnerReference{*set}
-		return pod
-	}
+	pg, worker := elasticSetOnN1()
 	other := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other"}, Spec: v1alpha1.PodGroupSpec{MinMember: 1}}
 	node := st.MakeNode().Name("n1").Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: "3", corev1.ResourcePods: "110"}).Obj()
 	scheme := runtime.NewScheme()
