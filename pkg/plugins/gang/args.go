@@ -19,6 +19,7 @@ import (
 //	  args:
 //	    permitTimeoutSeconds: 60
 //	    backoffSeconds: 5
+//	    maxConcurrentBinds: 100
 type Args struct {
 	// PermitTimeoutSeconds is how long reserved members wait at Permit for
 	// the rest of their gang before the attempt is given up, how long room
@@ -31,12 +32,19 @@ type Args struct {
 	// before it is tried again, so that one gang that cannot fit does not
 	// keep the others from the nodes. 0 turns the backoff off.
 	BackoffSeconds *int64 `json:"backoffSeconds,omitempty"`
+	// MaxConcurrentBinds is how many members allowed together at Permit
+	// make their Bind call at once (bindslots.go). It is per profile.
+	MaxConcurrentBinds int32 `json:"maxConcurrentBinds,omitempty"`
 }
 
 const (
 	defaultPermitTimeoutSeconds = 60
 	defaultBackoffSeconds       = 5
 	maxBackoffSeconds           = 10 * 60
+	defaultMaxConcurrentBinds   = 100
+	// kube-apiserver lets a client's HTTP/2 connection carry 1,000 streams
+	// (--http2-max-streams-per-connection), its watches among them.
+	maxMaxConcurrentBinds = 1000
 )
 
 // decodeArgs reads the plugin's args, fills in defaults and validates them.
@@ -51,6 +59,9 @@ func decodeArgs(obj runtime.Object) (Args, error) {
 	if args.BackoffSeconds == nil {
 		backoff := int64(defaultBackoffSeconds)
 		args.BackoffSeconds = &backoff
+	}
+	if args.MaxConcurrentBinds == 0 {
+		args.MaxConcurrentBinds = defaultMaxConcurrentBinds
 	}
 	if errs := args.validate(); len(errs) > 0 {
 		return Args{}, fmt.Errorf("invalid args of plugin %s: %w", Name, errs.ToAggregate())
@@ -68,6 +79,10 @@ func (a Args) validate() field.ErrorList {
 	if *a.BackoffSeconds < 0 || *a.BackoffSeconds > maxBackoffSeconds {
 		errs = append(errs, field.Invalid(path.Child("backoffSeconds"), *a.BackoffSeconds,
 			fmt.Sprintf("must be between 0 (no backoff) and %d", maxBackoffSeconds)))
+	}
+	if a.MaxConcurrentBinds < 1 || a.MaxConcurrentBinds > maxMaxConcurrentBinds {
+		errs = append(errs, field.Invalid(path.Child("maxConcurrentBinds"), a.MaxConcurrentBinds,
+			fmt.Sprintf("must be between 1 and %d: kube-apiserver lets one connection carry %d streams, and past them the client dials a connection for each call that waits", maxMaxConcurrentBinds, maxMaxConcurrentBinds)))
 	}
 	return errs
 }

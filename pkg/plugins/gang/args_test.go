@@ -16,8 +16,12 @@ func TestDecodeArgs(t *testing.T) {
 		want    Args
 		wantErr string
 	}{
-		{name: "no args take the defaults", want: Args{PermitTimeoutSeconds: 60, BackoffSeconds: ptr.To[int64](5)}},
-		{name: "set", raw: `{"permitTimeoutSeconds": 120, "backoffSeconds": 0}`, want: Args{PermitTimeoutSeconds: 120, BackoffSeconds: ptr.To[int64](0)}},
+		{name: "no args take the defaults", want: Args{PermitTimeoutSeconds: 60, BackoffSeconds: ptr.To[int64](5), MaxConcurrentBinds: 100}},
+		{
+			name: "set",
+			raw:  `{"permitTimeoutSeconds": 120, "backoffSeconds": 0, "maxConcurrentBinds": 1000}`,
+			want: Args{PermitTimeoutSeconds: 120, BackoffSeconds: ptr.To[int64](0), MaxConcurrentBinds: 1000},
+		},
 		{
 			name:    "a Permit wait past the framework's cap",
 			raw:     `{"permitTimeoutSeconds": 901}`,
@@ -27,6 +31,16 @@ func TestDecodeArgs(t *testing.T) {
 			name:    "a negative backoff",
 			raw:     `{"backoffSeconds": -1}`,
 			wantErr: "pluginConfig[Gang].args.backoffSeconds: Invalid value: -1: must be between 0 (no backoff) and 600",
+		},
+		{
+			name:    "more binds at once than one connection to the API server carries",
+			raw:     `{"maxConcurrentBinds": 1001}`,
+			wantErr: "pluginConfig[Gang].args.maxConcurrentBinds: Invalid value: 1001: must be between 1 and 1000",
+		},
+		{
+			name:    "a negative number of binds",
+			raw:     `{"maxConcurrentBinds": -1}`,
+			wantErr: "pluginConfig[Gang].args.maxConcurrentBinds: Invalid value: -1: must be between 1 and 1000",
 		},
 		{name: "not JSON", raw: `{permitTimeoutSeconds`, wantErr: "decoding the args of plugin Gang"},
 	}

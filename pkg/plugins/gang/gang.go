@@ -8,6 +8,8 @@
 //   - Reserve and Permit hold members, reservations kept, until bound and
 //     reserved members, with room held for the members their owner
 //     creates later, reach minMember; then all are allowed at once.
+//   - PreBind and PostBind let the members allowed together bind a
+//     bounded number at a time (maxConcurrentBinds).
 //   - PostFilter and Unreserve tear down a group that fails before quorum:
 //     every waiting sibling is rejected and the group backs off.
 //   - QueueingHints wake a group's pods on the events that can help it.
@@ -45,6 +47,8 @@ var (
 	_ fwk.PostFilterPlugin  = &Gang{}
 	_ fwk.ReservePlugin     = &Gang{}
 	_ fwk.PermitPlugin      = &Gang{}
+	_ fwk.PreBindPlugin     = &Gang{}
+	_ fwk.PostBindPlugin    = &Gang{}
 	_ fwk.EnqueueExtensions = &Gang{}
 )
 
@@ -56,6 +60,7 @@ type Gang struct {
 	groups   *group.Model
 	attempts *group.Attempts
 	places   *queuePlaces
+	binds    bindSlots
 	clock    clock.WithDelayedExecution
 }
 
@@ -83,6 +88,7 @@ func newGang(handle fwk.Handle, args Args, groups *group.Model, clk clock.WithDe
 		groups:   groups,
 		attempts: groups.Attempts(),
 		places:   newQueuePlaces(),
+		binds:    newBindSlots(args.MaxConcurrentBinds),
 		clock:    clk,
 	}
 }
@@ -353,6 +359,7 @@ func (g *Gang) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 // fails to bind. A group that loses its quorum that way before it was
 // admitted is rolled back like one that failed at PostFilter.
 func (g *Gang) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) {
+	g.binds.giveBack(state)
 	key, pg, ok := g.groups.GroupIn(state, pod)
 	if !ok {
 		return
@@ -384,10 +391,32 @@ func (g *Gang) Permit(ctx context.Context, state fwk.CycleState, pod *corev1.Pod
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod))), 0
 	}
 	if admitted, placed := g.admitIfComplete(klog.FromContext(ctx), key, pg, pod); !admitted {
+		heldAtPermit(state)
 		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("waiting at Permit for %d more members of group %s (%d/%d placed)",
 			pg.Spec.MinMember-placed, key, placed, pg.Spec.MinMember)), g.permitTimeout(pg)
 	}
 	return nil, 0
+}
+
+// PreBindPreFlight takes part in the binding of a member held at Permit
+// only.
+func (g *Gang) PreBindPreFlight(_ context.Context, state fwk.CycleState, _ *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if _, ok := releasedTogetherIn(state); !ok {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	return nil, nil
+}
+
+// PreBind waits until fewer than maxConcurrentBinds of the members released
+// together are binding.
+func (g *Gang) PreBind(ctx context.Context, state fwk.CycleState, _ *corev1.Pod, _ string) *fwk.Status {
+	return g.binds.take(ctx, state)
+}
+
+// PostBind frees the bound member's slot; Unreserve frees it when the Bind
+// call failed.
+func (g *Gang) PostBind(_ context.Context, state fwk.CycleState, _ *corev1.Pod, _ string) {
+	g.binds.giveBack(state)
 }
 
 // admitIfComplete admits the group when its bound and reserved members,

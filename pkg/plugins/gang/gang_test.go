@@ -103,6 +103,9 @@ func newFixtureOn(t *testing.T, nodes []*corev1.Node, args Args, podGroups []*v1
 	if args.PermitTimeoutSeconds == 0 {
 		args.PermitTimeoutSeconds = defaultPermitTimeoutSeconds
 	}
+	if args.MaxConcurrentBinds == 0 {
+		args.MaxConcurrentBinds = defaultMaxConcurrentBinds
+	}
 	model := group.NewModel(f.podGroups, f.pods, topology.SchedulerName)
 	factory := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		f.gang = newGang(h, args, model, f.clock)
@@ -125,7 +128,7 @@ func newFixtureOn(t *testing.T, nodes []*corev1.Node, args Args, podGroups []*v1
 		require.NoError(t, err)
 	}
 	fw, err := tf.NewFramework(ctx, []tf.RegisterPluginFunc{
-		tf.RegisterPluginAsExtensions(Name, factory, "QueueSort", "PreFilter", "Reserve", "Permit"),
+		tf.RegisterPluginAsExtensions(Name, factory, "QueueSort", "PreFilter", "Reserve", "Permit", "PreBind", "PostBind"),
 		tf.RegisterPluginAsExtensions(heldrooms.Name, heldFactory, "PreFilter", "Filter", "Reserve"),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
 	}, "muster-scheduler",
@@ -185,7 +188,13 @@ func member(group, name string) *st.PodWrapper {
 // scheduling cycle does.
 func (f *fixture) reserveAndPermit(t *testing.T, pod *corev1.Pod) *fwk.Status {
 	t.Helper()
-	state := framework.NewCycleState()
+	return f.reserveAndPermitIn(t, framework.NewCycleState(), pod)
+}
+
+// reserveAndPermitIn is reserveAndPermit in the member's own cycle state,
+// which its binding cycle reads on.
+func (f *fixture) reserveAndPermitIn(t *testing.T, state fwk.CycleState, pod *corev1.Pod) *fwk.Status {
+	t.Helper()
 	require.True(t, f.fw.RunReservePluginsReserve(f.ctx, state, pod, "node-1").IsSuccess())
 	return plugintest.Permit(f.ctx, f.fw, state, pod, "node-1")
 }
@@ -353,6 +362,86 @@ func TestPermitAllowsAllMembersAtQuorum(t *testing.T) {
 	assert.Equal(t, []string{"Normal GangAdmitted 3/3 members placed; all are allowed to bind"}, f.drainEvents())
 }
 
+// releasedGang is a gang of four admitted at Permit with one bind slot:
+// three members were held there, the fourth completed the gang. Each
+// member's cycle state is its binding cycle's.
+func releasedGang(t *testing.T) (*fixture, []*corev1.Pod, []fwk.CycleState) {
+	t.Helper()
+	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj(), member("job", "p2").Obj(), member("job", "p3").Obj()}
+	f := newFixture(t, Args{MaxConcurrentBinds: 1}, []*v1alpha1.PodGroup{podGroup("job", 4).Obj()}, members)
+	states := make([]fwk.CycleState, len(members))
+	for i, pod := range members {
+		states[i] = framework.NewCycleState()
+		status := f.reserveAndPermitIn(t, states[i], pod)
+		if i < 3 {
+			require.Equal(t, fwk.Wait, status.Code(), "member %s before quorum", pod.Name)
+		} else {
+			require.True(t, status.IsSuccess(), "the member that completes the gang")
+		}
+	}
+	return f, members, states
+}
+
+// cancelled is a context already done: PreBind with it fails at once if it
+// would have to wait for a slot.
+func cancelled(f *fixture) context.Context {
+	ctx, cancel := context.WithCancel(f.ctx)
+	cancel()
+	return ctx
+}
+
+// bounded is a context that ends a PreBind that waits for a slot wrongly
+// with a failure rather than a hung test.
+func bounded(t *testing.T, f *fixture) context.Context {
+	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestMembersReleasedTogetherBindNoMoreThanTheSlotsAtOnce(t *testing.T) {
+	f, members, states := releasedGang(t)
+
+	_, status := f.gang.PreBindPreFlight(f.ctx, states[0], members[0], "node-1")
+	require.True(t, status.IsSuccess(), "a member held at Permit binds through Gang's PreBind")
+	require.True(t, f.gang.PreBind(f.ctx, states[0], members[0], "node-1").IsSuccess(), "the first takes the one slot")
+
+	status = f.gang.PreBind(cancelled(f), states[1], members[1], "node-1")
+	require.Equal(t, fwk.Error, status.Code(), "the second waits while the first binds")
+	assert.Contains(t, status.Message(), "waiting for one of 1 bind slots")
+
+	f.gang.PostBind(f.ctx, states[0], members[0], "node-1")
+	assert.True(t, f.gang.PreBind(bounded(t, f), states[1], members[1], "node-1").IsSuccess(), "the first member's bind gave its slot back")
+}
+
+func TestAMemberWhoseBindFailedGivesItsSlotBack(t *testing.T) {
+	f, members, states := releasedGang(t)
+	require.True(t, f.gang.PreBind(f.ctx, states[0], members[0], "node-1").IsSuccess())
+	require.Equal(t, fwk.Error, f.gang.PreBind(cancelled(f), states[1], members[1], "node-1").Code(), "the one slot is taken")
+
+	f.gang.Unreserve(f.ctx, states[0], members[0], "node-1")
+	assert.True(t, f.gang.PreBind(bounded(t, f), states[1], members[1], "node-1").IsSuccess(), "Unreserve gave the slot back")
+	f.gang.Unreserve(f.ctx, states[0], members[0], "node-1")
+	assert.Equal(t, fwk.Error, f.gang.PreBind(cancelled(f), states[2], members[2], "node-1").Code(),
+		"a second Unreserve of the same member frees no slot it does not hold")
+}
+
+func TestAPodNotHeldAtPermitBindsWithoutASlot(t *testing.T) {
+	f, members, states := releasedGang(t)
+	require.True(t, f.gang.PreBind(f.ctx, states[0], members[0], "node-1").IsSuccess(), "a held member takes the one slot")
+
+	last := members[3]
+	_, status := f.gang.PreBindPreFlight(f.ctx, states[3], last, "node-1")
+	assert.True(t, status.IsSkip(), "the member that completed its gang was never held")
+	assert.True(t, f.gang.PreBind(cancelled(f), states[3], last, "node-1").IsSuccess(), "it binds at once, slot or not")
+
+	plain := st.MakePod().Namespace(ns).Name("plain").UID("plain").SchedulerName(topology.SchedulerName).Obj()
+	plainState := framework.NewCycleState()
+	require.True(t, plugintest.Permit(f.ctx, f.fw, plainState, plain, "node-1").IsSuccess())
+	_, status = f.gang.PreBindPreFlight(f.ctx, plainState, plain, "node-1")
+	assert.True(t, status.IsSkip(), "a pod of no gang")
+	assert.True(t, f.gang.PreBind(cancelled(f), plainState, plain, "node-1").IsSuccess())
+}
+
 func TestPermitCountsBoundMembers(t *testing.T) {
 	// Two members were bound before a scheduler restart; the third
 	// completes the gang on its own.
@@ -370,9 +459,9 @@ func TestPermitWaitsForTheGroupTimeout(t *testing.T) {
 		podGroup("default", 2).Obj(),
 		podGroup("own", 2).ScheduleTimeoutSeconds(7).Obj(),
 	}, nil)
-	_, timeout := f.gang.Permit(f.ctx, nil, member("default", "a").Obj(), "node-1")
+	_, timeout := f.gang.Permit(f.ctx, framework.NewCycleState(), member("default", "a").Obj(), "node-1")
 	assert.Equal(t, 42*time.Second, timeout)
-	_, timeout = f.gang.Permit(f.ctx, nil, member("own", "b").Obj(), "node-1")
+	_, timeout = f.gang.Permit(f.ctx, framework.NewCycleState(), member("own", "b").Obj(), "node-1")
 	assert.Equal(t, 7*time.Second, timeout)
 }
 
@@ -552,7 +641,7 @@ func TestUnreserveAfterQuorumKeepsTheGroup(t *testing.T) {
 	}
 	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 2).Obj()}, members)
 	require.True(t, f.reserveAndPermit(t, members[2]).IsSuccess())
-	f.gang.Unreserve(f.ctx, nil, members[3], "node-1")
+	f.gang.Unreserve(f.ctx, framework.NewCycleState(), members[3], "node-1")
 	assert.Empty(t, f.drainEvents(), "nothing is torn down")
 }
 
@@ -597,7 +686,7 @@ func TestUnreserveAfterAdmissionKeepsTheGroup(t *testing.T) {
 	require.True(t, f.reserveAndPermit(t, members[2]).IsSuccess())
 	f.drainEvents()
 
-	f.gang.Unreserve(f.ctx, nil, members[2], "node-1")
+	f.gang.Unreserve(f.ctx, framework.NewCycleState(), members[2], "node-1")
 	assert.Empty(t, f.drainEvents(), "nothing is torn down")
 	_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[2], nil)
 	assert.True(t, status.IsSuccess(), "the member retries at once: %v", status)
