@@ -141,9 +141,9 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 // took, keeps the place: group.Ending); then, as
 // creation times have a second's grain, by the time the gang first had
 // its quorum of members; then by group and pod, so that a gang's members
-// are popped back to back. A pod keeps the place it was given for as long
-// as it stays queued (queuePlaces): the active queue is a heap, which an
-// order that changes under it leaves out of order.
+// are popped back to back. While a pod stays queued its place only moves
+// forward (queuePlaces): the active queue is a heap, which a place that
+// moves back under it leaves out of order.
 //
 // Since 1.37 the queue holds entities, not pods. Every rule after priority
 // is about the pod and its group, so Less reaches the pod behind a pod
@@ -163,33 +163,42 @@ func (g *Gang) Less(a, b fwk.QueuedEntityInfo) bool {
 		return prioA > prioB
 	}
 	placeA, placeB := g.keptQueuePlace(a, podA), g.keptQueuePlace(b, podB)
-	if placeA.PartlyBound != placeB.PartlyBound {
-		return placeA.PartlyBound
+	if placeA.before(placeB) {
+		return true
+	}
+	if placeB.before(placeA) {
+		return false
+	}
+	return podA.Namespace+"/"+podA.Name < podB.Namespace+"/"+podB.Name
+}
+
+// before reports whether a pod placed at p is popped before one placed at
+// o, by Less's rules after priority.
+func (p queuePlace) before(o queuePlace) bool {
+	if p.PartlyBound != o.PartlyBound {
+		return p.PartlyBound
 	}
 	// A gang whose members wait at Permit is finished before another
 	// starts, which would take the room of the domain chosen for it.
-	if placeA.Reserving != placeB.Reserving {
-		return placeA.Reserving
+	if p.Reserving != o.Reserving {
+		return p.Reserving
 	}
 	// An elastic group's members above its min take only room no gang
 	// needs for its own min, and idle room goes to the least fulfilled
 	// group first (Paddle EDL).
-	if placeA.ElasticExtra != placeB.ElasticExtra {
-		return placeB.ElasticExtra
+	if p.ElasticExtra != o.ElasticExtra {
+		return o.ElasticExtra
 	}
-	if placeA.ElasticExtra && placeA.Fulfillment != placeB.Fulfillment {
-		return placeA.Fulfillment < placeB.Fulfillment
+	if p.ElasticExtra && p.Fulfillment != o.Fulfillment {
+		return p.Fulfillment < o.Fulfillment
 	}
-	if !placeA.at.Equal(placeB.at) {
-		return placeA.at.Before(placeB.at)
+	if !p.at.Equal(o.at) {
+		return p.at.Before(o.at)
 	}
-	if !placeA.SeenAt.Equal(placeB.SeenAt) {
-		return placeA.SeenAt.Before(placeB.SeenAt)
+	if !p.SeenAt.Equal(o.SeenAt) {
+		return p.SeenAt.Before(o.SeenAt)
 	}
-	if placeA.key != placeB.key {
-		return placeA.key < placeB.key
-	}
-	return podA.Namespace+"/"+podA.Name < podB.Namespace+"/"+podB.Name
+	return p.key < o.key
 }
 
 // podEntity is a queued entity that is one pod: kube-scheduler's
@@ -220,10 +229,10 @@ type queuePlace struct {
 	key string
 }
 
-// keptQueuePlace is the pod's place as Less first read it in the pod's
+// keptQueuePlace is the best place Less has read for the pod in its
 // current stay in the queue (queuePlaces).
 func (g *Gang) keptQueuePlace(info fwk.QueuedEntityInfo, pod *corev1.Pod) queuePlace {
-	return g.places.of(pod.UID, info.GetTimestamp(), func() queuePlace { return g.queuePlace(info, pod) })
+	return g.places.of(pod.UID, info.GetTimestamp(), g.queuePlace(info, pod))
 }
 
 func (g *Gang) queuePlace(info fwk.QueuedEntityInfo, pod *corev1.Pod) queuePlace {

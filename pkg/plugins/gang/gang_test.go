@@ -3,6 +3,7 @@ package gang
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	"k8s.io/kubernetes/pkg/scheduler/backend/heap"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -749,23 +751,77 @@ func TestLessFinishesAnAttemptThatHoldsReservationsFirst(t *testing.T) {
 	assert.True(t, f.gang.Less(higher, sibling), "priority still comes first")
 }
 
-func TestLessKeepsAQueuedPodsPlaceWhileItsGroupChanges(t *testing.T) {
-	// The active queue is a heap: a pod's place must not change while it
-	// sits in it, or pods below it that now sort first are left there.
+func TestAQueuedPodsPlaceNeverMovesBack(t *testing.T) {
+	// The active queue is a heap: a pod whose place moves back while it
+	// sits in it holds the pods below it, which now sort first, there.
 	f, fresh, sibling := olderAndNewerGangs(t)
 	require.True(t, f.gang.Less(fresh, sibling))
-
-	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, member("newer", "n0").Obj()).Code())
-	assert.True(t, f.gang.Less(fresh, sibling), "the attempt began while both were queued: their order holds")
-	assert.False(t, f.gang.Less(sibling, fresh))
 
 	key := types.NamespacedName{Namespace: ns, Name: "older"}
 	f.gang.attempts.Begin(key)
 	f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second, group.FoundNoRoom, "member x fits on no node")
 	assert.True(t, f.gang.Less(fresh, sibling), "the older gang failed while both were queued: their order holds")
+	assert.False(t, f.gang.Less(sibling, fresh))
 
 	requeued := queued(member("older", "o0").Obj(), epoch.Add(3*time.Hour))
 	assert.True(t, f.gang.Less(sibling, requeued), "queued again, the failed gang's member takes its new place")
+}
+
+func TestAQueuedPodsPlaceMovesForwardWhenItsGangsAttemptBegins(t *testing.T) {
+	f, fresh, sibling := olderAndNewerGangs(t)
+	require.True(t, f.gang.Less(fresh, sibling))
+
+	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, member("newer", "n0").Obj()).Code())
+	assert.True(t, f.gang.Less(sibling, fresh), "the newer gang's attempt holds a reservation: its queued member goes first at once")
+	assert.False(t, f.gang.Less(fresh, sibling))
+
+	key := types.NamespacedName{Namespace: ns, Name: "newer"}
+	f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second, group.FoundNoRoom, "member x fits on no node")
+	assert.True(t, f.gang.Less(sibling, fresh), "the attempt failed while the member was queued: it keeps the better place")
+}
+
+func TestTheQueuePopsTheQueuedMembersOfAnAttemptThatBeganAheadOfOlderGangs(t *testing.T) {
+	// Eight gangs of four and a ninth, the newest, all queued in
+	// kube-scheduler's own heap. Then the newest gang's attempt begins: a
+	// member outside the queue is reserved. Its queued members, last in the
+	// queue until then, are popped before the four newest of the others.
+	const gangs, size = 8, 4
+	var podGroups []*v1alpha1.PodGroup
+	for i := range gangs + 1 {
+		podGroups = append(podGroups, podGroup(fmt.Sprintf("g%d", i), size).Time(epoch.Add(time.Duration(i)*time.Minute)).Obj())
+	}
+	f := newFixture(t, Args{}, podGroups, nil)
+	queue := heap.New(func(e *framework.QueuedPodInfo) string { return e.Pod.Name },
+		func(a, b *framework.QueuedPodInfo) bool { return f.gang.Less(a, b) })
+	var late []string
+	for i := range gangs + 1 {
+		for j := range size {
+			name := fmt.Sprintf("g%d-%d", i, j)
+			if i == gangs && j == 0 {
+				continue // the member the attempt reserves
+			}
+			if i == gangs {
+				late = append(late, name)
+			}
+			queue.AddOrUpdate(queued(member(fmt.Sprintf("g%d", i), name).Obj(), epoch.Add(time.Hour)).(*framework.QueuedPodInfo))
+		}
+	}
+	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, member(fmt.Sprintf("g%d", gangs), fmt.Sprintf("g%d-0", gangs)).Obj()).Code())
+
+	var popped []string
+	for queue.Len() > 0 {
+		e, err := queue.Pop()
+		require.NoError(t, err)
+		popped = append(popped, e.Pod.Name)
+	}
+	firstOfTheNewest := slices.IndexFunc(popped, func(name string) bool {
+		var i, j int
+		_, err := fmt.Sscanf(name, "g%d-%d", &i, &j)
+		return err == nil && i >= gangs/2 && i < gangs
+	})
+	for _, name := range late {
+		assert.Less(t, slices.Index(popped, name), firstOfTheNewest, "%s is popped before the newest other gangs' members: %v", name, popped)
+	}
 }
 
 func TestAPodBoundOrGoneLeavesNoQueuePlaceBehind(t *testing.T) {
