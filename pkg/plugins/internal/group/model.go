@@ -104,6 +104,11 @@ type Model struct {
 }
 
 type parsedTopology struct {
+	// from is the PodGroup object parsed. An informer's objects are never
+	// changed in place, so the same object needs no second look: every
+	// member's event reads its group's topology, and building source
+	// for each was a visible share of muster's CPU on gangs of 1,000.
+	from *v1alpha1.PodGroup
 	// source is what the topology was parsed from: the PodGroup's UID,
 	// name and muster annotations.
 	source   string
@@ -465,14 +470,21 @@ func (m *Model) Topology(key types.NamespacedName) (*topology.Topology, error) {
 
 // TopologyOf is Topology for the group's PodGroup pg, already read.
 func (m *Model) TopologyOf(key types.NamespacedName, pg *v1alpha1.PodGroup) (*topology.Topology, error) {
-	source := topologySource(pg)
 	m.mu.Lock()
 	cached, ok := m.parsed[key]
 	m.mu.Unlock()
-	if ok && cached.source == source {
+	if ok && cached.from == pg {
 		return cached.topology, cached.err
 	}
-	parsed := parsedTopology{source: source}
+	source := topologySource(pg)
+	if ok && cached.source == source {
+		cached.from = pg
+		m.mu.Lock()
+		m.parsed[key] = cached
+		m.mu.Unlock()
+		return cached.topology, cached.err
+	}
+	parsed := parsedTopology{from: pg, source: source}
 	parsed.topology, parsed.err = parse(pg)
 	m.mu.Lock()
 	m.parsed[key] = parsed

@@ -323,3 +323,43 @@ func TestAnAttemptHoldingADomainPromisesItTheMembersItHasYetToPlace(t *testing.T
 	attempts.Admit(g.key, time.Now())
 	assert.Empty(t, g.m.Promises(other), "an admitted gang holds what it needs")
 }
+
+// TestATopologyIsParsedAgainOnlyWhenWhatItDependsOnChanges: the same
+// PodGroup object, or a new one with the same UID, name and muster
+// annotations (a status write), reads the topology already parsed; a
+// changed muster annotation is parsed again.
+func TestATopologyIsParsedAgainOnlyWhenWhatItDependsOnChanges(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "train"}
+	pg := &v1alpha1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train", UID: "pg-1", ResourceVersion: "1",
+			Annotations: map[string]string{topology.DomainRequiredAnnotation: topology.RackLabel}},
+		Spec: v1alpha1.PodGroupSpec{MinMember: 2},
+	}
+	m := NewModel(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}), cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexName: IndexFunc}))
+
+	first, err := m.TopologyOf(key, pg)
+	require.NoError(t, err)
+	require.NotNil(t, first)
+	again, err := m.TopologyOf(key, pg)
+	require.NoError(t, err)
+	assert.Same(t, first, again, "the same object is not parsed again")
+
+	statusWrite := pg.DeepCopy()
+	statusWrite.ResourceVersion = "2"
+	statusWrite.Status.Running = 2
+	afterStatus, err := m.TopologyOf(key, statusWrite)
+	require.NoError(t, err)
+	assert.Same(t, first, afterStatus, "a status write changes nothing the topology depends on")
+
+	moved := statusWrite.DeepCopy()
+	moved.ResourceVersion = "3"
+	moved.Annotations[topology.DomainRequiredAnnotation] = topology.BlockLabel
+	afterMove, err := m.TopologyOf(key, moved)
+	require.NoError(t, err)
+	assert.NotSame(t, first, afterMove, "a changed muster annotation is parsed again")
+	assert.NotEqual(t, first, afterMove)
+
+	back, err := m.TopologyOf(key, statusWrite)
+	require.NoError(t, err)
+	assert.Equal(t, first, back, "an object read before the change is parsed again from what it holds, not taken for the last one parsed")
+}
