@@ -1,0 +1,141 @@
+package gangpreemption
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+
+	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/topology"
+)
+
+// boundMember is a running member of a gang of low priority.
+func boundMember(gang, name, node, cpu string) *corev1.Pod {
+	return gangMember(gang, name, cpu).Node(node).Priority(low).Obj()
+}
+
+// worker is a running worker of an elastic group, of low priority.
+func worker(gang string, index int, node, cpu string) *corev1.Pod {
+	return gangMember(gang, fmt.Sprintf("%s-%d", gang, index), cpu).Node(node).Priority(low).
+		Label(topology.RoleLabel, topology.ElasticRole).Label(topology.IndexLabel, fmt.Sprint(index)).Obj()
+}
+
+// elastic makes the PodGroup an elastic group of workers.
+func elastic(pg *v1alpha1.PodGroup, workers, scale string) *v1alpha1.PodGroup {
+	pg.Annotations = map[string]string{topology.RolesAnnotation: "worker=" + workers, topology.ElasticAnnotation: scale}
+	return pg
+}
+
+func TestAVictimGangIsTakenWhole(t *testing.T) {
+	tests := []struct {
+		name   string
+		nodes  []*corev1.Node
+		others []*corev1.Pod
+		want   []string
+	}{
+		{
+			name:  "a gang on two nodes goes whole where one node would do",
+			nodes: []*corev1.Node{node("n1", "4"), node("n2", "4")},
+			want:  []string{"old-0", "old-1"},
+		},
+		{
+			name:   "a pod of no group is cheaper than a gang of two",
+			nodes:  []*corev1.Node{node("n1", "4"), node("n2", "4"), node("n3", "4")},
+			others: []*corev1.Pod{running("solo", "n3", low, "3").Obj()},
+			want:   []string{"solo"},
+		},
+		{
+			name:   "a gang of lower priority goes before a pod of higher",
+			nodes:  []*corev1.Node{node("n1", "4"), node("n2", "4"), node("n3", "4")},
+			others: []*corev1.Pod{running("dearer", "n3", low+1, "3").Obj()},
+			want:   []string{"old-0", "old-1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, preemptor := podGroup("old", 2), podGroup("new", 1)
+			member := gangMember("new", "new-0", "3").Obj()
+			pods := append([]*corev1.Pod{boundMember("old", "old-0", "n1", "3"), boundMember("old", "old-1", "n2", "3"), member}, tt.others...)
+			s := newSearch(t, tt.nodes, pods, []*v1alpha1.PodGroup{old, preemptor})
+
+			result, status := s.postFilter(t, member, preemptor)
+			require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
+			require.NotNil(t, result)
+			assert.Equal(t, tt.want, s.deleted(t, len(tt.want)))
+		})
+	}
+}
+
+func TestAnElasticGroupGivesUpItsHighestWorkerAboveItsMinFirst(t *testing.T) {
+	var nodes []*corev1.Node
+	var pods []*corev1.Pod
+	for i := range 3 {
+		name := fmt.Sprintf("n%d", i)
+		nodes = append(nodes, node(name, "4"))
+		pods = append(pods, worker("el", i, name, "3"))
+	}
+	el, preemptor := elastic(podGroup("el", 1), "3", "1:3"), podGroup("new", 1)
+	member := gangMember("new", "new-0", "3").Obj()
+	s := newSearch(t, nodes, append(pods, member), []*v1alpha1.PodGroup{el, preemptor})
+
+	result, status := s.postFilter(t, member, preemptor)
+	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
+	require.NotNil(t, result)
+	assert.Equal(t, "n2", result.NominatingInfo.NominatedNodeName)
+	assert.Equal(t, []string{"el-2"}, s.deleted(t, 1), "the group shrinks by its highest worker; its min keeps running")
+}
+
+func TestAGangsMembersWaitOutOfTheQueueUntilItsLastVictimIsGone(t *testing.T) {
+	pg := podGroup("new", 2)
+	members := []*corev1.Pod{gangMember("new", "new-0", "3").Obj(), gangMember("new", "new-1", "3").Obj()}
+	victims := []*corev1.Pod{running("v1", "n1", low, "3").Obj(), running("v2", "n2", low, "3").Obj()}
+	s := newSearch(t, []*corev1.Node{node("n1", "4"), node("n2", "4")}, append(slices.Clone(victims), members...), []*v1alpha1.PodGroup{pg})
+	require.Nil(t, s.pl.PreEnqueue(s.ctx, members[1]), "no preemption yet")
+
+	_, status := s.postFilter(t, members[0], pg)
+	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
+	assert.Equal(t, []string{"v1", "v2"}, s.deleted(t, 2))
+
+	for i, v := range victims {
+		waiting := s.pl.PreEnqueue(s.ctx, members[1])
+		require.NotNil(t, waiting, "%d of 2 victims gone", i)
+		assert.Equal(t, fwk.UnschedulableAndUnresolvable, waiting.Code())
+		assert.Contains(t, waiting.Message(), "waiting for the victims preempted for its gang to go")
+		s.pl.victimGone(group.Deleted(v))
+	}
+	assert.Nil(t, s.pl.PreEnqueue(s.ctx, members[1]), "the last victim is gone")
+	assert.Nil(t, s.pl.PreEnqueue(s.ctx, running("other", "", high, "1").Obj()), "a pod of no gang never waits for another's victims")
+}
+
+func TestWhoMayPreemptOthers(t *testing.T) {
+	never := corev1.PreemptNever
+	el := elastic(podGroup("el", 1), "3", "1:3")
+	pods := []*corev1.Pod{worker("el", 0, "n1", "1")}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"a gang's member", gangMember("gang", "gang-0", "1").Obj(), true},
+		{"a pod with preemptionPolicy Never", gangMember("gang", "gang-0", "1").PreemptionPolicy(never).Obj(), false},
+		{"a worker above an admitted elastic group's min", gangMember("el", "el-1", "1").Label(topology.RoleLabel, topology.ElasticRole).Label(topology.IndexLabel, "1").Obj(), false},
+		{"a pod of no group", running("plain", "", high, "1").Obj(), true},
+	}
+	s := newSearch(t, []*corev1.Node{node("n1", "4")}, pods, []*v1alpha1.PodGroup{el, podGroup("gang", 1)})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eligible, reason := s.pl.PodEligibleToPreemptOthers(s.ctx, tt.pod, nil)
+			assert.Equal(t, tt.want, eligible, reason)
+			if !tt.want {
+				assert.NotEmpty(t, reason, "a refusal says why")
+			}
+		})
+	}
+}
+
