@@ -139,3 +139,23 @@ func TestWhoMayPreemptOthers(t *testing.T) {
 	}
 }
 
+// TestAWorkerAboveAnElasticMinGoesWithEveryWorkerAboveIt: the owner is
+// shrunk to the victim's index, so every higher index goes too; the search
+// counts them as victims rather than leaving them to go unseen.
+func TestAWorkerAboveAnElasticMinGoesWithEveryWorkerAboveIt(t *testing.T) {
+	nodes := []*corev1.Node{node("n0", "4"), node("n1", "4"), node("n2", "4")}
+	pods := []*corev1.Pod{
+		worker("el", 0, "n0", "3"), worker("el", 1, "n1", "3"), worker("el", 2, "n2", "1"),
+		// n2 cannot be freed: its other pod is as dear as the preemptor.
+		running("dear", "n2", high, "3").Obj(),
+	}
+	el, preemptor := elastic(podGroup("el", 1), "3", "1:3"), podGroup("new", 1)
+	member := gangMember("new", "new-0", "3").Obj()
+	s := newSearch(t, nodes, append(pods, member), []*v1alpha1.PodGroup{el, preemptor})
+
+	result, status := s.postFilter(t, member, preemptor)
+	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
+	require.NotNil(t, result)
+	assert.Equal(t, "n1", result.NominatingInfo.NominatedNodeName)
+	assert.Equal(t, []string{"el-1", "el-2"}, s.deleted(t, 2), "taking worker 1 shrinks the owner to one worker: worker 2 goes too")
+}

@@ -46,18 +46,24 @@ func (pl *GangPreemption) SelectVictimsOnNode(ctx context.Context, state fwk.Cyc
 
 // reprieve gives back, the dearest first and those whose PDBs would be
 // broken before the rest, every unit of units (all taken off) without
-// which fits, told the unit just given back, still holds; it returns the units taken, the dearest first,
-// and how many of their pods break a PDB. A member above an elastic min
-// goes with its gang when the gang is taken.
+// which fits, told the unit just given back, still holds; it returns the
+// units taken, the dearest first, and how many of their pods break a PDB.
+// A member above an elastic min goes with its gang when the gang is taken,
+// and with a member of a lower index: the owner is shrunk to the index of
+// the victim, so every index above it goes too.
 func reprieve(units []*unit, pdbs []*policy.PodDisruptionBudget, give func(*unit) error, fits func(given *unit) bool, take func(*unit) error) ([]*unit, int, error) {
 	slices.SortStableFunc(units, moreImportant)
 	violating, nonViolating := preemption.FilterVictimsWithPDBViolation(units, pdbs)
+	breaks := map[*unit]int{}
+	for _, v := range violating {
+		breaks[v.Victim] = v.ViolateCount
+	}
 	var taken, kept []*unit
 	violations := 0
-	try := func(u *unit, violateCount int) error {
-		if u.whole != nil && slices.Contains(taken, u.whole) {
+	try := func(u *unit) error {
+		if goesWithTaken(u, taken) {
 			taken = append(taken, u)
-			violations += violateCount
+			violations += breaks[u]
 			return nil
 		}
 		if err := give(u); err != nil {
@@ -68,35 +74,45 @@ func reprieve(units []*unit, pdbs []*policy.PodDisruptionBudget, give func(*unit
 			return nil
 		}
 		taken = append(taken, u)
-		violations += violateCount
+		violations += breaks[u]
 		if err := take(u); err != nil {
 			return err
 		}
-		// A gang is taken whole: members above its min given back
-		// before go with it.
-		for _, extra := range kept {
-			if extra.whole == u {
-				taken = append(taken, extra)
-				if err := take(extra); err != nil {
+		// Members above an elastic min given back before go with their
+		// gang, or with a member of a lower index, taken now.
+		for _, k := range kept {
+			if goesWithTaken(k, taken) {
+				taken = append(taken, k)
+				violations += breaks[k]
+				if err := take(k); err != nil {
 					return err
 				}
 			}
 		}
-		kept = slices.DeleteFunc(kept, func(k *unit) bool { return k.whole == u })
+		kept = slices.DeleteFunc(kept, func(k *unit) bool { return goesWithTaken(k, taken) })
 		return nil
 	}
 	for _, v := range violating {
-		if err := try(v.Victim, v.ViolateCount); err != nil {
+		if err := try(v.Victim); err != nil {
 			return nil, 0, err
 		}
 	}
 	for _, u := range nonViolating {
-		if err := try(u, 0); err != nil {
+		if err := try(u); err != nil {
 			return nil, 0, err
 		}
 	}
 	slices.SortStableFunc(taken, moreImportant)
 	return taken, violations, nil
+}
+
+// goesWithTaken reports whether taking what is taken takes u too: it is a
+// member above an elastic min whose gang, or a member of its gang of a
+// lower index, is taken.
+func goesWithTaken(u *unit, taken []*unit) bool {
+	return u.whole != nil && slices.ContainsFunc(taken, func(t *unit) bool {
+		return t == u.whole || t.whole == u.whole && t.index < u.index
+	})
 }
 
 // nodeRoom takes units off one node, for one preemptor's cycle: the node's

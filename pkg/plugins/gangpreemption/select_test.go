@@ -177,3 +177,41 @@ func TestTheNodesOfVictimsAnotherGangWaitsForAreLeftAlone(t *testing.T) {
 	waiting = true
 	assert.False(t, g.promised(mine, waits).Has("node-1"), "a gang that stopped waiting is forgotten: a later look at it (its attempt forgotten, its PodGroup made again) promises it nothing")
 }
+
+// TestReprieveTakesAnElasticGroupsHigherIndicesWithALowerOne: the owner of
+// a member above an elastic min is shrunk to its index, so when the member
+// a node needs gone is not the highest, every higher one goes with it,
+// whenever each started and whatever budgets guard them.
+func TestReprieveTakesAnElasticGroupsHigherIndicesWithALowerOne(t *testing.T) {
+	elastic := victim("elastic", 1, 0, 1)
+	extra2, extra3 := elasticExtra(elastic, "elastic-2", 2), elasticExtra(elastic, "elastic-3", 3)
+	// elastic-3 started first: the index decides, not the start.
+	extra3.start = &metav1.Time{Time: epoch.Add(-time.Hour)}
+	tests := []struct {
+		name           string
+		pdbs           []*policy.PodDisruptionBudget
+		wantViolations int
+	}{
+		{"no budget", nil, 0},
+		{"the higher member guarded by a budget, so given back first", []*policy.PodDisruptionBudget{budget("elastic-3")}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kept := map[*unit]bool{}
+			// The node needs elastic-2 gone, and nothing else.
+			fits := func(*unit) bool { return !kept[extra2] }
+			give := func(u *unit) error { kept[u] = true; return nil }
+			take := func(u *unit) error { kept[u] = false; return nil }
+			taken, violations, err := reprieve([]*unit{extra3, extra2, elastic}, tt.pdbs, give, fits, take)
+			require.NoError(t, err)
+			var pods []string
+			for _, p := range victimPods(taken) {
+				pods = append(pods, p.Name)
+			}
+			assert.ElementsMatch(t, []string{"elastic-2-0", "elastic-3-0"}, pods)
+			assert.False(t, kept[extra3], "elastic-3 is off the node's room too")
+			assert.True(t, kept[elastic], "the group keeps its min")
+			assert.Equal(t, tt.wantViolations, violations)
+		})
+	}
+}

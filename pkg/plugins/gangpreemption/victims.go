@@ -63,12 +63,17 @@ func newUnit(name string, pods []*corev1.Pod, priority int32, keyType fwk.Entity
 // above an elastic min; then kube-scheduler's own order
 // (preemption.MoreImportantVictim: a group before a pod, more pods, the
 // longest running); a unit not started yet, such as a gang waiting at
-// Permit, after one running; then by name and an elastic group's lowest
-// index. PodDisruptionBudgets are weighed before it, as the framework
+// Permit, after one running; then by name. An elastic group's members
+// above its min are ordered by index alone. PodDisruptionBudgets are weighed before it, as the framework
 // does.
 func moreImportant(a, b *unit) int {
 	if c := cmp.Or(cmp.Compare(b.priority, a.priority), compareBool(a.shrink, b.shrink)); c != 0 {
 		return c
+	}
+	// An elastic group's members above its min go the highest index first,
+	// whenever each started: its owner is shrunk to a victim's index.
+	if a.shrink && b.shrink && a.whole == b.whole {
+		return cmp.Compare(a.index, b.index)
 	}
 	switch {
 	case preemption.MoreImportantVictim(a, b):
