@@ -72,23 +72,47 @@ func TestAVictimGangIsTakenWhole(t *testing.T) {
 	}
 }
 
-func TestAnElasticGroupGivesUpItsHighestWorkerAboveItsMinFirst(t *testing.T) {
-	var nodes []*corev1.Node
-	var pods []*corev1.Pod
-	for i := range 3 {
-		name := fmt.Sprintf("n%d", i)
-		nodes = append(nodes, node(name, "4"))
-		pods = append(pods, worker("el", i, name, "3"))
+// TestAnElasticGroupShrinksFromItsHighestWorker: a worker above the min
+// goes before the group is taken whole, the highest index first. Its owner
+// is shrunk to the victim's index, so taking a lower one takes every
+// higher one too, and the search counts them as victims rather than
+// leaving them to go unseen.
+func TestAnElasticGroupShrinksFromItsHighestWorker(t *testing.T) {
+	tests := []struct {
+		name     string
+		pods     []*corev1.Pod
+		wantNode string
+		want     []string
+	}{
+		{
+			name:     "the highest worker alone where its node is freed by it",
+			pods:     []*corev1.Pod{worker("el", 0, "n0", "3"), worker("el", 1, "n1", "3"), worker("el", 2, "n2", "3")},
+			wantNode: "n2", want: []string{"el-2"},
+		},
+		{
+			name: "a lower worker with every higher one",
+			pods: []*corev1.Pod{
+				worker("el", 0, "n0", "3"), worker("el", 1, "n1", "3"), worker("el", 2, "n2", "1"),
+				// n2 cannot be freed: its other pod is as dear as the preemptor.
+				running("dear", "n2", high, "3").Obj(),
+			},
+			wantNode: "n1", want: []string{"el-1", "el-2"},
+		},
 	}
-	el, preemptor := elastic(podGroup("el", 1), "3", "1:3"), podGroup("new", 1)
-	member := gangMember("new", "new-0", "3").Obj()
-	s := newSearch(t, nodes, append(pods, member), []*v1alpha1.PodGroup{el, preemptor})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nodes := []*corev1.Node{node("n0", "4"), node("n1", "4"), node("n2", "4")}
+			el, preemptor := elastic(podGroup("el", 1), "3", "1:3"), podGroup("new", 1)
+			member := gangMember("new", "new-0", "3").Obj()
+			s := newSearch(t, nodes, append(slices.Clone(tt.pods), member), []*v1alpha1.PodGroup{el, preemptor})
 
-	result, status := s.postFilter(t, member, preemptor)
-	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
-	require.NotNil(t, result)
-	assert.Equal(t, "n2", result.NominatingInfo.NominatedNodeName)
-	assert.Equal(t, []string{"el-2"}, s.deleted(t, 1), "the group shrinks by its highest worker; its min keeps running")
+			result, status := s.postFilter(t, member, preemptor)
+			require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
+			require.NotNil(t, result)
+			assert.Equal(t, tt.wantNode, result.NominatingInfo.NominatedNodeName)
+			assert.Equal(t, tt.want, s.deleted(t, len(tt.want)), "the group keeps its min")
+		})
+	}
 }
 
 func TestAGangsMembersWaitOutOfTheQueueUntilItsLastVictimIsGone(t *testing.T) {
@@ -137,25 +161,4 @@ func TestWhoMayPreemptOthers(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestAWorkerAboveAnElasticMinGoesWithEveryWorkerAboveIt: the owner is
-// shrunk to the victim's index, so every higher index goes too; the search
-// counts them as victims rather than leaving them to go unseen.
-func TestAWorkerAboveAnElasticMinGoesWithEveryWorkerAboveIt(t *testing.T) {
-	nodes := []*corev1.Node{node("n0", "4"), node("n1", "4"), node("n2", "4")}
-	pods := []*corev1.Pod{
-		worker("el", 0, "n0", "3"), worker("el", 1, "n1", "3"), worker("el", 2, "n2", "1"),
-		// n2 cannot be freed: its other pod is as dear as the preemptor.
-		running("dear", "n2", high, "3").Obj(),
-	}
-	el, preemptor := elastic(podGroup("el", 1), "3", "1:3"), podGroup("new", 1)
-	member := gangMember("new", "new-0", "3").Obj()
-	s := newSearch(t, nodes, append(pods, member), []*v1alpha1.PodGroup{el, preemptor})
-
-	result, status := s.postFilter(t, member, preemptor)
-	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
-	require.NotNil(t, result)
-	assert.Equal(t, "n1", result.NominatingInfo.NominatedNodeName)
-	assert.Equal(t, []string{"el-1", "el-2"}, s.deleted(t, 2), "taking worker 1 shrinks the owner to one worker: worker 2 goes too")
 }
