@@ -162,3 +162,27 @@ func TestWhoMayPreemptOthers(t *testing.T) {
 		})
 	}
 }
+
+// TestAGangWithABoundMemberFreesRoomOnlyInThatMembersDomain: the rest of a
+// gang that must stay in one rack goes where its bound member is, so its
+// victims are taken there, though another rack's would be cheaper.
+func TestAGangWithABoundMemberFreesRoomOnlyInThatMembersDomain(t *testing.T) {
+	nodes := []*corev1.Node{racked("a1", "rack-a", "4"), racked("a2", "rack-a", "4"), racked("b1", "rack-b", "4"), racked("b2", "rack-b", "4")}
+	pg := podGroup("job", 2)
+	pg.Annotations = map[string]string{topology.DomainRequiredAnnotation: rackLabel}
+	bound := gangMember("job", "job-0", "4").Node("a1").Obj()
+	pending := gangMember("job", "job-1", "4").Obj()
+	pods := []*corev1.Pod{
+		bound, pending,
+		running("va2", "a2", low+1, "4").Obj(),
+		running("vb1", "b1", low, "4").Obj(),
+		running("vb2", "b2", low, "4").Obj(),
+	}
+	s := newSearch(t, nodes, pods, []*v1alpha1.PodGroup{pg})
+
+	result, status := s.postFilter(t, pending, pg)
+	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
+	require.NotNil(t, result)
+	assert.Equal(t, "a2", result.NominatingInfo.NominatedNodeName)
+	assert.Equal(t, []string{"va2"}, s.deleted(t, 1), "rack-b's cheaper pods are of no use to a gang bound in rack-a")
+}
