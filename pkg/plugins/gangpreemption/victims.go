@@ -64,8 +64,8 @@ func newUnit(name string, pods []*corev1.Pod, priority int32, keyType fwk.Entity
 // (preemption.MoreImportantVictim: a group before a pod, more pods, the
 // longest running); a unit not started yet, such as a gang waiting at
 // Permit, after one running; then by name. An elastic group's members
-// above its min are ordered by index alone. PodDisruptionBudgets are weighed before it, as the framework
-// does.
+// above its min are ordered by index alone. PodDisruptionBudgets are
+// weighed before it, as the framework does.
 func moreImportant(a, b *unit) int {
 	if c := cmp.Or(cmp.Compare(b.priority, a.priority), compareBool(a.shrink, b.shrink)); c != 0 {
 		return c
