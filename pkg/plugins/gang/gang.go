@@ -16,6 +16,7 @@
 package gang
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -162,14 +163,15 @@ func (g *Gang) Less(a, b fwk.QueuedEntityInfo) bool {
 	if prioA, prioB := corev1helpers.PodPriority(podA), corev1helpers.PodPriority(podB); prioA != prioB {
 		return prioA > prioB
 	}
-	placeA, placeB := g.keptQueuePlace(a, podA), g.keptQueuePlace(b, podB)
+	currentA, currentB := g.currentPlaces(a, podA, b, podB)
+	placeA, placeB := g.places.of(podA.UID, a.GetTimestamp(), currentA), g.places.of(podB.UID, b.GetTimestamp(), currentB)
 	if placeA.before(placeB) {
 		return true
 	}
 	if placeB.before(placeA) {
 		return false
 	}
-	return podA.Namespace+"/"+podA.Name < podB.Namespace+"/"+podB.Name
+	return cmp.Or(cmp.Compare(podA.Namespace, podB.Namespace), cmp.Compare(podA.Name, podB.Name)) < 0
 }
 
 // before reports whether a pod placed at p is popped before one placed at
@@ -229,22 +231,45 @@ type queuePlace struct {
 	key string
 }
 
-// keptQueuePlace is the best place Less has read for the pod in its
-// current stay in the queue (queuePlaces).
-func (g *Gang) keptQueuePlace(info fwk.QueuedEntityInfo, pod *corev1.Pod) queuePlace {
-	return g.places.of(pod.UID, info.GetTimestamp(), g.queuePlace(info, pod))
+// currentPlaces returns the two pods' places as they are now, before Less
+// keeps the better of each and the pod's kept place (queuePlaces). Members
+// of one group, the most compared in a gang's stay in the queue, share its
+// place, read once.
+func (g *Gang) currentPlaces(a fwk.QueuedEntityInfo, podA *corev1.Pod, b fwk.QueuedEntityInfo, podB *corev1.Pod) (queuePlace, queuePlace) {
+	keyA, groupedA := topology.GroupOf(podA)
+	keyB, groupedB := topology.GroupOf(podB)
+	placeA, ok := g.groupPlace(keyA, groupedA)
+	if !ok {
+		placeA = podPlace(a, podA)
+	} else if groupedB && keyB == keyA {
+		return placeA, placeA
+	}
+	placeB, ok := g.groupPlace(keyB, groupedB)
+	if !ok {
+		placeB = podPlace(b, podB)
+	}
+	return placeA, placeB
 }
 
-func (g *Gang) queuePlace(info fwk.QueuedEntityInfo, pod *corev1.Pod) queuePlace {
-	if key, ok := topology.GroupOf(pod); ok {
-		if pg := g.podGroup(key); pg != nil {
-			p := queuePlace{QueuePlace: g.groups.QueuePlaceOf(key, pg), at: pg.CreationTimestamp.Time, key: key.String()}
-			if p.QueuedAt.After(p.at) {
-				p.at = p.QueuedAt
-			}
-			return p
-		}
+// groupPlace is the place of the members of a group whose PodGroup exists.
+func (g *Gang) groupPlace(key types.NamespacedName, grouped bool) (queuePlace, bool) {
+	if !grouped {
+		return queuePlace{}, false
 	}
+	pg := g.podGroup(key)
+	if pg == nil {
+		return queuePlace{}, false
+	}
+	p := queuePlace{QueuePlace: g.groups.QueuePlaceOf(key, pg), at: pg.CreationTimestamp.Time, key: key.String()}
+	if p.QueuedAt.After(p.at) {
+		p.at = p.QueuedAt
+	}
+	return p, true
+}
+
+// podPlace is the place of a pod of no group, or whose PodGroup is
+// missing.
+func podPlace(info fwk.QueuedEntityInfo, pod *corev1.Pod) queuePlace {
 	p := queuePlace{at: info.GetTimestamp(), key: pod.Namespace + "/" + pod.Name}
 	if initial := info.GetInitialAttemptTimestamp(); initial != nil {
 		p.at = *initial
