@@ -319,7 +319,7 @@ func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // (group.RoomMade), the gang retries with no backoff as the victims go,
 // and the status stays Unschedulable, keeping the preemption's nomination;
 // a member that finds its room not free yet fails alone.
-func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	key, pg, ok := g.groups.GroupIn(state, pod)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
@@ -350,7 +350,11 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 		g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s fits once the victims preempted for the gang are gone", pod.Name), 0, group.WaitsForVictims)
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("group %s waits for the room made for it", key))
 	}
-	reason := fmt.Sprintf("member %s fits on no node, and no lower-priority victims would make room for all the members the gang lacks", pod.Name)
+	fitsNowhere := fmt.Sprintf("member %s fits on no node", pod.Name)
+	if why := nodeReasons(statuses, g.handle.SnapshotSharedLister().NodeInfos()); why != "" {
+		fitsNowhere += " (" + why + ")"
+	}
+	reason := fitsNowhere + ", and no lower-priority victims would make room for all the members the gang lacks"
 	backoff, ending := g.args.backoff(), group.FoundNoRoom
 	if d, chosen := g.attempts.Domain(key); chosen {
 		switch {
