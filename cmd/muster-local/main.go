@@ -106,6 +106,7 @@ Stop it:
 	flags.StringVar(&opts.NodeCPU, "node-cpu", opts.NodeCPU, "allocatable CPU of each node")
 	flags.StringVar(&opts.NodeMemory, "node-memory", opts.NodeMemory, "allocatable memory of each node")
 	flags.IntVar(&opts.NodeGPUs, "node-gpus", opts.NodeGPUs, "nvidia.com/gpu of each node")
+	flags.IntVar(&opts.NodeDevices, "node-devices", 0, "devices each node publishes for Dynamic Resource Allocation, in a ResourceSlice of driver "+localcluster.DeviceDriver+"; claims get them through DeviceClass "+localcluster.DeviceClassName)
 	flags.IntVar(&opts.NodesPerRack, "nodes-per-rack", 0, "label the nodes into racks of this many, under "+localcluster.RackLabel+" (rack-0, rack-1, …); 0 for none")
 	flags.IntVar(&opts.RacksPerBlock, "racks-per-block", 0, "group the racks into blocks of this many, under "+localcluster.BlockLabel+"; 0 for none")
 	flags.StringVar(&opts.BinDir, "bin-dir", opts.BinDir, "directory holding etcd, kube-apiserver, kube-controller-manager, kwok and muster-scheduler")

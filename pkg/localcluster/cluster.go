@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -73,6 +74,10 @@ type Options struct {
 	NodeCPU    string
 	NodeMemory string
 	NodeGPUs   int
+	// NodeDevices is how many devices each node publishes for Dynamic
+	// Resource Allocation, in a ResourceSlice of DeviceDriver that
+	// DeviceClassName selects (devices.go).
+	NodeDevices int
 	// NodesPerRack, when set, labels the nodes into racks of that many
 	// under RackLabel (rack-0, rack-1, …, in node order); RacksPerBlock,
 	// when set too, groups the racks into blocks under BlockLabel.
@@ -198,6 +203,9 @@ func (o Options) validate() error {
 	}
 	if o.NodeGPUs < 0 {
 		return fmt.Errorf("--node-gpus=%d: cannot be negative", o.NodeGPUs)
+	}
+	if o.NodeDevices < 0 || o.NodeDevices > resourcev1.ResourceSliceMaxDevices {
+		return fmt.Errorf("--node-devices=%d: must be 0 to %d, the devices one ResourceSlice holds", o.NodeDevices, resourcev1.ResourceSliceMaxDevices)
 	}
 	for flag, value := range map[string]string{"--node-cpu": o.NodeCPU, "--node-memory": o.NodeMemory} {
 		if _, err := resource.ParseQuantity(value); err != nil {

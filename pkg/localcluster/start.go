@@ -398,8 +398,14 @@ func (s *starter) startNodes(ctx context.Context) error {
 	for i := range s.opts.Nodes {
 		node := simulatedNode(fmt.Sprintf("kwok-node-%d", i), s.opts)
 		maps.Copy(node.Labels, s.opts.topologyLabels(i))
-		if _, err := s.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		created, err := s.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
 			return fmt.Errorf("creating node %s: %w", node.Name, err)
+		}
+		if s.opts.NodeDevices > 0 {
+			if err := PublishDevices(ctx, s.client, created, s.opts.NodeDevices); err != nil {
+				return err
+			}
 		}
 	}
 	return waitFor(ctx, p, fmt.Sprintf("%d Ready nodes", s.opts.Nodes), func(ctx context.Context) bool {

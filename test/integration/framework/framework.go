@@ -223,6 +223,22 @@ func NodePool(t testing.TB, namespace string, count int, cpu string) {
 	waitSchedulable(t, names...)
 }
 
+// DevicePool is NodePool with devices: each node publishes that many for
+// Dynamic Resource Allocation, as muster-local's nodes do with
+// --node-devices. A node's devices go with it.
+func DevicePool(t testing.TB, namespace string, count int, cpu string, devices int) {
+	t.Helper()
+	names := make([]string, count)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", namespace, i)
+		node := createPoolNode(t, namespace, names[i], cpu, nil)
+		if err := localcluster.PublishDevices(context.Background(), Client, node, devices); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitSchedulable(t, names...)
+}
+
 // deletePods deletes the namespace's pods and waits until they are gone.
 func deletePods(t testing.TB, namespace string) {
 	ctx := context.Background()
@@ -307,7 +323,7 @@ func CheckInRack(t *testing.T, namespace string, names []string, rack string) {
 // muster-local's racks.
 const RackLabel = localcluster.RackLabel
 
-func createPoolNode(t testing.TB, namespace, name, cpu string, labels map[string]string) {
+func createPoolNode(t testing.TB, namespace, name, cpu string, labels map[string]string) *corev1.Node {
 	t.Helper()
 	resources := corev1.ResourceList{
 		corev1.ResourceCPU:              resource.MustParse(cpu),
@@ -324,7 +340,8 @@ func createPoolNode(t testing.TB, namespace, name, cpu string, labels map[string
 		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: PoolLabel, Value: namespace, Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{Capacity: resources, Allocatable: resources},
 	}
-	if _, err := Client.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+	created, err := Client.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatalf("creating node %s: %v", name, err)
 	}
 	t.Cleanup(func() {
@@ -333,6 +350,7 @@ func createPoolNode(t testing.TB, namespace, name, cpu string, labels map[string
 			t.Errorf("deleting node %s: %v", name, err)
 		}
 	})
+	return created
 }
 
 func withLabels(labels, more map[string]string) map[string]string {
