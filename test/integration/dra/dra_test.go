@@ -1,0 +1,308 @@
+package dra
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/muster-dev/muster/pkg/localcluster"
+	"github.com/muster-dev/muster/pkg/topology"
+	"github.com/muster-dev/muster/test/integration/framework"
+)
+
+// claimTemplate is the ResourceClaimTemplate each member names: one of the
+// simulated devices.
+const claimTemplate = "one-gpu"
+
+// TestAGangOfDeviceClaimsIsBoundWholeOnDistinctDevices: 8 members, each
+// claiming one device, on 4 nodes of 2 devices: every member is bound, and
+// the 8 claims hold 8 different devices, each on its member's node.
+func TestAGangOfDeviceClaimsIsBoundWholeOnDistinctDevices(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.DevicePool(t, ns, 4, "8", 2)
+	createClaimTemplate(t, ns)
+	framework.CreatePodGroup(t, ns, "job", 8, nil)
+	createClaimingGang(t, ns, "job", 8)
+
+	pods := waitForBound(t, ns, "job", 8)
+	devices := sets.New[string]()
+	for _, pod := range pods {
+		claim := allocatedClaimOf(t, pod)
+		result := claim.Status.Allocation.Devices.Results
+		if len(result) != 1 {
+			t.Fatalf("the claim of %s holds %d devices, want 1", pod.Name, len(result))
+		}
+		if result[0].Pool != pod.Spec.NodeName {
+			t.Errorf("%s is bound to %s but its device is %s/%s", pod.Name, pod.Spec.NodeName, result[0].Pool, result[0].Device)
+		}
+		devices.Insert(result[0].Pool + "/" + result[0].Device)
+		if !reservedFor(claim, pod) {
+			t.Errorf("the claim of %s is not reserved for it: %v", pod.Name, claim.Status.ReservedFor)
+		}
+	}
+	if devices.Len() != 8 {
+		t.Errorf("the 8 members hold %d distinct devices: %v", devices.Len(), sets.List(devices))
+	}
+}
+
+// TestAGangLargerThanTheFreeDevicesBindsNothingAndAllocatesNoClaim: 10
+// members, each claiming a device, where there are 8: no member is bound,
+// no claim is allocated, and the gang says why. Given two more devices, it
+// is bound whole.
+func TestAGangLargerThanTheFreeDevicesBindsNothingAndAllocatesNoClaim(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.DevicePool(t, ns, 4, "8", 2)
+	createClaimTemplate(t, ns)
+	watch := watchBinds(t, ns)
+	allocated := watchAllocations(t, ns)
+	framework.CreatePodGroup(t, ns, "job", 10, nil)
+	createClaimingGang(t, ns, "job", 10)
+
+	note := framework.WaitForEvent(t, ns, "job", "GangRejected")
+	if want := "fits on no node (4 nodes: cannot allocate all claims"; !strings.Contains(note, want) {
+		t.Errorf("GangRejected says %q, want it to say %q", note, want)
+	}
+	if n := watch.everBound(); n != 0 {
+		t.Fatalf("%d of 10 members were bound with 8 devices", n)
+	}
+	if claims := allocated.claims(); len(claims) > 0 {
+		t.Errorf("claims of a gang that was never admitted were allocated or reserved: %v", claims)
+	}
+
+	framework.AddPoolNode(t, ns, ns+"-extra", "8")
+	node, err := framework.Client.CoreV1().Nodes().Get(context.Background(), ns+"-extra", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading the added node: %v", err)
+	}
+	if err := localcluster.PublishDevices(context.Background(), framework.Client, node, 2); err != nil {
+		t.Fatal(err)
+	}
+	waitForBound(t, ns, "job", 10)
+}
+
+// TestTwoGangsCompetingForTheSameDevicesDoNotDeadlock: two gangs of 6
+// device claims, created member by member in turn, where there are 8
+// devices. One is bound whole and the other not at all; once the first's
+// pods finish, the second is bound whole on the devices they freed.
+func TestTwoGangsCompetingForTheSameDevicesDoNotDeadlock(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.DevicePool(t, ns, 4, "8", 2)
+	createClaimTemplate(t, ns)
+	watch := watchBinds(t, ns)
+	framework.CreatePodGroup(t, ns, "a", 6, nil)
+	framework.CreatePodGroup(t, ns, "b", 6, nil)
+	for i := range 6 {
+		for _, group := range []string{"a", "b"} {
+			framework.CreatePods(t, claimingMember(ns, group, i).Annotation(localcluster.SimRunForAnnotation, "5s").Obj())
+		}
+	}
+
+	var winner, loser string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, framework.Timeout, true, func(context.Context) (bool, error) {
+		switch {
+		case watch.boundOf("a") == 6:
+			winner, loser = "a", "b"
+		case watch.boundOf("b") == 6:
+			winner, loser = "b", "a"
+		}
+		return winner != "", nil
+	})
+	if err != nil {
+		t.Fatalf("neither gang was bound whole: a has %d, b has %d", watch.boundOf("a"), watch.boundOf("b"))
+	}
+	if n := watch.boundOf(loser); n != 0 {
+		t.Errorf("gang %s had %d members bound when %s was bound whole", loser, n, winner)
+	}
+	waitForBound(t, ns, loser, 6)
+}
+
+func createClaimTemplate(t *testing.T, namespace string) {
+	t.Helper()
+	template := &resourcev1.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: claimTemplate},
+		Spec: resourcev1.ResourceClaimTemplateSpec{
+			Spec: resourcev1.ResourceClaimSpec{
+				Devices: resourcev1.DeviceClaim{
+					Requests: []resourcev1.DeviceRequest{{
+						Name:    "gpu",
+						Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: localcluster.DeviceClassName},
+					}},
+				},
+			},
+		},
+	}
+	if _, err := framework.Client.ResourceV1().ResourceClaimTemplates(namespace).Create(context.Background(), template, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating ResourceClaimTemplate %s: %v", claimTemplate, err)
+	}
+}
+
+// claimingMember is a member of group on the test's pool whose container
+// claims one device through the template.
+func claimingMember(namespace, group string, index int) *podWrapper {
+	pod := framework.InPool(framework.MemberPod(namespace, group, index, "1").Obj(), namespace)
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To(claimTemplate)}}
+	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	return &podWrapper{pod}
+}
+
+type podWrapper struct{ *corev1.Pod }
+
+func (p *podWrapper) Annotation(key, value string) *podWrapper {
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[key] = value
+	return p
+}
+
+func (p *podWrapper) Obj() *corev1.Pod { return p.Pod }
+
+func createClaimingGang(t *testing.T, namespace, group string, size int) {
+	t.Helper()
+	for i := range size {
+		framework.CreatePods(t, claimingMember(namespace, group, i).Obj())
+	}
+}
+
+// waitForBound waits until want pods of the group are bound and returns
+// them.
+func waitForBound(t *testing.T, namespace, group string, want int) []corev1.Pod {
+	t.Helper()
+	var bound []corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, framework.Timeout, true, func(ctx context.Context) (bool, error) {
+		pods, err := framework.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=" + group})
+		if err != nil {
+			return false, nil
+		}
+		bound = bound[:0]
+		for _, pod := range pods.Items {
+			if framework.IsBound(&pod) {
+				bound = append(bound, pod)
+			}
+		}
+		return len(bound) == want, nil
+	})
+	if err != nil {
+		t.Fatalf("group %s/%s never had %d pods bound (has %d): %v", namespace, group, want, len(bound), err)
+	}
+	return bound
+}
+
+// allocatedClaimOf returns the pod's claim, made from the template, once it
+// is allocated.
+func allocatedClaimOf(t *testing.T, pod corev1.Pod) *resourcev1.ResourceClaim {
+	t.Helper()
+	var claim *resourcev1.ResourceClaim
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, framework.Timeout, true, func(ctx context.Context) (bool, error) {
+		current, err := framework.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil || len(current.Status.ResourceClaimStatuses) == 0 || current.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+			return false, nil
+		}
+		claim, err = framework.Client.ResourceV1().ResourceClaims(pod.Namespace).Get(ctx, *current.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
+		return err == nil && claim.Status.Allocation != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the claim of %s was never allocated: %v", pod.Name, err)
+	}
+	return claim
+}
+
+func reservedFor(claim *resourcev1.ResourceClaim, pod corev1.Pod) bool {
+	for _, consumer := range claim.Status.ReservedFor {
+		if consumer.Resource == "pods" && consumer.UID == pod.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// allocationWatch records the namespace's claims ever seen allocated or
+// reserved.
+type allocationWatch struct {
+	mu   sync.Mutex
+	seen sets.Set[string]
+}
+
+func watchAllocations(t *testing.T, namespace string) *allocationWatch {
+	t.Helper()
+	w := &allocationWatch{seen: sets.New[string]()}
+	observe := func(obj any) {
+		claim, ok := obj.(*resourcev1.ResourceClaim)
+		if !ok || (claim.Status.Allocation == nil && len(claim.Status.ReservedFor) == 0) {
+			return
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.seen.Insert(claim.Name)
+	}
+	lw := cache.NewListWatchFromClient(framework.Client.ResourceV1().RESTClient(), "resourceclaims", namespace, fields.Everything())
+	informer := cache.NewSharedIndexInformer(lw, &resourcev1.ResourceClaim{}, 0, cache.Indexers{})
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, obj any) { observe(obj) },
+	}); err != nil {
+		t.Fatalf("watching the claims of %s: %v", namespace, err)
+	}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go informer.Run(stop)
+	if !cache.WaitForCacheSync(stop, informer.HasSynced) {
+		t.Fatalf("the claims of %s never synced", namespace)
+	}
+	return w
+}
+
+func (w *allocationWatch) claims() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return sets.List(w.seen)
+}
+
+// bindWatch records each pod of the namespace ever seen bound, with its
+// group.
+type bindWatch struct {
+	mu    sync.Mutex
+	bound map[string]string // the group, by pod name
+}
+
+func watchBinds(t *testing.T, namespace string) *bindWatch {
+	w := &bindWatch{bound: map[string]string{}}
+	framework.WatchPods(t, namespace, func(_, pod *corev1.Pod) {
+		if !framework.IsBound(pod) {
+			return
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.bound[pod.Name] = pod.Labels[topology.GroupLabel]
+	})
+	return w
+}
+
+func (w *bindWatch) everBound() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.bound)
+}
+
+func (w *bindWatch) boundOf(group string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, of := range w.bound {
+		if of == group {
+			n++
+		}
+	}
+	return n
+}
