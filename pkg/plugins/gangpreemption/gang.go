@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/devices"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 )
 
@@ -53,6 +55,8 @@ type placement struct {
 	info   fwk.PodInfo
 	state  fwk.CycleState
 	node   string
+	// claims are the member's device claims its search counts (devices.go).
+	claims []*resourcev1.ResourceClaim
 }
 
 // gangSearch is one search for a gang's room, on the mutated snapshot.
@@ -69,6 +73,9 @@ type gangSearch struct {
 	// taken are the victims so far, as units by name, in the order taken.
 	taken []*unit
 	alike *alike
+	// devices counts the devices of the members that claim some, nil when
+	// none does.
+	devices *devices.Room
 }
 
 // preemptForGang makes room for the members the gang lacks, or takes
@@ -207,6 +214,13 @@ func (pl *GangPreemption) search(ctx context.Context, key types.NamespacedName, 
 		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
 	}
 	search := &gangSearch{pl: pl, ctx: ctx, logger: klog.FromContext(ctx), snapshot: snapshot, pdbs: pdbs, promised: pl.going.promised(key, pl.waitsForRoomMade), alike: newAlike()}
+	if slices.ContainsFunc(members, func(m *corev1.Pod) bool { return len(m.Spec.ResourceClaims) > 0 }) {
+		room, err := devices.NewRoom(pl.handle.SharedDRAManager(), pl.fts, pl.isLive)
+		if err != nil {
+			return nil, fwk.AsStatus(fmt.Errorf("gang preemption: counting devices: %w", err))
+		}
+		search.devices = room
+	}
 	status := search.run(key, members)
 	if err := snapshot.EndMutations(); err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
@@ -269,6 +283,10 @@ func (s *gangSearch) place(member *corev1.Pod) *fwk.Status {
 	if !status.IsSuccess() && status.Code() != fwk.Unschedulable {
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption: member %s: %s", member.Name, status.Message()))
 	}
+	claims, err := s.countDevices(state, member)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
 	nodes, err := s.snapshot.NodeInfos().List()
 	if err != nil {
 		return fwk.AsStatus(err)
@@ -304,11 +322,14 @@ func (s *gangSearch) place(member *corev1.Pod) *fwk.Status {
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
+	if fit, err := s.takeDevices(claims, info.GetPod()); err != nil || !fit {
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption: member %s's device claims fit on node %s no more", member.Name, node)).WithError(err)
+	}
 	if err := s.snapshot.AddPod(info, node); err != nil {
 		return fwk.AsStatus(err)
 	}
 	s.alike.changed(node)
-	s.placed = append(s.placed, placement{member: member, info: info, state: state, node: node})
+	s.placed = append(s.placed, placement{member: member, info: info, state: state, node: node, claims: claims})
 	return nil
 }
 
@@ -329,6 +350,11 @@ func (s *gangSearch) firstFit(state fwk.CycleState, member *corev1.Pod, nodes []
 	s.pl.handle.Parallelizer().Until(s.ctx, len(unknown), func(j int) {
 		i := unknown[j]
 		codes[i] = s.pl.handle.RunFilterPluginsWithNominatedPods(s.ctx, state, member, nodes[i]).Code()
+		if codes[i] == fwk.Success {
+			if fit, err := devicesFit(s.ctx, state, nodes[i].Node(), nil); err != nil || !fit {
+				codes[i] = fwk.Unschedulable
+			}
+		}
 	}, Name)
 	var potential []fwk.NodeInfo
 	for i, code := range codes {
@@ -359,6 +385,9 @@ func (s *gangSearch) take(pods []*corev1.Pod) error {
 
 func (s *gangSearch) remove(u *unit) error {
 	for _, pi := range u.pods {
+		if s.devices != nil {
+			s.devices.Leave(pi.GetPod().UID)
+		}
 		node, err := s.snapshot.NodeInfos().Get(pi.GetPod().Spec.NodeName)
 		if err != nil {
 			return err
@@ -378,6 +407,9 @@ func (s *gangSearch) remove(u *unit) error {
 
 func (s *gangSearch) give(u *unit) error {
 	for _, pi := range u.pods {
+		if s.devices != nil {
+			s.devices.Return(pi.GetPod().UID)
+		}
 		if err := s.snapshot.AddPod(pi, pi.GetPod().Spec.NodeName); err != nil {
 			return err
 		}
@@ -432,9 +464,15 @@ func (s *gangSearch) giveBack() error {
 		if local && given.reachesOnlyItsNodes() {
 			members = s.placedOn(given.nodes())
 		}
+		if s.devices != nil {
+			s.devices.ForgetTaken()
+		}
 		for _, p := range members {
 			node, err := s.snapshot.NodeInfos().Get(p.node)
 			if err != nil || !s.pl.handle.RunFilterPluginsWithNominatedPods(s.ctx, p.state, p.member, node).IsSuccess() {
+				return false
+			}
+			if fit, err := s.takeDevices(p.claims, p.info.GetPod()); err != nil || !fit {
 				return false
 			}
 			if err := s.snapshot.AddPod(p.info, p.node); err != nil {

@@ -113,10 +113,19 @@ func (pl *GangPreemption) PostFilter(ctx context.Context, state fwk.CycleState, 
 			return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not helpful for scheduling")
 		}
 		if _, reached := pl.groups.Quorum(key, cycle.PodGroup.Spec.MinMember, group.Counting{}); !reached {
-			return pl.preemptForGang(ctx, state, pod, m, key, cycle.PodGroup)
+			// The gang's search counts its members' devices itself.
+			return pl.preemptForGang(ctx, state, pod, devicesResolvable{m}, key, cycle.PodGroup)
 		}
 	}
 	defer metrics.PreemptionAttempts.Inc()
+	undo, counted, err := pl.countDevices(state, pod)
+	if err != nil {
+		return nil, fwk.AsStatus(fmt.Errorf("preemption: counting devices: %w", err))
+	}
+	defer undo()
+	if counted {
+		m = devicesResolvable{m}
+	}
 	result, status := pl.evaluator.Preempt(ctx, state, pod, m)
 	if msg := status.Message(); msg != "" {
 		return result, fwk.NewStatus(status.Code(), "preemption: "+msg)

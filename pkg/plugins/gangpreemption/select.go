@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
@@ -32,8 +34,15 @@ func (pl *GangPreemption) SelectVictimsOnNode(ctx context.Context, state fwk.Cyc
 	if status := pl.handle.RunFilterPluginsWithNominatedPods(ctx, state, preemptor, nodeInfo); !status.IsSuccess() {
 		return nil, 0, status
 	}
+	if fit, err := devicesFit(ctx, state, nodeInfo.Node(), room.gone); err != nil || !fit {
+		return nil, 0, fwk.NewStatus(fwk.Unschedulable, "the preemptor's device claims do not fit on the node even with every lower-priority pod gone").WithError(err)
+	}
 	taken, violations, err := reprieve(units, pdbs, room.give, func(*unit) bool {
-		return pl.handle.RunFilterPluginsWithNominatedPods(ctx, state, preemptor, nodeInfo).IsSuccess()
+		if !pl.handle.RunFilterPluginsWithNominatedPods(ctx, state, preemptor, nodeInfo).IsSuccess() {
+			return false
+		}
+		fit, err := devicesFit(ctx, state, nodeInfo.Node(), room.gone)
+		return err == nil && fit
 	}, room.remove)
 	if err != nil {
 		return nil, 0, fwk.AsStatus(err)
@@ -125,10 +134,12 @@ type nodeRoom struct {
 	state     fwk.CycleState
 	preemptor *corev1.Pod
 	node      fwk.NodeInfo
+	// gone are the pods taken off, whose devices a dry run counts freed.
+	gone sets.Set[types.UID]
 }
 
 func newNodeRoom(ctx context.Context, handle fwk.Handle, state fwk.CycleState, preemptor *corev1.Pod, node fwk.NodeInfo) *nodeRoom {
-	return &nodeRoom{ctx: ctx, handle: handle, state: state, preemptor: preemptor, node: node}
+	return &nodeRoom{ctx: ctx, handle: handle, state: state, preemptor: preemptor, node: node, gone: sets.New[types.UID]()}
 }
 
 // nodeOf is the node the pod is on: the copy being changed, or the
@@ -142,6 +153,7 @@ func (r *nodeRoom) nodeOf(pod *corev1.Pod) (fwk.NodeInfo, error) {
 
 func (r *nodeRoom) remove(u *unit) error {
 	for _, pi := range u.pods {
+		r.gone.Insert(pi.GetPod().UID)
 		node, err := r.nodeOf(pi.GetPod())
 		if err != nil {
 			return err
@@ -160,6 +172,7 @@ func (r *nodeRoom) remove(u *unit) error {
 
 func (r *nodeRoom) give(u *unit) error {
 	for _, pi := range u.pods {
+		r.gone.Delete(pi.GetPod().UID)
 		node, err := r.nodeOf(pi.GetPod())
 		if err != nil {
 			return err

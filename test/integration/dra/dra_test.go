@@ -180,21 +180,24 @@ func createClaimingGang(t *testing.T, namespace, group string, size int) {
 func waitForBound(t *testing.T, namespace, group string, want int) []corev1.Pod {
 	t.Helper()
 	var bound []corev1.Pod
+	var waiting []string
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, framework.Timeout, true, func(ctx context.Context) (bool, error) {
 		pods, err := framework.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=" + group})
 		if err != nil {
 			return false, nil
 		}
-		bound = bound[:0]
+		bound, waiting = bound[:0], waiting[:0]
 		for _, pod := range pods.Items {
 			if framework.IsBound(&pod) {
 				bound = append(bound, pod)
+			} else if c := framework.Condition(&pod, corev1.PodScheduled); c != nil {
+				waiting = append(waiting, pod.Name+": "+c.Message)
 			}
 		}
 		return len(bound) == want, nil
 	})
 	if err != nil {
-		t.Fatalf("group %s/%s never had %d pods bound (has %d): %v", namespace, group, want, len(bound), err)
+		t.Fatalf("group %s/%s never had %d pods bound (has %d; %s): %v", namespace, group, want, len(bound), strings.Join(waiting, "; "), err)
 	}
 	return bound
 }
