@@ -32,7 +32,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${BENCH_ROUNDS:-3}
 labels=${BENCH_LABELS:-performance}
-cases=${BENCH_CASES-SchedulingBasic GangFit3 GangFit10 GangFit64 GangSize10 GangSize100 GangSize1000 GangSize5000 GangContention10 Mixed10 LaunchOrder9 LaunchOrder9Ready2s LaunchOrder9Paced LateLauncher9 PreemptionBasic GangPreemption50}
+cases=${BENCH_CASES-SchedulingBasic GangFit3 GangFit10 GangFitDevices10 GangFit64 GangSize10 GangSize100 GangSize1000 GangSize5000 GangContention10 Mixed10 LaunchOrder9 LaunchOrder9Ready2s LaunchOrder9Paced LateLauncher9 PreemptionBasic GangPreemption50}
 upstream_default="GangScheduling/5000Nodes_1000Gangs_3000Pods GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup GangPreemptionBasic GangPreemptionPodGroups GangPreemptionAffinity"
 # Upstream's topology-aware gangs, its 5,000-node workloads: the in-tree
 # profile takes about two minutes on each.
