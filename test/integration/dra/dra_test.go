@@ -2,6 +2,7 @@ package dra
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -81,13 +82,7 @@ func TestAGangLargerThanTheFreeDevicesBindsNothingAndAllocatesNoClaim(t *testing
 	}
 
 	framework.AddPoolNode(t, ns, ns+"-extra", "8")
-	node, err := framework.Client.CoreV1().Nodes().Get(context.Background(), ns+"-extra", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("reading the added node: %v", err)
-	}
-	if err := localcluster.PublishDevices(context.Background(), framework.Client, node, 2); err != nil {
-		t.Fatal(err)
-	}
+	framework.PublishDevices(t, ns+"-extra", 2)
 	waitForBound(t, ns, "job", 10)
 }
 
@@ -308,4 +303,37 @@ func (w *bindWatch) boundOf(group string) int {
 		}
 	}
 	return n
+}
+
+// TestAGangKeptInOneRackGetsItsDevicesThere: two racks of 2 nodes with 2
+// devices each, 2 of rack-a's devices taken. A gang of 4 that must stay in
+// one rack, each member claiming a device, is bound in rack-b, the one
+// rack with 4 free devices, each member on a device of its own node.
+func TestAGangKeptInOneRackGetsItsDevicesThere(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.RackPool(t, ns, map[string]int{"rack-a": 2, "rack-b": 2}, "8")
+	for i := range 4 {
+		framework.PublishDevices(t, fmt.Sprintf("%s-%d", ns, i), 2)
+	}
+	createClaimTemplate(t, ns)
+	for i := range 2 {
+		pod := claimingMember(ns, "none", i).Obj()
+		pod.Name = fmt.Sprintf("rack-a-user-%d", i)
+		delete(pod.Labels, topology.GroupLabel)
+		pod.Spec.NodeSelector[framework.RackLabel] = "rack-a"
+		framework.CreatePods(t, pod)
+		framework.WaitForPod(t, ns, pod.Name, "bound", framework.IsBound)
+	}
+
+	framework.CreatePodGroup(t, ns, "job", 4, map[string]string{topology.DomainRequiredAnnotation: framework.RackLabel})
+	createClaimingGang(t, ns, "job", 4)
+	pods := waitForBound(t, ns, "job", 4)
+	names := make([]string, len(pods))
+	for i, pod := range pods {
+		names[i] = pod.Name
+		if result := allocatedClaimOf(t, pod).Status.Allocation.Devices.Results; len(result) != 1 || result[0].Pool != pod.Spec.NodeName {
+			t.Errorf("%s is bound to %s with devices %v", pod.Name, pod.Spec.NodeName, result)
+		}
+	}
+	framework.CheckInRack(t, ns, names, "rack-b")
 }

@@ -231,12 +231,23 @@ func DevicePool(t testing.TB, namespace string, count int, cpu string, devices i
 	names := make([]string, count)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s-%d", namespace, i)
-		node := createPoolNode(t, namespace, names[i], cpu, nil)
-		if err := localcluster.PublishDevices(context.Background(), Client, node, devices); err != nil {
-			t.Fatal(err)
-		}
+		createPoolNode(t, namespace, names[i], cpu, nil)
+		PublishDevices(t, names[i], devices)
 	}
 	waitSchedulable(t, names...)
+}
+
+// PublishDevices makes the node publish that many devices, as
+// DevicePool's nodes do.
+func PublishDevices(t testing.TB, node string, devices int) {
+	t.Helper()
+	created, err := Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading node %s: %v", node, err)
+	}
+	if err := localcluster.PublishDevices(context.Background(), Client, created, devices); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // deletePods deletes the namespace's pods and waits until they are gone.
@@ -323,7 +334,7 @@ func CheckInRack(t *testing.T, namespace string, names []string, rack string) {
 // muster-local's racks.
 const RackLabel = localcluster.RackLabel
 
-func createPoolNode(t testing.TB, namespace, name, cpu string, labels map[string]string) *corev1.Node {
+func createPoolNode(t testing.TB, namespace, name, cpu string, labels map[string]string) {
 	t.Helper()
 	resources := corev1.ResourceList{
 		corev1.ResourceCPU:              resource.MustParse(cpu),
@@ -340,8 +351,7 @@ func createPoolNode(t testing.TB, namespace, name, cpu string, labels map[string
 		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: PoolLabel, Value: namespace, Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{Capacity: resources, Allocatable: resources},
 	}
-	created, err := Client.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := Client.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating node %s: %v", name, err)
 	}
 	t.Cleanup(func() {
@@ -350,7 +360,6 @@ func createPoolNode(t testing.TB, namespace, name, cpu string, labels map[string
 			t.Errorf("deleting node %s: %v", name, err)
 		}
 	})
-	return created
 }
 
 func withLabels(labels, more map[string]string) map[string]string {
