@@ -214,8 +214,8 @@ func (pl *GangPreemption) search(ctx context.Context, key types.NamespacedName, 
 		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
 	}
 	search := &gangSearch{pl: pl, ctx: ctx, logger: klog.FromContext(ctx), snapshot: snapshot, pdbs: pdbs, promised: pl.going.promised(key, pl.waitsForRoomMade), alike: newAlike()}
-	if slices.ContainsFunc(members, func(m *corev1.Pod) bool { return len(m.Spec.ResourceClaims) > 0 }) {
-		room, err := devices.NewRoom(pl.handle.SharedDRAManager(), pl.fts, pl.isLive)
+	if dra := pl.handle.SharedDRAManager(); dra != nil && slices.ContainsFunc(members, func(m *corev1.Pod) bool { return len(m.Spec.ResourceClaims) > 0 }) {
+		room, err := devices.NewRoom(dra, pl.fts, pl.isLive)
 		if err != nil {
 			return nil, fwk.AsStatus(fmt.Errorf("gang preemption: counting devices: %w", err))
 		}
