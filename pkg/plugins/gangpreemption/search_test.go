@@ -46,9 +46,15 @@ type search struct {
 	client *fake.Clientset
 }
 
-func newSearch(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v1alpha1.PodGroup) *search {
+func newSearch(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v1alpha1.PodGroup, extra ...tf.RegisterPluginFunc) *search {
 	t.Helper()
-	c := frameworktest.NewCluster(t, nodes, pods, pgs)
+	return newSearchOn(t, frameworktest.NewCluster(t, nodes, pods, pgs), extra...)
+}
+
+// newSearchOn is newSearch on a cluster made by the caller, with extra
+// plugins.
+func newSearchOn(t *testing.T, c *frameworktest.Cluster, extra ...tf.RegisterPluginFunc) *search {
+	t.Helper()
 	s := &search{ctx: c.Ctx, model: c.Model, client: c.Client}
 	held := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		return heldrooms.NewWithModel(klog.Background(), c.Model, h, clock.RealClock{}), nil
@@ -65,11 +71,11 @@ func newSearch(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v1
 		s.pl = pl
 		return pl, err
 	}
-	s.fw = c.Framework(t, append(frameworktest.Filters(),
+	s.fw = c.Framework(t, append(append(frameworktest.Filters(),
 		tf.RegisterPluginAsExtensions(heldrooms.Name, held, "PreFilter", "Filter"),
 		tf.RegisterPluginAsExtensions(placementplugin.Name, inDomain, "PreFilter", "Filter"),
 		tf.RegisterPluginAsExtensions(Name, preemption, "PostFilter"),
-	)...)
+	), extra...)...)
 	return s
 }
 

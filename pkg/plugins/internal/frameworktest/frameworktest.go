@@ -48,6 +48,8 @@ type Cluster struct {
 	Factory  informers.SharedInformerFactory
 	Model    *group.Model
 	Snapshot *internalcache.Snapshot
+	// DRA, when set, is the framework's DRA manager.
+	DRA fwk.SharedDRAManager
 }
 
 // NewCluster holds the nodes, pods and PodGroups.
@@ -92,7 +94,7 @@ func (c *Cluster) Framework(t *testing.T, plugins ...tf.RegisterPluginFunc) fram
 		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
 	}, plugins...)
-	fw, err := tf.NewFramework(c.Ctx, registered, topology.SchedulerName,
+	options := []frameworkruntime.Option{
 		frameworkruntime.WithClientSet(c.Client),
 		frameworkruntime.WithEventRecorder(events.NewFakeRecorder(100)),
 		frameworkruntime.WithInformerFactory(c.Factory),
@@ -103,7 +105,11 @@ func (c *Cluster) Framework(t *testing.T, plugins ...tf.RegisterPluginFunc) fram
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
 		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
 		frameworkruntime.WithPodActivator(&plugintest.Activator{}),
-	)
+	}
+	if c.DRA != nil {
+		options = append(options, frameworkruntime.WithSharedDRAManager(c.DRA))
+	}
+	fw, err := tf.NewFramework(c.Ctx, registered, topology.SchedulerName, options...)
 	require.NoError(t, err)
 	return fw
 }
