@@ -45,12 +45,18 @@ func (pl *GangPreemption) countDevices(state fwk.CycleState, pod *corev1.Pod) (f
 		return func() {}, false, err
 	}
 	skipped := state.GetSkipFilterPlugins()
-	state.SetSkipFilterPlugins(sets.New(devices.FilterPlugin).Union(skipped))
-	state.Write(deviceCountKey, &deviceCount{room: room, claims: claims})
+	countIn(state, room, claims)
 	return func() {
 		state.SetSkipFilterPlugins(skipped)
 		state.Delete(deviceCountKey)
 	}, true, nil
+}
+
+// countIn makes the dry runs of this cycle state count the claims' devices
+// in the room, with the DynamicResources filter skipped.
+func countIn(state fwk.CycleState, room *devices.Room, claims []*resourcev1.ResourceClaim) {
+	state.SetSkipFilterPlugins(sets.New(devices.FilterPlugin).Union(state.GetSkipFilterPlugins()))
+	state.Write(deviceCountKey, &deviceCount{room: room, claims: claims})
 }
 
 // devicesFit reports whether the preemptor's devices fit on the node once
@@ -134,8 +140,7 @@ func (s *gangSearch) countDevices(state fwk.CycleState, member *corev1.Pod) ([]*
 	if err != nil || !ok {
 		return nil, err
 	}
-	state.SetSkipFilterPlugins(sets.New(devices.FilterPlugin).Union(state.GetSkipFilterPlugins()))
-	state.Write(deviceCountKey, &deviceCount{room: s.devices, claims: claims})
+	countIn(state, s.devices, claims)
 	return claims, nil
 }
 
