@@ -32,8 +32,9 @@ type ownerReader struct {
 	// order is the launch order of a generic framework ("none" for none);
 	// the others have their framework's default.
 	order string
-	// options reads further annotations from the spec.
-	options func(spec map[string]any, annotations map[string]string) error
+	// options reads further annotations from the spec, and the claim
+	// templates its late members' pod templates name.
+	options func(spec map[string]any, templates ClaimTemplates, annotations map[string]string) error
 }
 
 // owners are the kinds muster reads a topology from, by "group/Kind".
@@ -91,8 +92,10 @@ func groupOf(apiVersion string) string {
 // FromOwner returns the topology annotations equivalent to a known
 // owner's spec (its unstructured .spec), with DerivedFromAnnotation naming
 // the owner. Roles are the replica types in lower case, with their
-// replicas (1 when unset, as the operators default them).
-func FromOwner(apiVersion, kind, name string, spec map[string]any) (map[string]string, error) {
+// replicas (1 when unset, as the operators default them). templates are
+// the ResourceClaimTemplates that LateClaimTemplates names, which tell the
+// devices of the late members.
+func FromOwner(apiVersion, kind, name string, spec map[string]any, templates ClaimTemplates) (map[string]string, error) {
 	reader, ok := owners[groupOf(apiVersion)+"/"+kind]
 	if !ok {
 		return nil, fmt.Errorf("muster reads no topology from %s %s", apiVersion, kind)
@@ -130,7 +133,7 @@ func FromOwner(apiVersion, kind, name string, spec map[string]any) (map[string]s
 		annotations[LaunchOrderAnnotation] = reader.order
 	}
 	if reader.options != nil {
-		if err := reader.options(spec, annotations); err != nil {
+		if err := reader.options(spec, templates, annotations); err != nil {
 			return nil, fmt.Errorf("%s %s: %w", kind, name, err)
 		}
 	}
@@ -152,7 +155,7 @@ func hasRoles(roles, order []string) bool {
 }
 
 // pytorchOptions reads PyTorchJob's elastic range.
-func pytorchOptions(spec map[string]any, annotations map[string]string) error {
+func pytorchOptions(spec map[string]any, _ ClaimTemplates, annotations map[string]string) error {
 	elastic, ok := spec["elasticPolicy"].(map[string]any)
 	if !ok {
 		return nil
@@ -179,18 +182,21 @@ func pytorchOptions(spec map[string]any, annotations map[string]string) error {
 
 // mpiOptions reads an MPIJob's slots per worker and, in v2beta1, its MPI
 // implementation and a launcher created only once the workers are Ready.
-func mpiOptions(spec map[string]any, annotations map[string]string) error {
-	if policy, _ := spec["launcherCreationPolicy"].(string); policy == "WaitForWorkersReady" {
-		template, _, _ := unstructured.NestedMap(spec, "mpiReplicaSpecs", "Launcher", "template", "spec")
-		launcher := corev1.PodSpec{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(template, &launcher); err != nil {
+func mpiOptions(spec map[string]any, templates ClaimTemplates, annotations map[string]string) error {
+	launcher, late, err := mpiLateLauncher(spec)
+	if err != nil {
+		return err
+	}
+	if late {
+		member := LateMemberOf(launcher)
+		if member.Devices, err = LateDevicesOf(launcher, templates); err != nil {
 			return fmt.Errorf("spec.mpiReplicaSpecs.Launcher.template: %w", err)
 		}
-		late, err := json.Marshal(map[string]LateMember{"launcher": LateMemberOf(&launcher)})
+		data, err := json.Marshal(map[string]LateMember{"launcher": member})
 		if err != nil {
 			return err
 		}
-		annotations[LateMembersAnnotation] = string(late)
+		annotations[LateMembersAnnotation] = string(data)
 	}
 	slots, err := intField(spec, "slotsPerWorker", 0)
 	if err != nil {
@@ -203,6 +209,33 @@ func mpiOptions(spec map[string]any, annotations map[string]string) error {
 		annotations[MPIImplementationAnnotation] = strings.ToLower(implementation)
 	}
 	return nil
+}
+
+// mpiLateLauncher returns an MPIJob's launcher pod template when the
+// operator creates the launcher only once the workers are Ready.
+func mpiLateLauncher(spec map[string]any) (*corev1.PodSpec, bool, error) {
+	if policy, _ := spec["launcherCreationPolicy"].(string); policy != "WaitForWorkersReady" {
+		return nil, false, nil
+	}
+	template, _, _ := unstructured.NestedMap(spec, "mpiReplicaSpecs", "Launcher", "template", "spec")
+	launcher := &corev1.PodSpec{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(template, launcher); err != nil {
+		return nil, false, fmt.Errorf("spec.mpiReplicaSpecs.Launcher.template: %w", err)
+	}
+	return launcher, true, nil
+}
+
+// LateClaimTemplates names the ResourceClaimTemplates that the pod
+// templates of a known owner's late members name: FromOwner reads them.
+func LateClaimTemplates(apiVersion, kind string, spec map[string]any) ([]string, error) {
+	if groupOf(apiVersion)+"/"+kind != "kubeflow.org/MPIJob" {
+		return nil, nil
+	}
+	launcher, late, err := mpiLateLauncher(spec)
+	if err != nil || !late {
+		return nil, err
+	}
+	return ClaimTemplateNames(launcher), nil
 }
 
 // intField reads a whole number of an unstructured object, or def when it

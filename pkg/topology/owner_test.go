@@ -80,7 +80,7 @@ func TestFromOwner(t *testing.T) {
 			spec := map[string]any{}
 			require.NoError(t, yaml.Unmarshal([]byte(tt.spec), &spec))
 			require.True(t, IsKnownOwner(tt.apiVersion, tt.kind))
-			got, err := FromOwner(tt.apiVersion, tt.kind, "job", spec)
+			got, err := FromOwner(tt.apiVersion, tt.kind, "job", spec, nil)
 			require.NoError(t, err)
 			tt.want[DerivedFromAnnotation] = tt.kind + "/job"
 			assert.Equal(t, tt.want, got)
@@ -89,11 +89,11 @@ func TestFromOwner(t *testing.T) {
 }
 
 func TestFromOwnerRefusesWhatItCannotRead(t *testing.T) {
-	_, err := FromOwner("kubeflow.org/v1", "PyTorchJob", "job", map[string]any{})
+	_, err := FromOwner("kubeflow.org/v1", "PyTorchJob", "job", map[string]any{}, nil)
 	assert.EqualError(t, err, "PyTorchJob job has no spec.pytorchReplicaSpecs")
-	_, err = FromOwner("kubeflow.org/v1", "PyTorchJob", "job", map[string]any{"pytorchReplicaSpecs": map[string]any{"Trainer": map[string]any{}}})
+	_, err = FromOwner("kubeflow.org/v1", "PyTorchJob", "job", map[string]any{"pytorchReplicaSpecs": map[string]any{"Trainer": map[string]any{}}}, nil)
 	assert.ErrorContains(t, err, `has replica type "Trainer"`)
-	_, err = FromOwner("batch/v1", "Job", "job", nil)
+	_, err = FromOwner("batch/v1", "Job", "job", nil, nil)
 	assert.ErrorContains(t, err, "muster reads no topology from batch/v1 Job")
 	assert.False(t, IsKnownOwner("example.com/v1", "PyTorchJob"))
 }

@@ -139,6 +139,9 @@ type LateMember struct {
 	NodeSelector map[string]string    `json:"nodeSelector,omitempty"`
 	NodeAffinity *corev1.NodeAffinity `json:"nodeAffinity,omitempty"`
 	Tolerations  []corev1.Toleration  `json:"tolerations,omitempty"`
+	// Devices are what one pod of the role claims through Dynamic Resource
+	// Allocation: the room held for it includes them (LateDevices).
+	Devices []LateDevices `json:"devices,omitempty"`
 }
 
 // LateMemberOf is what a pod of this template tells of a late member.
@@ -346,6 +349,7 @@ func (t *Topology) parseLate(annotations map[string]string) field.ErrorList {
 		if _, known := t.Replicas[role]; !known {
 			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("names role %q, which %s does not list", role, RolesAnnotation)))
 		}
+		errs = append(errs, checkLateDevices(path, v, role, t.Late[role].Devices)...)
 		requests := t.Late[role].Requests
 		for _, name := range slices.Sorted(maps.Keys(requests)) {
 			switch q := requests[name]; {

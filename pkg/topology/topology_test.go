@@ -190,6 +190,22 @@ func TestParseErrors(t *testing.T) {
 			want:        []string{`metadata.annotations[muster.dev/late-members]: Invalid value: "{\"launcher\":{\"requests\":{\"cpu\":\"100000\"}}}": role launcher requests 100k CPUs, more than the 4096 any node has`},
 		},
 		{
+			name:        "late devices of no valid class, and of no count",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", LateMembersAnnotation: `{"launcher":{"requests":{"cpu":"1"},"devices":[{"deviceClassName":"GPU_A100","count":1},{"deviceClassName":"gpu.example.com"}]}}`},
+			want: []string{
+				`role launcher, devices[0].deviceClassName "GPU_A100" must name a DeviceClass: a lowercase RFC 1123 subdomain`,
+				`role launcher, devices[1].count is 0; write how many devices of the class one pod claims, 1 to 32`,
+			},
+		},
+		{
+			name:        "late devices of one class twice, and more than a claim is allocated",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", LateMembersAnnotation: `{"launcher":{"requests":{"cpu":"1"},"devices":[{"deviceClassName":"gpu.example.com","count":1},{"deviceClassName":"gpu.example.com","count":33}]}}`},
+			want: []string{
+				`role launcher, devices[1].count is 33; write how many devices of the class one pod claims, 1 to 32`,
+				`role launcher names device class gpu.example.com twice; write its devices once, with their count`,
+			},
+		},
+		{
 			name:        "a zero count",
 			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=0"},
 			want:        []string{`role launcher has replicas "0"`},

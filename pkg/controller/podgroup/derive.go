@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +37,15 @@ const (
 	// counted pods that run before the gang, such as Trainer's
 	// initializers, in its minMember.
 	ReasonMinMemberLowered = "MinMemberLowered"
+	// ReasonClaimTemplateMissing is the event on a PodGroup whose late
+	// member's pod template names a ResourceClaimTemplate that does not
+	// exist: its devices cannot be read, nor held, until it does.
+	ReasonClaimTemplateMissing = "ClaimTemplateMissing"
 )
+
+// templateRetry is how soon a missing ResourceClaimTemplate is read again:
+// nothing else tells the reconciler it was created.
+const templateRetry = 5 * time.Second
 
 // TopologyReconciler gives a PodGroup that an operator made, and that has
 // no topology of its own, the topology of its owner: a PyTorchJob's master
@@ -97,7 +106,17 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		derived, minMember, runFirst, runFirstRequests = group.Annotations, group.MinMember, group.Ungrouped, group.UngroupedRequests
 	} else {
 		spec, _, _ := unstructured.NestedMap(owner.Object, "spec")
-		derived, err = topology.FromOwner(ref.APIVersion, ref.Kind, ref.Name, spec)
+		templates, missing, err := r.lateClaimTemplates(ctx, pg.Namespace, ref, spec)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if missing != "" {
+			if r.reported.isNew(req.NamespacedName, missing) {
+				r.Recorder.Eventf(pg, corev1.EventTypeWarning, ReasonClaimTemplateMissing, "%s", missing)
+			}
+			return reconcile.Result{RequeueAfter: templateRetry}, nil
+		}
+		derived, err = topology.FromOwner(ref.APIVersion, ref.Kind, ref.Name, spec, templates)
 	}
 	if err == nil {
 		err = withOwnersDomain(derived, owner.GetAnnotations())
@@ -196,6 +215,30 @@ func (r *TopologyReconciler) report(pg *v1alpha1.PodGroup, message string) {
 	if r.reported.isNew(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, message) {
 		r.Recorder.Eventf(pg, corev1.EventTypeWarning, ReasonNoTopology, "%s; the group is scheduled as a plain gang, in no order", message)
 	}
+}
+
+// lateClaimTemplates reads the ResourceClaimTemplates that the owner's late
+// members' pod templates name (topology.LateClaimTemplates). missing says
+// which does not exist, and what to do.
+func (r *TopologyReconciler) lateClaimTemplates(ctx context.Context, namespace string, ref *metav1.OwnerReference, spec map[string]any) (topology.ClaimTemplates, string, error) {
+	names, err := topology.LateClaimTemplates(ref.APIVersion, ref.Kind, spec)
+	if err != nil || len(names) == 0 {
+		// A spec that cannot be read is FromOwner's to report.
+		return nil, "", nil
+	}
+	templates := topology.ClaimTemplates{}
+	for _, name := range names {
+		template := &resourcev1.ResourceClaimTemplate{}
+		err := r.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, template)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, fmt.Sprintf("ResourceClaimTemplate %s/%s, named by a pod template of %s %s whose pods are created late, does not exist: the devices their room holds are read from it, so the group waits until it is created", namespace, name, ref.Kind, ref.Name), nil
+		case err != nil:
+			return nil, "", fmt.Errorf("reading ResourceClaimTemplate %s/%s of %s %s: %w", namespace, name, ref.Kind, ref.Name, err)
+		}
+		templates[name] = template.Spec
+	}
+	return templates, "", nil
 }
 
 // withOwnersDomain adds to the derived annotations the topology domain the
