@@ -21,10 +21,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/tools/cache"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -48,8 +50,11 @@ type HeldRooms struct {
 	handle fwk.Handle
 	groups Groups
 	clock  clock.WithDelayedExecution
-	// turned are the pods Filter kept off a node for a gang.
+	// turned are the pods Filter kept off a node for a gang, and pods
+	// that claim devices while some are held.
 	turned *turnedAway
+	// devices are the devices held with late members' rooms.
+	devices *heldDevices
 }
 
 // Groups is what HeldRooms reads of the scheduler's groups: the group
@@ -97,7 +102,12 @@ func New(ctx context.Context, _ runtime.Object, handle fwk.Handle, groups *group
 // NewWithModel builds the plugin over the groups, with the framework's
 // handle and a clock; unit tests build it this way.
 func NewWithModel(logger klog.Logger, groups Groups, handle fwk.Handle, clk clock.WithDelayedExecution) *HeldRooms {
-	h := &HeldRooms{handle: handle, groups: groups, clock: clk, turned: newTurnedAway()}
+	var dra fwk.SharedDRAManager
+	if handle != nil { // unit tests of rooms without devices need none
+		dra = handle.SharedDRAManager()
+	}
+	h := &HeldRooms{handle: handle, groups: groups, clock: clk, turned: newTurnedAway(),
+		devices: newHeldDevices(dra, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))}
 	groups.OnPodChange(h.podChanged)
 	groups.OnPodGroupChange(cache.ResourceEventHandlerFuncs{
 		// A deleted gang's rooms are released, and it waits for room no more.
@@ -136,20 +146,30 @@ type elasticHold map[types.NamespacedName]topology.WaitingGang
 func (e elasticHold) Clone() fwk.StateData { return e }
 
 // PreFilter holds again the late rooms a restarted scheduler lost, sends a
-// late member to the room held for it and, for a member above an admitted
-// elastic group's min, notes the gangs waiting for room, once per cycle.
+// late member to the room held for it, with the devices held for it, and,
+// for a member above an admitted elastic group's min, notes the gangs
+// waiting for room, once per cycle. It runs before DynamicResources'
+// PreFilter, which reads the devices allocated (devices.go).
 func (h *HeldRooms) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	h.restore(klog.FromContext(ctx), nodes)
-	key, ok := group.KeyIn(state, pod)
-	if !ok {
+	h.restore(ctx, nodes)
+	key, grouped := group.KeyIn(state, pod)
+	var room *group.Room
+	if role, ok := topology.RoleOf(pod); ok && grouped {
+		room = h.groups.Rooms().Held(key, role)
+	}
+	h.devices.sync(klog.FromContext(ctx), h.groups.Rooms().WithDevices(), room)
+	if len(pod.Spec.ResourceClaims) > 0 && h.devices.holds() {
+		// DynamicResources may turn it away for want of a held device: it
+		// is woken when the room is released.
+		h.turned.add(pod)
+	}
+	if !grouped {
 		// Filter still keeps it out of held rooms.
 		return nil, nil
 	}
-	if role, ok := topology.RoleOf(pod); ok {
-		if node, held := h.groups.Rooms().Node(key, role); held {
-			state.Write(pinnedKey, pinned(node))
-			return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
-		}
+	if room != nil {
+		state.Write(pinnedKey, pinned(room.Node))
+		return &fwk.PreFilterResult{NodeNames: sets.New(room.Node)}, nil
 	}
 	if _, extra := h.groups.ElasticFulfillment(pod); extra {
 		if hold := h.waitingGangs(corev1helpers.PodPriority(pod), nodes); len(hold) > 0 {
@@ -251,7 +271,7 @@ func (h *HeldRooms) Reserve(ctx context.Context, state fwk.CycleState, pod *core
 			return nil
 		}
 	}
-	h.holdForGang(klog.FromContext(ctx), key, pod, nodeName)
+	h.holdForGang(ctx, key, pod, nodeName)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package heldrooms
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/devices"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -28,7 +30,8 @@ import (
 // holdForGang holds the room of the gang's late members when the member
 // just reserved (self, on selfNode) completes the gang with them, and
 // starts the rooms' expiry.
-func (h *HeldRooms) holdForGang(logger klog.Logger, key types.NamespacedName, self *corev1.Pod, selfNode string) {
+func (h *HeldRooms) holdForGang(ctx context.Context, key types.NamespacedName, self *corev1.Pod, selfNode string) {
+	logger := klog.FromContext(ctx)
 	late := h.groups.LateMembers(key)
 	if late.Total() == 0 || h.groups.IsAdmitted(key) {
 		return
@@ -51,7 +54,7 @@ func (h *HeldRooms) holdForGang(logger klog.Logger, key types.NamespacedName, se
 		logger.Error(err, "Listing nodes to hold room for late members", "podGroup", key)
 		return
 	}
-	if h.hold(logger, key, late.Missing, nodes, self, selfNode) {
+	if h.hold(ctx, key, late.Missing, nodes, self, selfNode) {
 		h.expire(logger, pg)
 	}
 }
@@ -62,7 +65,8 @@ func (h *HeldRooms) holdForGang(logger klog.Logger, key types.NamespacedName, se
 // bound members and its late members to come make its minMember. It runs
 // at PreFilter, inside a scheduling cycle, so that the nodes are current
 // and the rooms are back before any other pod is filtered.
-func (h *HeldRooms) restore(logger klog.Logger, nodes []fwk.NodeInfo) {
+func (h *HeldRooms) restore(ctx context.Context, nodes []fwk.NodeInfo) {
+	logger := klog.FromContext(ctx)
 	for _, key := range h.groups.Rooms().ToCheck() {
 		pg := h.groups.PodGroup(key)
 		late := h.groups.LateMembers(key)
@@ -72,7 +76,7 @@ func (h *HeldRooms) restore(logger klog.Logger, nodes []fwk.NodeInfo) {
 		if bound := h.groups.BoundCount(key); bound == 0 || bound+late.Total() < pg.Spec.MinMember {
 			continue
 		}
-		if h.hold(logger, key, late.Missing, nodes, nil, "") {
+		if h.hold(ctx, key, late.Missing, nodes, nil, "") {
 			logger.V(2).Info("Held again the room of late members of an admitted gang", "podGroup", key)
 			h.expire(logger, pg)
 		}
@@ -83,10 +87,19 @@ func (h *HeldRooms) restore(logger klog.Logger, nodes []fwk.NodeInfo) {
 // a node where it fits beside everything placed and held, and reports
 // whether it could; it holds none when it cannot hold all. self is the
 // member reserved on selfNode, which the cycle's nodes do not count yet.
-func (h *HeldRooms) hold(logger klog.Logger, key types.NamespacedName, missing map[string]int32, nodes []fwk.NodeInfo, self *corev1.Pod, selfNode string) bool {
+// The devices a late member claims are held with its room.
+func (h *HeldRooms) hold(ctx context.Context, key types.NamespacedName, missing map[string]int32, nodes []fwk.NodeInfo, self *corev1.Pod, selfNode string) bool {
+	logger := klog.FromContext(ctx)
 	topo, err := h.groups.Topology(key)
 	if err != nil || topo == nil {
 		return false
+	}
+	var devices *devices.Room
+	if claimsDevices(topo, missing) {
+		if devices, err = h.devices.room(); err != nil {
+			logger.Error(err, "Reading the devices to hold for late members", "podGroup", key)
+			return false
+		}
 	}
 	nodes = slices.DeleteFunc(slices.Clone(nodes), func(n fwk.NodeInfo) bool { return n.Node() == nil })
 	if topo.DomainKey != "" {
@@ -111,26 +124,37 @@ func (h *HeldRooms) hold(logger klog.Logger, key types.NamespacedName, missing m
 	for _, role := range slices.Sorted(maps.Keys(missing)) {
 		late := topo.Late[role]
 		for range missing[role] - rooms.Count(key, role) {
-			node := h.findRoom(nodes, late, self, selfNode)
-			if node == "" {
+			r := h.findRoom(ctx, nodes, key, role, late, devices, self, selfNode)
+			if r == nil {
 				for _, r := range held {
 					rooms.Take(key, r.Role)
 				}
 				return false
 			}
-			r := &group.Room{Group: key, Role: role, Node: node, Request: late.Requests}
 			rooms.Add(r)
 			held = append(held, r)
-			logger.V(2).Info("Holding room for a late member", "podGroup", key, "role", role, "node", node)
+			logger.V(2).Info("Holding room for a late member", "podGroup", key, "role", role, "node", r.Node, "devices", len(r.Devices))
 		}
 	}
+	h.devices.sync(logger, rooms.WithDevices(), nil)
 	return true
 }
 
-// findRoom returns a node that the late member's pod template lets it use
-// (its node selector, required node affinity and tolerations) where its
-// requests fit beside what is placed and held, or "".
-func (h *HeldRooms) findRoom(nodes []fwk.NodeInfo, late topology.LateMember, self *corev1.Pod, selfNode string) string {
+// claimsDevices reports whether a missing late member claims devices.
+func claimsDevices(topo *topology.Topology, missing map[string]int32) bool {
+	for role, n := range missing {
+		if n > 0 && len(topo.Late[role].Devices) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// findRoom returns room on a node that the late member's pod template lets
+// it use (its node selector, required node affinity and tolerations) where
+// its requests fit beside what is placed and held, and its devices, in
+// available, beside those allocated and held; nil when there is none.
+func (h *HeldRooms) findRoom(ctx context.Context, nodes []fwk.NodeInfo, key types.NamespacedName, role string, late topology.LateMember, available *devices.Room, self *corev1.Pod, selfNode string) *group.Room {
 	pod := late.Pod()
 	for _, node := range nodes {
 		if !topology.MayRunOn(pod, node.Node()) {
@@ -140,11 +164,14 @@ func (h *HeldRooms) findRoom(nodes []fwk.NodeInfo, late topology.LateMember, sel
 		if self != nil && node.Node().Name == selfNode {
 			held = resources.Add(held, resources.OfPod(self), 1)
 		}
-		if resources.FitsBeside(late.Requests, held, node) {
-			return node.Node().Name
+		if !resources.FitsBeside(late.Requests, held, node) {
+			continue
+		}
+		if devices, ok := allocate(ctx, available, node.Node(), key, role, late.Devices); ok {
+			return &group.Room{Group: key, Role: role, Node: node.Node().Name, Request: late.Requests, Devices: devices}
 		}
 	}
-	return ""
+	return nil
 }
 
 // inDomainOf keeps the nodes in the topology domain of the anchor node, a

@@ -30,6 +30,7 @@ type handle struct {
 	snapshot  fwk.SharedLister
 	events    *events.FakeRecorder
 	activator *plugintest.Activator
+	dra       fwk.SharedDRAManager
 }
 
 func (h handle) Activate(logger klog.Logger, pods map[string]*corev1.Pod) {
@@ -37,6 +38,7 @@ func (h handle) Activate(logger klog.Logger, pods map[string]*corev1.Pod) {
 }
 
 func (h handle) SnapshotSharedLister() fwk.SharedLister    { return h.snapshot }
+func (h handle) SharedDRAManager() fwk.SharedDRAManager    { return h.dra }
 func (h handle) EventRecorder() events.EventRecorderLogger { return h.events }
 
 // lateGang is an MPI gang of minMember 3: a launcher its operator creates

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -22,6 +23,9 @@ type Room struct {
 	Role    string
 	Node    string
 	Request corev1.ResourceList
+	// Devices are the devices held on Node for the member's claims
+	// (topology.LateDevices); none when it claims none.
+	Devices []resourcev1.DeviceRequestAllocationResult
 }
 
 // Rooms holds the rooms of every gang. The Filter of every pod reads it,
@@ -88,14 +92,38 @@ func (l *Rooms) Count(key types.NamespacedName, role string) int32 {
 
 // Node returns the node of a room the group holds for role.
 func (l *Rooms) Node(key types.NamespacedName, role string) (string, bool) {
+	if r := l.Held(key, role); r != nil {
+		return r.Node, true
+	}
+	return "", false
+}
+
+// Held returns a room the group holds for role, which stays held; nil
+// when it holds none.
+func (l *Rooms) Held(key types.NamespacedName, role string) *Room {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	for _, r := range l.byGroup[key] {
 		if r.Role == role {
-			return r.Node, true
+			return r
 		}
 	}
-	return "", false
+	return nil
+}
+
+// WithDevices returns the rooms that hold devices.
+func (l *Rooms) WithDevices() []*Room {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var rooms []*Room
+	for _, group := range l.byGroup {
+		for _, r := range group {
+			if len(r.Devices) > 0 {
+				rooms = append(rooms, r)
+			}
+		}
+	}
+	return rooms
 }
 
 // Take removes one room the group holds for role, as its member is

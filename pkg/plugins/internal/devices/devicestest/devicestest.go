@@ -23,11 +23,13 @@ const (
 )
 
 // DRA is the scheduler's DRA manager over fixed objects; only what a
-// devices.Room reads is implemented.
+// devices.Room reads, and allocations in flight, are implemented.
 type DRA struct {
 	Claims  []*resourcev1.ResourceClaim
 	Slices  []*resourcev1.ResourceSlice
 	Classes []*resourcev1.DeviceClass
+	// Pending are the claims signalled in flight, by UID.
+	Pending map[types.UID]*resourcev1.ResourceClaim
 }
 
 func (f *DRA) ResourceClaims() fwk.ResourceClaimTracker     { return claims{f: f} }
@@ -51,8 +53,39 @@ func (c claims) Get(namespace, name string) (*resourcev1.ResourceClaim, error) {
 	return nil, apierrors.NewNotFound(resourcev1.Resource("resourceclaims"), name)
 }
 
+func (c claims) SignalClaimPendingAllocation(uid types.UID, claim *resourcev1.ResourceClaim) error {
+	if c.f.Pending == nil {
+		c.f.Pending = map[types.UID]*resourcev1.ResourceClaim{}
+	}
+	c.f.Pending[uid] = claim
+	return nil
+}
+
+func (c claims) MaybeRemoveClaimPendingAllocation(uid types.UID, _ bool) bool {
+	_, ok := c.f.Pending[uid]
+	delete(c.f.Pending, uid)
+	return ok
+}
+
+// PendingDevices lists the devices of the claims in flight, as
+// driver/pool/device.
+func (f *DRA) PendingDevices() []string {
+	var devices []string
+	for _, claim := range f.Pending {
+		for _, r := range claim.Status.Allocation.Devices.Results {
+			devices = append(devices, structured.MakeDeviceID(r.Driver, r.Pool, r.Device).String())
+		}
+	}
+	return devices
+}
+
 func (c claims) ListAllAllocatedDevices() (sets.Set[structured.DeviceID], error) {
 	allocated := sets.New[structured.DeviceID]()
+	for _, claim := range c.f.Pending {
+		for _, r := range claim.Status.Allocation.Devices.Results {
+			allocated.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+		}
+	}
 	for _, claim := range c.f.Claims {
 		if claim.Status.Allocation != nil {
 			for _, r := range claim.Status.Allocation.Devices.Results {
