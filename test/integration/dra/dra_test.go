@@ -15,16 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
-
-// claimTemplate is the ResourceClaimTemplate each member names: one of the
-// simulated devices.
-const claimTemplate = "one-gpu"
 
 // TestAGangOfDeviceClaimsIsBoundWholeOnDistinctDevices: 8 members, each
 // claiming one device, on 4 nodes of 2 devices: every member is bound, and
@@ -32,7 +27,7 @@ const claimTemplate = "one-gpu"
 func TestAGangOfDeviceClaimsIsBoundWholeOnDistinctDevices(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.DevicePool(t, ns, 4, "8", 2)
-	createClaimTemplate(t, ns)
+	framework.CreateDeviceClaimTemplate(t, ns)
 	framework.CreatePodGroup(t, ns, "job", 8, nil)
 	createClaimingGang(t, ns, "job", 8)
 
@@ -64,7 +59,7 @@ func TestAGangOfDeviceClaimsIsBoundWholeOnDistinctDevices(t *testing.T) {
 func TestAGangLargerThanTheFreeDevicesBindsNothingAndAllocatesNoClaim(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.DevicePool(t, ns, 4, "8", 2)
-	createClaimTemplate(t, ns)
+	framework.CreateDeviceClaimTemplate(t, ns)
 	watch := watchBinds(t, ns)
 	allocated := watchAllocations(t, ns)
 	framework.CreatePodGroup(t, ns, "job", 10, nil)
@@ -93,7 +88,7 @@ func TestAGangLargerThanTheFreeDevicesBindsNothingAndAllocatesNoClaim(t *testing
 func TestTwoGangsCompetingForTheSameDevicesDoNotDeadlock(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.DevicePool(t, ns, 4, "8", 2)
-	createClaimTemplate(t, ns)
+	framework.CreateDeviceClaimTemplate(t, ns)
 	watch := watchBinds(t, ns)
 	framework.CreatePodGroup(t, ns, "a", 6, nil)
 	framework.CreatePodGroup(t, ns, "b", 6, nil)
@@ -122,33 +117,10 @@ func TestTwoGangsCompetingForTheSameDevicesDoNotDeadlock(t *testing.T) {
 	waitForBound(t, ns, loser, 6)
 }
 
-func createClaimTemplate(t *testing.T, namespace string) {
-	t.Helper()
-	template := &resourcev1.ResourceClaimTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: claimTemplate},
-		Spec: resourcev1.ResourceClaimTemplateSpec{
-			Spec: resourcev1.ResourceClaimSpec{
-				Devices: resourcev1.DeviceClaim{
-					Requests: []resourcev1.DeviceRequest{{
-						Name:    "gpu",
-						Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: localcluster.DeviceClassName},
-					}},
-				},
-			},
-		},
-	}
-	if _, err := framework.Client.ResourceV1().ResourceClaimTemplates(namespace).Create(context.Background(), template, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating ResourceClaimTemplate %s: %v", claimTemplate, err)
-	}
-}
-
 // claimingMember is a member of group on the test's pool whose container
 // claims one device through the template.
 func claimingMember(namespace, group string, index int) *podWrapper {
-	pod := framework.InPool(framework.MemberPod(namespace, group, index, "1").Obj(), namespace)
-	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To(claimTemplate)}}
-	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
-	return &podWrapper{pod}
+	return &podWrapper{framework.ClaimOneDevice(framework.InPool(framework.MemberPod(namespace, group, index, "1").Obj(), namespace))}
 }
 
 type podWrapper struct{ *corev1.Pod }
@@ -315,7 +287,7 @@ func TestAGangKeptInOneRackGetsItsDevicesThere(t *testing.T) {
 	for i := range 4 {
 		framework.PublishDevices(t, fmt.Sprintf("%s-%d", ns, i), 2)
 	}
-	createClaimTemplate(t, ns)
+	framework.CreateDeviceClaimTemplate(t, ns)
 	for i := range 2 {
 		pod := claimingMember(ns, "none", i).Obj()
 		pod.Name = fmt.Sprintf("rack-a-user-%d", i)

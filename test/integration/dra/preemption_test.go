@@ -40,7 +40,7 @@ func devicesHeldByLowPriority(t *testing.T, nodes int) (namespace, high string) 
 	t.Helper()
 	ns := framework.NewNamespace(t)
 	framework.DevicePool(t, ns, nodes, "8", 2)
-	createClaimTemplate(t, ns)
+	framework.CreateDeviceClaimTemplate(t, ns)
 	low := framework.PriorityClass(t, ns, 10)
 	for i := range 2 * nodes {
 		framework.CreatePods(t, claimingPod(ns, fmt.Sprintf("low-%d", i), low))

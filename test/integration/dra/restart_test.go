@@ -23,7 +23,7 @@ func TestARestartMidGangLeavesNoDeviceAllocated(t *testing.T) {
 	framework.LogTailOnFailure(t, "muster-scheduler")
 	ns := framework.NewNamespace(t)
 	framework.DevicePool(t, ns, 2, "8", 2)
-	createClaimTemplate(t, ns)
+	framework.CreateDeviceClaimTemplate(t, ns)
 	allocated := watchAllocations(t, ns)
 	watch := watchBinds(t, ns)
 	framework.CreatePodGroup(t, ns, "job", 4, nil)

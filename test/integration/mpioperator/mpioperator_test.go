@@ -17,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/muster-dev/muster/pkg/controller/podgroup"
+	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/pkg/webhooks"
 	"github.com/muster-dev/muster/test/integration/framework"
@@ -240,4 +242,111 @@ func TestALateLauncherIsBoundInItsWorkersRack(t *testing.T) {
 	launcher := boundLauncher(t, ns)
 	names := []string{"late-worker-0", "late-worker-1", launcher.Name}
 	framework.CheckInRack(t, ns, names, "rack-b")
+}
+
+// An MPIJob whose workers and late launcher each claim one device through
+// DRA, as the demo's: mpi-operator creates the launcher, with its claim,
+// once both workers are Ready.
+const deviceJob = `
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: gpus
+spec:
+  slotsPerWorker: 1
+  launcherCreationPolicy: WaitForWorkersReady
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          nodeSelector: {muster.dev/test-pool: NAMESPACE}
+          tolerations: [{key: muster.dev/test-pool, operator: Equal, value: NAMESPACE, effect: NoSchedule}]
+          resourceClaims: [{name: gpu, resourceClaimTemplateName: TEMPLATE}]
+          containers:
+          - {name: launcher, image: mpioperator/mpi-pi:openmpi, command: [mpirun, -n, "2", /home/mpiuser/pi], resources: {requests: {cpu: "1"}, claims: [{name: gpu}]}}
+    Worker:
+      replicas: 2
+      template:
+        metadata:
+          annotations: {muster.dev/sim-ready-after: 15s}
+        spec:
+          nodeSelector: {muster.dev/test-pool: NAMESPACE}
+          tolerations: [{key: muster.dev/test-pool, operator: Equal, value: NAMESPACE, effect: NoSchedule}]
+          resourceClaims: [{name: gpu, resourceClaimTemplateName: TEMPLATE}]
+          containers:
+          - {name: worker, image: mpioperator/mpi-pi:openmpi, command: [/usr/sbin/sshd, -De], resources: {requests: {cpu: "1"}, claims: [{name: gpu}]}}
+`
+
+// TestAnMPIJobsLateLauncherKeepsItsDevice: on 2 nodes of 2 devices, an
+// MPIJob's two workers and its late launcher each claim a device.
+// muster-controller reads the launcher's device from its template; once
+// the workers are bound, its room holds one of the two devices left. Two
+// pods of no group, each claiming a device, arrive before the launcher:
+// one is bound, the other waits, and the launcher, created once the
+// workers are Ready, is bound with a device of its node.
+func TestAnMPIJobsLateLauncherKeepsItsDevice(t *testing.T) {
+	if err := startMPIOperator(); err != nil {
+		t.Fatalf("starting mpi-operator: %v", err)
+	}
+	ns := framework.NewNamespace(t)
+	framework.DevicePool(t, ns, 2, "4", 2)
+	framework.CreateDeviceClaimTemplate(t, ns)
+	job := &unstructured.Unstructured{}
+	manifest := strings.NewReplacer("NAMESPACE", ns, "TEMPLATE", framework.DeviceClaimTemplate).Replace(deviceJob)
+	if err := yaml.Unmarshal([]byte(manifest), &job.Object); err != nil {
+		t.Fatal(err)
+	}
+	createMPIJob(t, ns, job)
+	pg := framework.Eventually(t, "the launcher's devices on the PodGroup", func(ctx context.Context) (map[string]string, error) {
+		pg, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns).Get(ctx, "gpus", metav1.GetOptions{})
+		if err != nil || pg.Annotations[topology.LateMembersAnnotation] == "" {
+			return nil, errNotYet
+		}
+		return pg.Annotations, nil
+	})
+	if want := `"devices":[{"deviceClassName":"` + localcluster.DeviceClassName + `","count":1}]`; !strings.Contains(pg[topology.LateMembersAnnotation], want) {
+		t.Errorf("the PodGroup's late members are %s; want the launcher's device, %s", pg[topology.LateMembersAnnotation], want)
+	}
+	for _, worker := range []string{"gpus-worker-0", "gpus-worker-1"} {
+		framework.WaitForPod(t, ns, worker, "bound", framework.IsBound)
+	}
+	for _, name := range []string{"user-0", "user-1"} {
+		user := framework.ClaimOneDevice(framework.InPool(st.MakePod().Namespace(ns).Name(name).SchedulerName(localcluster.SchedulerName).
+			Container("user").Req(map[corev1.ResourceName]string{corev1.ResourceCPU: "1"}).Obj(), ns))
+		framework.CreatePods(t, user)
+	}
+	framework.Eventually(t, "one pod of no group bound and the other unschedulable", func(ctx context.Context) (bool, error) {
+		var bound, unschedulable int
+		for _, name := range []string{"user-0", "user-1"} {
+			pod, err := framework.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if framework.IsBound(pod) {
+				bound++
+			} else if c := framework.Condition(pod, corev1.PodScheduled); c != nil && c.Reason == corev1.PodReasonUnschedulable {
+				unschedulable++
+			}
+		}
+		if bound != 1 || unschedulable != 1 {
+			return false, errNotYet
+		}
+		return true, nil
+	})
+	launcher := boundLauncher(t, ns)
+	claimName := framework.Eventually(t, "the launcher's claim", func(ctx context.Context) (string, error) {
+		pod, err := framework.Client.CoreV1().Pods(ns).Get(ctx, launcher.Name, metav1.GetOptions{})
+		if err != nil || len(pod.Status.ResourceClaimStatuses) == 0 || pod.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+			return "", errNotYet
+		}
+		return *pod.Status.ResourceClaimStatuses[0].ResourceClaimName, nil
+	})
+	claim, err := framework.Client.ResourceV1().ResourceClaims(ns).Get(context.Background(), claimName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claim.Status.Allocation == nil || len(claim.Status.Allocation.Devices.Results) != 1 || claim.Status.Allocation.Devices.Results[0].Pool != launcher.Spec.NodeName {
+		t.Errorf("the launcher, on %s, has the allocation %+v; want one device of its node", launcher.Spec.NodeName, claim.Status.Allocation)
+	}
 }

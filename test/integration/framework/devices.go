@@ -1,0 +1,48 @@
+package framework
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/muster-dev/muster/pkg/localcluster"
+)
+
+// DeviceClaimTemplate names the ResourceClaimTemplate of one simulated
+// device that CreateDeviceClaimTemplate makes.
+const DeviceClaimTemplate = "one-gpu"
+
+// CreateDeviceClaimTemplate makes, in the namespace, the
+// ResourceClaimTemplate of one device of the class DevicePool's nodes
+// publish.
+func CreateDeviceClaimTemplate(t testing.TB, namespace string) {
+	t.Helper()
+	template := &resourcev1.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: DeviceClaimTemplate},
+		Spec: resourcev1.ResourceClaimTemplateSpec{
+			Spec: resourcev1.ResourceClaimSpec{
+				Devices: resourcev1.DeviceClaim{
+					Requests: []resourcev1.DeviceRequest{{
+						Name:    "gpu",
+						Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: localcluster.DeviceClassName},
+					}},
+				},
+			},
+		},
+	}
+	if _, err := Client.ResourceV1().ResourceClaimTemplates(namespace).Create(context.Background(), template, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating ResourceClaimTemplate %s: %v", DeviceClaimTemplate, err)
+	}
+}
+
+// ClaimOneDevice makes the pod's first container claim one device through
+// DeviceClaimTemplate, and returns the pod.
+func ClaimOneDevice(pod *corev1.Pod) *corev1.Pod {
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To(DeviceClaimTemplate)}}
+	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	return pod
+}
