@@ -20,7 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -204,8 +203,8 @@ func (o Options) validate() error {
 	if o.NodeGPUs < 0 {
 		return fmt.Errorf("--node-gpus=%d: cannot be negative", o.NodeGPUs)
 	}
-	if o.NodeDevices < 0 || o.NodeDevices > resourcev1.ResourceSliceMaxDevices {
-		return fmt.Errorf("--node-devices=%d: must be 0 to %d, the devices one ResourceSlice holds", o.NodeDevices, resourcev1.ResourceSliceMaxDevices)
+	if err := CheckDeviceCount("--node-devices", o.NodeDevices); err != nil {
+		return err
 	}
 	for flag, value := range map[string]string{"--node-cpu": o.NodeCPU, "--node-memory": o.NodeMemory} {
 		if _, err := resource.ParseQuantity(value); err != nil {

@@ -70,6 +70,15 @@ func DeviceSlice(node *corev1.Node, count int) *resourcev1.ResourceSlice {
 	}
 }
 
+// CheckDeviceCount refuses a count of devices per node that one
+// ResourceSlice cannot hold, naming the flag.
+func CheckDeviceCount(flag string, count int) error {
+	if count < 0 || count > resourcev1.ResourceSliceMaxDevices {
+		return fmt.Errorf("%s=%d: must be 0 to %d, the devices one ResourceSlice holds", flag, count, resourcev1.ResourceSliceMaxDevices)
+	}
+	return nil
+}
+
 // PublishDevices creates the device class, unless it exists, and the
 // node's slice of count devices.
 func PublishDevices(ctx context.Context, client kubernetes.Interface, node *corev1.Node, count int) error {

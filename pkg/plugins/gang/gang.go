@@ -354,6 +354,9 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 	if why := nodeReasons(statuses, g.handle.SnapshotSharedLister().NodeInfos()); why != "" {
 		fitsNowhere += " (" + why + ")"
 	}
+	if short := g.devicesShort(ctx, key); short != "" {
+		fitsNowhere += ": " + short
+	}
 	reason := fitsNowhere + ", and no lower-priority victims would make room for all the members the gang lacks"
 	backoff, ending := g.args.backoff(), group.FoundNoRoom
 	if d, chosen := g.attempts.Domain(key); chosen {

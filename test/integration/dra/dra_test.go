@@ -3,6 +3,7 @@ package dra
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -54,8 +55,8 @@ func TestAGangOfDeviceClaimsIsBoundWholeOnDistinctDevices(t *testing.T) {
 
 // TestAGangLargerThanTheFreeDevicesBindsNothingAndAllocatesNoClaim: 10
 // members, each claiming a device, where there are 8: no member is bound,
-// no claim is allocated, and the gang says why. Given two more devices, it
-// is bound whole.
+// no claim is allocated, and the gang says why, naming the devices it
+// lacks. Given two more devices, it is bound whole.
 func TestAGangLargerThanTheFreeDevicesBindsNothingAndAllocatesNoClaim(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.DevicePool(t, ns, 4, "8", 2)
@@ -68,6 +69,12 @@ func TestAGangLargerThanTheFreeDevicesBindsNothingAndAllocatesNoClaim(t *testing
 	note := framework.WaitForEvent(t, ns, "job", "GangRejected")
 	if want := "fits on no node (4 nodes: cannot allocate all claims"; !strings.Contains(note, want) {
 		t.Errorf("GangRejected says %q, want it to say %q", note, want)
+	}
+	// The last member's claim may not be made from its template yet: the
+	// claims made ask for 9 or 10.
+	lacking := regexp.MustCompile(`the claims ask for (9|10) devices of class ` + regexp.QuoteMeta(localcluster.DeviceClassName) + `, and 8 of its 8 are free`)
+	if !lacking.MatchString(note) {
+		t.Errorf("GangRejected says %q, want it to name the devices lacking: %s", note, lacking)
 	}
 	if n := watch.everBound(); n != 0 {
 		t.Fatalf("%d of 10 members were bound with 8 devices", n)

@@ -61,6 +61,13 @@ func (c claims) SignalClaimPendingAllocation(uid types.UID, claim *resourcev1.Re
 	return nil
 }
 
+func (c claims) GetPendingAllocation(uid types.UID) *resourcev1.AllocationResult {
+	if claim, ok := c.f.Pending[uid]; ok {
+		return claim.Status.Allocation
+	}
+	return nil
+}
+
 func (c claims) MaybeRemoveClaimPendingAllocation(uid types.UID, _ bool) bool {
 	_, ok := c.f.Pending[uid]
 	delete(c.f.Pending, uid)
