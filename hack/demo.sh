@@ -407,6 +407,48 @@ echo "holds it, and the MPIJob in rack-b, the only rack left with room for its"
 echo "workers and its launcher: it held the launcher's room there at admission,"
 echo "and bound the launcher into it once mpi-operator created it."
 
+say "GPUs through Dynamic Resource Allocation: an MPIJob whose workers and late launcher each claim one"
+kubectl create namespace muster-dra >/dev/null
+pool_node gpu 4
+"$bin/muster-local" devices --dir "$dir" gpu-pool --count 3
+echo "Applying manifests/examples/dra/mpijob.yaml: node gpu-pool has 3 GPUs, for 2 workers and the launcher mpi-operator creates once they are Ready"
+kubectl apply --namespace muster-dra -f "$root/manifests/examples/dra/mpijob.yaml" >/dev/null
+# bound_role ROLE prints the nodes of gpu-pi's pods of that role.
+bound_role() {
+	kubectl get pods --namespace muster-dra --selector "training.kubeflow.org/job-name=gpu-pi,training.kubeflow.org/job-role=$1" -o jsonpath='{.items[*].spec.nodeName}'
+}
+for _ in $(seq 300); do
+	[[ $(bound_role worker | wc -w) == 2 ]] && break
+	sleep 0.2
+done
+echo "Applying manifests/examples/dra/gpu-pod.yaml: a pod of no group claiming a GPU, before the launcher exists"
+kubectl apply --namespace muster-dra -f "$root/manifests/examples/dra/gpu-pod.yaml" >/dev/null
+for _ in $(seq 600); do
+	bound_role launcher | grep -q . && break
+	sleep 0.2
+done
+say "The MPIJob's PodGroup, pods and GPUs"
+kubectl get podgroups.scheduling.x-k8s.io gpu-pi --namespace muster-dra -o jsonpath='late members: {.metadata.annotations.muster\.dev/late-members}{"\n"}'
+kubectl get pods --namespace muster-dra --sort-by .metadata.creationTimestamp \
+	-o custom-columns='POD:.metadata.name,CREATED:.metadata.creationTimestamp,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
+kubectl get resourceclaims --namespace muster-dra --sort-by .metadata.creationTimestamp \
+	-o custom-columns='CLAIM:.metadata.name,FOR:.status.reservedFor[0].name,GPU:.status.allocation.devices.results[0].device,NODE:.status.allocation.devices.results[0].pool'
+echo "notebook: $(kubectl get pod notebook --namespace muster-dra -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].message}')"
+launcher=$(kubectl get pods --namespace muster-dra --selector training.kubeflow.org/job-name=gpu-pi,training.kubeflow.org/job-role=launcher -o jsonpath='{.items[0].metadata.name}')
+notebook_node=$(kubectl get pod notebook --namespace muster-dra -o jsonpath='{.spec.nodeName}')
+if [[ -z $(bound_role launcher) || -n $notebook_node ]]; then
+	echo "the launcher was bound to [$(bound_role launcher)] and the notebook to [$notebook_node]: want the launcher bound with the GPU held for it, and the notebook waiting" >&2
+	exit 1
+fi
+bound_after_ready muster-dra "$launcher" gpu-pi-worker-0 gpu-pi-worker-1
+kubectl delete namespace muster-dra --wait=false >/dev/null
+kubectl delete node gpu-pool >/dev/null
+echo
+echo "muster-controller read the launcher's GPU from its ResourceClaimTemplate;"
+echo "muster-scheduler admitted the workers with the launcher's room and a GPU held,"
+echo "kept the notebook off that GPU, and bound the launcher with it once its"
+echo "workers were Ready."
+
 if [[ ${KEEP:-} == 1 ]]; then
 	echo
 	echo "The cluster keeps running (KEEP=1):"

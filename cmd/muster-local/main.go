@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/version"
@@ -55,7 +57,7 @@ and removes DIR.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&dir, "dir", defaultDir, "directory for the cluster's state, credentials and logs")
-	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir), newTrainingOperatorCommand(&dir), newMPIOperatorCommand(&dir), newJobSetCommand(&dir), newTrainerCommand(&dir), newFrontCommand())
+	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir), newTrainingOperatorCommand(&dir), newMPIOperatorCommand(&dir), newJobSetCommand(&dir), newTrainerCommand(&dir), newDevicesCommand(&dir), newFrontCommand())
 	return root
 }
 
@@ -229,6 +231,50 @@ muster. 'down' stops it with the rest.`,
 			return nil
 		},
 	}
+}
+
+func newDevicesCommand(dir *string) *cobra.Command {
+	count := 0
+	cmd := &cobra.Command{
+		Use:   "devices NODE...",
+		Short: "Publish simulated devices on nodes of the cluster, as up --node-devices does",
+		Long: `Makes each named node publish --count devices for Dynamic Resource
+Allocation, in a ResourceSlice of driver ` + localcluster.DeviceDriver + ` that the node owns, and
+creates DeviceClass ` + localcluster.DeviceClassName + ` unless it exists: for nodes created
+after 'up'.`,
+		Example: "  muster-local devices gpu-0 gpu-1 --count 2",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, nodes []string) error {
+			if err := localcluster.CheckDeviceCount("--count", count); err != nil {
+				return err
+			}
+			cluster, err := localcluster.Load(*dir)
+			if err != nil {
+				return err
+			}
+			config, err := cluster.RESTConfig()
+			if err != nil {
+				return err
+			}
+			client, err := kubernetes.NewForConfig(config)
+			if err != nil {
+				return fmt.Errorf("creating client: %w", err)
+			}
+			for _, name := range nodes {
+				node, err := client.CoreV1().Nodes().Get(cmd.Context(), name, metav1.GetOptions{})
+				if err != nil {
+					return fmt.Errorf("reading node %s: %w", name, err)
+				}
+				if err := localcluster.PublishDevices(cmd.Context(), client, node, count); err != nil {
+					return err
+				}
+			}
+			fmt.Printf("%d nodes publish %d devices each, of DeviceClass %s.\n", len(nodes), count, localcluster.DeviceClassName)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&count, "count", 1, "devices each node publishes")
+	return cmd
 }
 
 func newStatusCommand(dir *string) *cobra.Command {
