@@ -1,7 +1,8 @@
 // Package resources is muster's arithmetic of resource lists, for the
 // scheduler's plugins and the controller alike: what a pod requests, sums
 // of requests, what a node has free, what a request lacks of it, and
-// whether it fits.
+// whether it fits; devices claimed through Dynamic Resource Allocation
+// count as resources of their own, one per DeviceClass (devices.go).
 // It is pure: no clients, no globals, no time.
 package resources
 

@@ -53,11 +53,11 @@ func TestFits(t *testing.T) {
 
 func TestSubTakesOnlyFromWhatTotalLists(t *testing.T) {
 	total := Sub(list("cpu", "4", "memory", "1Gi"), list("cpu", "1500m", "nvidia.com/gpu", "1"), 2)
-	assert.Equal(t, map[string]string{"cpu": "1", "memory": "1Gi"}, strings(total))
+	assert.Equal(t, map[string]string{"cpu": "1", "memory": "1Gi"}, asStrings(total))
 }
 
 func TestClampLeavesNothingBelowZero(t *testing.T) {
-	assert.Equal(t, map[string]string{"cpu": "0", "memory": "1Gi"}, strings(Clamp(list("cpu", "-2", "memory", "1Gi"))))
+	assert.Equal(t, map[string]string{"cpu": "0", "memory": "1Gi"}, asStrings(Clamp(list("cpu", "-2", "memory", "1Gi"))))
 }
 
 func TestARoomLosesWhatIsPlacedOnItAndItsClonesDoNot(t *testing.T) {
@@ -65,12 +65,12 @@ func TestARoomLosesWhatIsPlacedOnItAndItsClonesDoNot(t *testing.T) {
 	room := EmptyRoom(node)
 	clone := room.Clone()
 	room.Place(list("cpu", "3", "pods", "1"))
-	assert.Equal(t, map[string]string{"cpu": "1", "pods": "109"}, strings(room.Free))
-	assert.Equal(t, map[string]string{"cpu": "4", "pods": "110"}, strings(clone.Free))
-	assert.Equal(t, map[string]string{"cpu": "4", "pods": "110"}, strings(node.Status.Allocatable), "the node is not changed")
+	assert.Equal(t, map[string]string{"cpu": "1", "pods": "109"}, asStrings(room.Free))
+	assert.Equal(t, map[string]string{"cpu": "4", "pods": "110"}, asStrings(clone.Free))
+	assert.Equal(t, map[string]string{"cpu": "4", "pods": "110"}, asStrings(node.Status.Allocatable), "the node is not changed")
 }
 
-func strings(l corev1.ResourceList) map[string]string {
+func asStrings(l corev1.ResourceList) map[string]string {
 	out := map[string]string{}
 	for name, quantity := range l {
 		out[string(name)] = quantity.String()

@@ -9,6 +9,8 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/muster-dev/muster/pkg/resources"
 )
 
 // LateDevices is a count of devices of one DeviceClass that one pod of a
@@ -50,7 +52,7 @@ func ClaimTemplateNames(spec *corev1.PodSpec) []string {
 // so is a template that does not exist. Devices with admin access are
 // not consumed, and not counted.
 func LateDevicesOf(spec *corev1.PodSpec, templates ClaimTemplates) ([]LateDevices, error) {
-	counts := map[string]int64{}
+	counts := corev1.ResourceList{}
 	for i, claim := range spec.ResourceClaims {
 		name := claim.ResourceClaimTemplateName
 		if name == nil {
@@ -60,35 +62,18 @@ func LateDevicesOf(spec *corev1.PodSpec, templates ClaimTemplates) ([]LateDevice
 		if !ok {
 			return nil, fmt.Errorf("spec.resourceClaims[%d] names ResourceClaimTemplate %s, which does not exist: create it in the job's namespace", i, *name)
 		}
-		for _, request := range template.Spec.Devices.Requests {
-			class, mode, count, admin := exactOrFirst(request)
-			if admin {
-				continue
-			}
-			if mode == resourcev1.DeviceAllocationModeAll {
-				return nil, fmt.Errorf("ResourceClaimTemplate %s, request %s: asks for all devices of class %s on a node, which muster cannot hold for a member created late; ask for a count (allocationMode ExactCount)", *name, request.Name, class)
-			}
-			counts[class] += max(count, 1)
+		if request, class, all := resources.AllOfAClass(&template.Spec); all {
+			return nil, fmt.Errorf("ResourceClaimTemplate %s, request %s: asks for all devices of class %s on a node, which muster cannot hold for a member created late; ask for a count (allocationMode ExactCount)", *name, request, class)
 		}
+		resources.Add(counts, resources.OfClaim(&template.Spec), 1)
 	}
 	var devices []LateDevices
-	for _, class := range slices.Sorted(maps.Keys(counts)) {
-		devices = append(devices, LateDevices{DeviceClassName: class, Count: counts[class]})
+	for _, name := range slices.Sorted(maps.Keys(counts)) {
+		class, _ := resources.DeviceClassOf(name)
+		count := counts[name]
+		devices = append(devices, LateDevices{DeviceClassName: class, Count: count.Value()})
 	}
 	return devices, nil
-}
-
-// exactOrFirst reads a device request: its exact request, or the first of
-// its alternatives, the one the allocator tries first.
-func exactOrFirst(request resourcev1.DeviceRequest) (class string, mode resourcev1.DeviceAllocationMode, count int64, admin bool) {
-	if exact := request.Exactly; exact != nil {
-		return exact.DeviceClassName, exact.AllocationMode, exact.Count, exact.AdminAccess != nil && *exact.AdminAccess
-	}
-	if len(request.FirstAvailable) > 0 {
-		first := request.FirstAvailable[0]
-		return first.DeviceClassName, first.AllocationMode, first.Count, false
-	}
-	return "", "", 0, true
 }
 
 // checkLateDevices refuses a late member's devices that name no valid

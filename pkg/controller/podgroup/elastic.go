@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -140,6 +141,26 @@ func (r *ElasticScaler) SetupWithManager(mgr ctrl.Manager) error {
 					look(q)
 				}
 			},
+		})).
+		// Devices are freed when a claim is deallocated or deleted, and
+		// added when a node publishes more.
+		WatchesRawSource(source.Kind(r.Rooms, &resourcev1.ResourceClaim{}, handler.TypedFuncs[*resourcev1.ResourceClaim, reconcile.Request]{
+			UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*resourcev1.ResourceClaim], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if e.ObjectOld.Status.Allocation != nil && e.ObjectNew.Status.Allocation == nil {
+					look(q)
+				}
+			},
+			DeleteFunc: func(_ context.Context, _ event.TypedDeleteEvent[*resourcev1.ResourceClaim], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				look(q)
+			},
+		})).
+		WatchesRawSource(source.Kind(r.Rooms, &resourcev1.ResourceSlice{}, handler.TypedFuncs[*resourcev1.ResourceSlice, reconcile.Request]{
+			CreateFunc: func(_ context.Context, _ event.TypedCreateEvent[*resourcev1.ResourceSlice], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				look(q)
+			},
+			UpdateFunc: func(_ context.Context, _ event.TypedUpdateEvent[*resourcev1.ResourceSlice], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				look(q)
+			},
 		}))
 	return r.Groups.watchUpstream(b).Complete(r)
 }
@@ -245,17 +266,8 @@ func (r *ElasticScaler) noteGrowth(pg *v1alpha1.PodGroup, topo *topology.Topolog
 // waitingForRoom reports whether the gang waits for room
 // (topology.WaitingForRoom), with what it lacks.
 func waitingForRoom(pg *v1alpha1.PodGroup, members []corev1.Pod) (topology.WaitingGang, bool) {
-	lacking, waits := topology.WaitingForRoom(pg.Spec.MinMember, pointers(members))
+	lacking, waits := topology.WaitingForRoom(pg.Spec.MinMember, pointersTo(members))
 	return topology.WaitingGang{Lacking: lacking}, waits
-}
-
-// pointers points at each of the pods.
-func pointers(pods []corev1.Pod) []*corev1.Pod {
-	out := make([]*corev1.Pod, len(pods))
-	for i := range pods {
-		out[i] = &pods[i]
-	}
-	return out
 }
 
 // makeRoom takes room back from elastic groups for a gang that needs it,
@@ -271,9 +283,12 @@ func (r *ElasticScaler) makeRoom(ctx context.Context, pg *v1alpha1.PodGroup, gan
 	if made && now.Sub(last) < r.Window {
 		return nil
 	}
-	nodes, err := r.nodeRooms(ctx)
+	nodes, devices, err := r.nodeRooms(ctx)
 	if err != nil {
 		return err
+	}
+	for _, pod := range gang.Lacking {
+		resources.Add(need, devices.of(pod), 1)
 	}
 	free := corev1.ResourceList{}
 	for _, n := range nodes {
@@ -289,6 +304,7 @@ func (r *ElasticScaler) makeRoom(ctx context.Context, pg *v1alpha1.PodGroup, gan
 	if err != nil {
 		return err
 	}
+	withDevices(groups, devices)
 	plan := planShrink(deficit, gang, groups)
 	if len(plan) == 0 {
 		klog.FromContext(ctx).V(4).Info("No elastic group can give a waiting gang its room", "podGroup", key, "deficit", deficit)
@@ -411,10 +427,11 @@ func (r *ElasticScaler) growIntoIdleRoom(ctx context.Context) (held bool, err er
 	if len(growable) == 0 {
 		return false, nil
 	}
-	nodes, err := r.nodeRooms(ctx)
+	nodes, devices, err := r.nodeRooms(ctx)
 	if err != nil {
 		return false, err
 	}
+	withDevices(growable, devices)
 	free := roomNoGangWaitsFor(nodes, waiting, lowestPriority(growable))
 	// Owners are read only for the groups the plan gives room, so that a
 	// cluster with none idle costs no request a second. A group whose
@@ -487,13 +504,15 @@ func cloneRooms(nodes []resources.Room) []resources.Room {
 // the bound pods of the room cache, and the bound members of the manager's
 // cache that the room cache has not seen yet. The two caches watch apart,
 // and a look that a gang's binding set off (it stopped waiting) must not
-// count the gang's room as idle before the room cache sees it bound.
-func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]resources.Room, error) {
+// count the gang's room as idle before the room cache sees it bound. Each
+// node's free devices are in its room too, and the devices returned say
+// what pods' claims ask for.
+func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]resources.Room, *clusterDevices, error) {
 	// Read only: the cache's objects are not copied, which at 50,000 pods
 	// is most of a look's cost.
 	var nodes corev1.NodeList
 	if err := r.Rooms.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing nodes: %w", err)
+		return nil, nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	rooms := make([]resources.Room, len(nodes.Items))
 	at := map[string]int{}
@@ -503,7 +522,7 @@ func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]resources.Room, error)
 	}
 	var pods corev1.PodList
 	if err := r.Rooms.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
+		return nil, nil, fmt.Errorf("listing pods: %w", err)
 	}
 	counted := sets.New[types.UID]()
 	count := func(pod *corev1.Pod) {
@@ -519,9 +538,14 @@ func (r *ElasticScaler) nodeRooms(ctx context.Context) ([]resources.Room, error)
 		count(&pods.Items[i])
 	}
 	if err := r.Groups.EachMember(ctx, count); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return rooms, nil
+	devices, err := r.readDevices(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	devices.addFree(rooms)
+	return rooms, devices, nil
 }
 
 // roomNoGangWaitsFor is the nodes that no waiting gang keeps from elastic
@@ -572,7 +596,7 @@ func aboutToBeTried(pg *v1alpha1.PodGroup, members []corev1.Pod, now time.Time) 
 	if now.Sub(pg.CreationTimestamp.Time) < untriedGrace && countBound(members) < pg.Spec.MinMember {
 		return true
 	}
-	return slices.ContainsFunc(topology.UntriedMembers(pg.Spec.MinMember, pointers(members)), func(pod *corev1.Pod) bool {
+	return slices.ContainsFunc(topology.UntriedMembers(pg.Spec.MinMember, pointersTo(members)), func(pod *corev1.Pod) bool {
 		return now.Sub(pod.CreationTimestamp.Time) < untriedGrace
 	})
 }
@@ -642,6 +666,7 @@ func boundWorkers(topo *topology.Topology, members []corev1.Pod) []elasticWorker
 			pod:      types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name},
 			index:    member.Index,
 			requests: resources.OfPod(pod),
+			member:   pod,
 		})
 	}
 	return workers

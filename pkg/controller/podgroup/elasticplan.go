@@ -26,6 +26,9 @@ type elasticGroup struct {
 	// requests; owner is that worker's controller, which scaling acts on.
 	template *corev1.Pod
 	owner    *metav1.OwnerReference
+	// templateDevices are the devices the template's claims ask for
+	// (withDevices).
+	templateDevices corev1.ResourceList
 	// domainKey is the node label the group must stay in one value of
 	// (muster.dev/topology-required), and anchor a node one of its bound
 	// workers is on: its value there is the group's domain.
@@ -54,6 +57,8 @@ type elasticWorker struct {
 	pod      types.NamespacedName
 	index    int32
 	requests corev1.ResourceList
+	// member is the worker's pod, whose claims withDevices counts.
+	member *corev1.Pod
 }
 
 // fulfillment is the group's Paddle EDL score with cur bound workers.
@@ -61,12 +66,27 @@ func (e *elasticGroup) fulfillment(cur int) float64 {
 	return e.elastic.Fulfillment(int32(cur))
 }
 
-// perMember is what one of its workers requests.
+// perMember is what one of its workers requests, its devices included.
 func (e *elasticGroup) perMember() corev1.ResourceList {
 	if e.template == nil {
 		return nil
 	}
-	return resources.OfPod(e.template)
+	return resources.Add(resources.OfPod(e.template), e.templateDevices, 1)
+}
+
+// withDevices adds to each group's workers, and to what a worker to come
+// requests, the devices their claims ask for.
+func withDevices(groups []*elasticGroup, devices *clusterDevices) {
+	for _, g := range groups {
+		if g.template != nil {
+			g.templateDevices = devices.of(g.template)
+		}
+		for i := range g.workers {
+			if pod := g.workers[i].member; pod != nil {
+				resources.Add(g.workers[i].requests, devices.of(pod), 1)
+			}
+		}
+	}
 }
 
 // compareNeed orders groups as Paddle EDL does, the one with the first

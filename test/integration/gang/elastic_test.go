@@ -3,16 +3,13 @@ package gang
 import (
 	"context"
 	"fmt"
-	"maps"
 	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/controller/podgroup"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -124,42 +121,6 @@ func TestIdleRoomGoesToTheLeastFulfilledElasticGroup(t *testing.T) {
 	bound(map[string]int{"a": 3, "b": 3})
 }
 
-// createElasticSet creates an elastic group of 1 to max workers of one
-// CPU whose workers are the pods of a StatefulSet at replicas, its
-// PodGroup with the annotations given besides. The set is named
-// <group>-worker and its service <group>, so that its pods' names are the
-// hostnames muster gives the group's workers.
-func createElasticSet(t *testing.T, namespace, group string, max, replicas int32, annotations map[string]string) {
-	t.Helper()
-	pgAnnotations := map[string]string{
-		topology.RolesAnnotation:   fmt.Sprintf("worker=%d", max),
-		topology.ElasticAnnotation: fmt.Sprintf("1:%d", max),
-	}
-	maps.Copy(pgAnnotations, annotations)
-	framework.CreatePodGroup(t, namespace, group, 1, pgAnnotations)
-	template := framework.InPool(framework.MemberPod(namespace, group, 0, "1").Label(topology.RoleLabel, "worker").Obj(), namespace)
-	set := &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: group + "-worker"},
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:            ptr.To(replicas),
-			ServiceName:         group,
-			PodManagementPolicy: appsv1.ParallelPodManagement,
-			Selector:            &metav1.LabelSelector{MatchLabels: map[string]string{topology.GroupLabel: group}},
-			Template:            corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: template.Labels}, Spec: template.Spec},
-		},
-	}
-	if _, err := framework.Client.AppsV1().StatefulSets(namespace).Create(context.Background(), set, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating StatefulSet %s: %v", set.Name, err)
-	}
-	// Before the node pool's cleanup deletes the pods, which the set
-	// would create again.
-	t.Cleanup(func() {
-		if err := framework.Client.AppsV1().StatefulSets(namespace).Delete(context.Background(), set.Name, metav1.DeleteOptions{}); err != nil {
-			t.Errorf("deleting StatefulSet %s: %v", set.Name, err)
-		}
-	})
-}
-
 // eventNotes lists the notes of the events with the reason about the
 // named object.
 func eventNotes(t *testing.T, namespace, regarding, reason string) []string {
@@ -192,8 +153,8 @@ func TestElasticStatefulSetsGrowAndShrinkThroughTheirScale(t *testing.T) {
 	filler := plainPod(ns, "plain-0", "4")
 	framework.CreatePods(t, filler)
 	framework.WaitForPod(t, ns, filler.Name, "bound", framework.IsBound)
-	createElasticSet(t, ns, "a", 4, 1, nil)
-	createElasticSet(t, ns, "b", 4, 1, nil)
+	framework.CreateElasticSet(t, ns, "a", 4, 1, nil)
+	framework.CreateElasticSet(t, ns, "b", 4, 1, nil)
 	sized := func(want int32) {
 		t.Helper()
 		framework.Eventually(t, fmt.Sprintf("both sets at %d replicas, all bound", want), func(ctx context.Context) (bool, error) {

@@ -171,7 +171,7 @@ func TestAnElasticVictimsOwnerIsShrunk(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "4")
 	high := framework.PriorityClass(t, ns, 1000)
-	createElasticSet(t, ns, "e", 4, 4, nil)
+	framework.CreateElasticSet(t, ns, "e", 4, 4, nil)
 	waitForBound(t, ns, "e", 4)
 	createPriorityGang(t, ns, "high", 2, "1", high)
 	waitForBound(t, ns, "high", 2)
