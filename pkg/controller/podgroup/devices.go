@@ -69,19 +69,25 @@ func (d *clusterDevices) addFree(nodes []resources.Room) {
 }
 
 // of is what the pod's claims ask for: those it shares, and those made
-// for it from templates. A claim not made yet asks for nothing.
-func (d *clusterDevices) of(pod *corev1.Pod) corev1.ResourceList {
-	asked := corev1.ResourceList{}
+// for it from templates. known is false when a claim is not made yet, or
+// not seen yet: it asks for what cannot be counted.
+func (d *clusterDevices) of(pod *corev1.Pod) (asked corev1.ResourceList, known bool) {
+	asked = corev1.ResourceList{}
 	for i := range pod.Spec.ResourceClaims {
 		name, _, err := resourceclaim.Name(pod, &pod.Spec.ResourceClaims[i])
-		if err != nil || name == nil {
-			continue
+		if err != nil {
+			return asked, false
 		}
-		if claim, ok := d.claims[types.NamespacedName{Namespace: pod.Namespace, Name: *name}]; ok {
-			resources.Add(asked, resources.OfClaim(&claim.Spec), 1)
+		if name == nil {
+			continue // the template makes no claim for this pod
 		}
+		claim, ok := d.claims[types.NamespacedName{Namespace: pod.Namespace, Name: *name}]
+		if !ok {
+			return asked, false
+		}
+		resources.Add(asked, resources.OfClaim(&claim.Spec), 1)
 	}
-	return asked
+	return asked, true
 }
 
 // pointersTo points at each of the items.

@@ -60,8 +60,14 @@ func TestNodeRoomsCountFreeDevicesAndAPodAsksForItsClaims(t *testing.T) {
 	require.Len(t, nodes, 1)
 	free := nodes[0].Free[resources.DeviceResource("gpu")]
 	assert.Equal(t, "2", free.String(), "one of n1's three devices is allocated")
-	asked := devices.of(w0)[resources.DeviceResource("gpu")]
-	assert.Equal(t, "1", asked.String())
+	asked, known := devices.of(w0)
+	assert.True(t, known)
+	gpus := asked[resources.DeviceResource("gpu")]
+	assert.Equal(t, "1", gpus.String())
+	w1 := w0.DeepCopy()
+	w1.Name, w1.Status.ResourceClaimStatuses = "w1", nil
+	_, known = devices.of(w1)
+	assert.False(t, known, "w1's claim is not made yet")
 
 	g := &elasticGroup{template: w0, workers: []elasticWorker{{index: 0, requests: resources.OfPod(w0), member: w0}}}
 	withDevices([]*elasticGroup{g}, devices)

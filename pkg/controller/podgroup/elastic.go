@@ -2,6 +2,7 @@ package podgroup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -203,7 +204,9 @@ func (r *ElasticScaler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		r.mu.Lock()
 		r.waiting.Insert(req.NamespacedName)
 		r.mu.Unlock()
-		if err := r.makeRoom(ctx, pg, gang); err != nil {
+		if err := r.makeRoom(ctx, pg, gang); errors.Is(err, errClaimsToCome) {
+			return reconcile.Result{RequeueAfter: claimsRetry}, nil
+		} else if err != nil {
 			return reconcile.Result{}, err
 		}
 		// It is looked at again while it waits: room taken back that
@@ -270,6 +273,13 @@ func waitingForRoom(pg *v1alpha1.PodGroup, members []corev1.Pod) (topology.Waiti
 	return topology.WaitingGang{Lacking: lacking}, waits
 }
 
+// errClaimsToCome says a waiting gang's member has a claim not made, or
+// not seen, yet: the scaler takes back all the gang needs once it is, a
+// claimsRetry later, rather than part now and the rest a window later.
+var errClaimsToCome = errors.New("a claim of a member the gang lacks is still to come")
+
+const claimsRetry = time.Second
+
 // makeRoom takes room back from elastic groups for a gang that needs it,
 // once per window. The room counted is on the nodes the gang's first
 // lacking member may use.
@@ -288,7 +298,11 @@ func (r *ElasticScaler) makeRoom(ctx context.Context, pg *v1alpha1.PodGroup, gan
 		return err
 	}
 	for _, pod := range gang.Lacking {
-		resources.Add(need, devices.of(pod), 1)
+		asked, known := devices.of(pod)
+		if !known {
+			return errClaimsToCome
+		}
+		resources.Add(need, asked, 1)
 	}
 	free := corev1.ResourceList{}
 	for _, n := range nodes {

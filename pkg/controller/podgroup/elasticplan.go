@@ -79,11 +79,12 @@ func (e *elasticGroup) perMember() corev1.ResourceList {
 func withDevices(groups []*elasticGroup, devices *clusterDevices) {
 	for _, g := range groups {
 		if g.template != nil {
-			g.templateDevices = devices.of(g.template)
+			g.templateDevices, _ = devices.of(g.template)
 		}
 		for i := range g.workers {
 			if pod := g.workers[i].member; pod != nil {
-				resources.Add(g.workers[i].requests, devices.of(pod), 1)
+				held, _ := devices.of(pod)
+				resources.Add(g.workers[i].requests, held, 1)
 			}
 		}
 	}

@@ -772,6 +772,19 @@ func PriorityClass(t *testing.T, namespace string, value int32) string {
 			t.Errorf("deleting PriorityClass %s: %v", pc.Name, err)
 		}
 	})
+	// The API server's Priority admission reads classes from an informer:
+	// a pod naming one just created may be refused until it has seen it.
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "priority-probe"},
+		Spec:       corev1.PodSpec{PriorityClassName: pc.Name, Containers: []corev1.Container{{Name: "probe", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, Timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := Client.CoreV1().Pods(namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the API server never admitted a pod of PriorityClass %s: %v", pc.Name, err)
+	}
 	return pc.Name
 }
 
