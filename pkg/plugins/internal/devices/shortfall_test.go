@@ -31,6 +31,8 @@ func TestShortfallNamesTheClassAndTheDevicesFree(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "the claims ask for 5 devices of class "+devicestest.Class+", and 3 of its 4 are free", room.Shortfall(context.Background(), claims(5)))
 	assert.Empty(t, room.Shortfall(context.Background(), claims(3)), "3 devices are free for 3 claims")
+	shared := claims(3)
+	assert.Empty(t, room.Shortfall(context.Background(), append(shared, shared[0])), "a claim two pods share asks for its device once")
 }
 
 func TestShortfallCountsTheClaimsOwnDevicesInFlightFree(t *testing.T) {
