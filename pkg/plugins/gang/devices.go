@@ -2,6 +2,7 @@ package gang
 
 import (
 	"context"
+	"fmt"
 
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -12,9 +13,11 @@ import (
 	"github.com/muster-dev/muster/pkg/plugins/internal/devices"
 )
 
-// devicesShort says which device classes the gang's unbound members claim
-// more devices of than the cluster has free (devices.Room.Shortfall), for
-// its rejection; empty when none, or when its members claim no devices.
+// devicesShort says what of the gang's unbound members' device claims
+// keeps it out, for its rejection: a claim two of them share, which a gang
+// cannot be given (sharedClaim), or the classes the cluster has too few
+// devices free of (devices.Room.Shortfall); empty when neither, or when its
+// members claim no devices.
 func (g *Gang) devicesShort(ctx context.Context, key types.NamespacedName) string {
 	dra := g.handle.SharedDRAManager()
 	if dra == nil {
@@ -25,14 +28,22 @@ func (g *Gang) devicesShort(ctx context.Context, key types.NamespacedName) strin
 		return ""
 	}
 	var claims []*resourcev1.ResourceClaim
+	claimedBy := map[types.UID]string{}
 	for _, member := range members {
 		if member.Spec.NodeName != "" {
 			continue
 		}
 		own, ok, err := devices.Claims(dra, member)
-		if err == nil && ok {
-			claims = append(claims, own...)
+		if err != nil || !ok {
+			continue
 		}
+		for _, claim := range own {
+			if first, shared := claimedBy[claim.UID]; shared {
+				return sharedClaim(first, member.Name, claim)
+			}
+			claimedBy[claim.UID] = member.Name
+		}
+		claims = append(claims, own...)
 	}
 	if len(claims) == 0 {
 		return ""
@@ -45,4 +56,14 @@ func (g *Gang) devicesShort(ctx context.Context, key types.NamespacedName) strin
 		return ""
 	}
 	return room.Shortfall(ctx, claims)
+}
+
+// sharedClaim says why a gang whose members share a claim not allocated
+// yet is never admitted: kube-scheduler's DynamicResources writes the
+// claim's allocation only as the first of them binds, after the whole gang
+// is admitted, and refuses the others until then.
+func sharedClaim(first, second string, claim *resourcev1.ResourceClaim) string {
+	return fmt.Sprintf("members %s and %s share ResourceClaim %s/%s (spec.resourceClaims[].resourceClaimName), which muster cannot allocate to a gang: "+
+		"its allocation is written only as the first of them binds, after the whole gang is admitted; give each member a claim of its own (resourceClaimTemplateName)",
+		first, second, claim.Namespace, claim.Name)
 }

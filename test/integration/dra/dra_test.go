@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -315,4 +316,39 @@ func TestAGangKeptInOneRackGetsItsDevicesThere(t *testing.T) {
 		}
 	}
 	framework.CheckInRack(t, ns, names, "rack-b")
+}
+
+// TestAGangWhoseMembersShareAClaimSaysItCannotBeGiven: two members of a
+// gang naming one ResourceClaim, on a node of one device, are never bound:
+// kube-scheduler's DynamicResources refuses the second while the first's
+// allocation is in flight, which is written only once the gang is
+// admitted. The gang says so, and how to fix it, and the claim is never
+// allocated.
+func TestAGangWhoseMembersShareAClaimSaysItCannotBeGiven(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.DevicePool(t, ns, 1, "8", 1)
+	allocated := watchAllocations(t, ns)
+	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}, Spec: resourcev1.ResourceClaimSpec{
+		Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: localcluster.DeviceClassName}}}},
+	}}
+	if _, err := framework.Client.ResourceV1().ResourceClaims(ns).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.CreatePodGroup(t, ns, "job", 2, nil)
+	for i := range 2 {
+		pod := claimingMember(ns, "job", i).Obj()
+		pod.Spec.ResourceClaims[0].ResourceClaimTemplateName, pod.Spec.ResourceClaims[0].ResourceClaimName = nil, ptr.To("shared")
+		framework.CreatePods(t, pod)
+	}
+	note := framework.WaitForEvent(t, ns, "job", "GangRejected")
+	shared := regexp.MustCompile(`members job-[01] and job-[01] share ResourceClaim ` + ns + `/shared \(spec.resourceClaims\[\].resourceClaimName\), which muster cannot allocate to a gang: .*give each member a claim of its own \(resourceClaimTemplateName\)`)
+	if !shared.MatchString(note) {
+		t.Errorf("GangRejected says %q; want it to say the members share a claim, and the fix: %s", note, shared)
+	}
+	if n := boundNow(context.Background(), ns, "job"); n != 0 {
+		t.Errorf("%d members are bound", n)
+	}
+	if claims := allocated.claims(); len(claims) > 0 {
+		t.Errorf("the shared claim was allocated or reserved: %v", claims)
+	}
 }
