@@ -138,6 +138,51 @@ type JobSetGroup struct {
 	Ungrouped []string
 	// UngroupedRequests is what the pods of Ungrouped request in all.
 	UngroupedRequests corev1.ResourceList
+	// latePodSpecs are the pod templates of the late members, by role,
+	// whose devices WithLateDevices records.
+	latePodSpecs map[string]*corev1.PodSpec
+}
+
+// LateClaimTemplates names the ResourceClaimTemplates that the late
+// members' pod templates name, which WithLateDevices reads.
+func (g JobSetGroup) LateClaimTemplates() []string {
+	var names []string
+	for _, role := range slices.Sorted(maps.Keys(g.latePodSpecs)) {
+		for _, name := range ClaimTemplateNames(g.latePodSpecs[role]) {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
+}
+
+// WithLateDevices records, with each late member in the group's
+// annotations, the devices its pod template claims through the templates
+// (LateDevicesOf).
+func (g JobSetGroup) WithLateDevices(templates ClaimTemplates) error {
+	data, ok := g.Annotations[LateMembersAnnotation]
+	if !ok {
+		return nil
+	}
+	late := map[string]LateMember{}
+	if err := json.Unmarshal([]byte(data), &late); err != nil {
+		return err
+	}
+	for role, member := range late {
+		devices, err := LateDevicesOf(g.latePodSpecs[role], templates)
+		if err != nil {
+			return fmt.Errorf("replicated job %s: %w", role, err)
+		}
+		member.Devices = devices
+		late[role] = member
+	}
+	updated, err := json.Marshal(late)
+	if err != nil {
+		return err
+	}
+	g.Annotations[LateMembersAnnotation] = string(updated)
+	return nil
 }
 
 // FromJobSet reads the group of a JobSet's pods. Each replicated job that
@@ -187,6 +232,10 @@ func FromJobSet(js *unstructured.Unstructured) (JobSetGroup, error) {
 		}
 		if waitsForReady {
 			late[rjob.Name] = LateMemberOf(&rjob.Template.Spec.Template.Spec)
+			if group.latePodSpecs == nil {
+				group.latePodSpecs = map[string]*corev1.PodSpec{}
+			}
+			group.latePodSpecs[rjob.Name] = &rjob.Template.Spec.Template.Spec
 		}
 		previous = rjob.Name
 	}

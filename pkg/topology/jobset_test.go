@@ -151,3 +151,20 @@ func TestIdentifyNumbersAJobSetsPodsAcrossItsJobs(t *testing.T) {
 	member, _ = topo.Identify(pod)
 	assert.Equal(t, int32(0), member.Index, "muster's own index label wins")
 }
+
+func TestAJobSetsLateReplicatedJobHasTheDevicesItsTemplateClaims(t *testing.T) {
+	group, err := FromJobSet(jobSet(t, `
+spec:
+  replicatedJobs:
+  - name: workers
+    replicas: 2
+    template: {spec: {template: {spec: {resourceClaims: [{name: gpu, resourceClaimTemplateName: worker-gpu}], containers: [{name: c}]}}}}
+  - name: launcher
+    dependsOn: [{name: workers, status: Ready}]
+    template: {spec: {template: {spec: {resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}], containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}}}`))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"one-gpu"}, group.LateClaimTemplates(), "only the late replicated job's templates are read")
+	require.NoError(t, group.WithLateDevices(ClaimTemplates{"one-gpu": claimTemplate(exactly("gpu", "gpu.example.com", "", 0))}))
+	assert.Equal(t, `{"launcher":{"requests":{"cpu":"1"},"devices":[{"deviceClassName":"gpu.example.com","count":1}]}}`, group.Annotations[LateMembersAnnotation])
+	assert.ErrorContains(t, group.WithLateDevices(ClaimTemplates{}), "replicated job launcher: spec.resourceClaims[0] names ResourceClaimTemplate one-gpu, which does not exist")
+}

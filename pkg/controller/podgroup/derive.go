@@ -103,6 +103,18 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		if group == nil {
 			return result, err
 		}
+		templates, missing, err := readClaimTemplates(ctx, r.Reader, pg.Namespace, group.LateClaimTemplates(), ref.Kind+" "+ref.Name)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if missing != "" {
+			r.reportMissingTemplate(pg, missing)
+			return reconcile.Result{RequeueAfter: templateRetry}, nil
+		}
+		if err := group.WithLateDevices(templates); err != nil {
+			r.report(pg, err.Error())
+			return reconcile.Result{}, nil
+		}
 		derived, minMember, runFirst, runFirstRequests = group.Annotations, group.MinMember, group.Ungrouped, group.UngroupedRequests
 	} else {
 		spec, _, _ := unstructured.NestedMap(owner.Object, "spec")
@@ -111,9 +123,7 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 			return reconcile.Result{}, err
 		}
 		if missing != "" {
-			if r.reported.isNew(req.NamespacedName, missing) {
-				r.Recorder.Eventf(pg, corev1.EventTypeWarning, ReasonClaimTemplateMissing, "%s", missing)
-			}
+			r.reportMissingTemplate(pg, missing)
 			return reconcile.Result{RequeueAfter: templateRetry}, nil
 		}
 		derived, err = topology.FromOwner(ref.APIVersion, ref.Kind, ref.Name, spec, templates)
@@ -222,23 +232,38 @@ func (r *TopologyReconciler) report(pg *v1alpha1.PodGroup, message string) {
 // which does not exist, and what to do.
 func (r *TopologyReconciler) lateClaimTemplates(ctx context.Context, namespace string, ref *metav1.OwnerReference, spec map[string]any) (topology.ClaimTemplates, string, error) {
 	names, err := topology.LateClaimTemplates(ref.APIVersion, ref.Kind, spec)
-	if err != nil || len(names) == 0 {
+	if err != nil {
 		// A spec that cannot be read is FromOwner's to report.
 		return nil, "", nil
 	}
+	return readClaimTemplates(ctx, r.Reader, namespace, names, ref.Kind+" "+ref.Name)
+}
+
+// readClaimTemplates reads the named ResourceClaimTemplates, which the
+// pod templates of owner's late members name. missing says which does not
+// exist, and what to do.
+func readClaimTemplates(ctx context.Context, reader client.Reader, namespace string, names []string, owner string) (topology.ClaimTemplates, string, error) {
 	templates := topology.ClaimTemplates{}
 	for _, name := range names {
 		template := &resourcev1.ResourceClaimTemplate{}
-		err := r.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, template)
+		err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, template)
 		switch {
 		case apierrors.IsNotFound(err):
-			return nil, fmt.Sprintf("ResourceClaimTemplate %s/%s, named by a pod template of %s %s whose pods are created late, does not exist: the devices their room holds are read from it, so the group waits until it is created", namespace, name, ref.Kind, ref.Name), nil
+			return nil, fmt.Sprintf("ResourceClaimTemplate %s/%s, named by a pod template of %s whose pods are created late, does not exist: the devices their room holds are read from it, so the group waits until it is created", namespace, name, owner), nil
 		case err != nil:
-			return nil, "", fmt.Errorf("reading ResourceClaimTemplate %s/%s of %s %s: %w", namespace, name, ref.Kind, ref.Name, err)
+			return nil, "", fmt.Errorf("reading ResourceClaimTemplate %s/%s of %s: %w", namespace, name, owner, err)
 		}
 		templates[name] = template.Spec
 	}
 	return templates, "", nil
+}
+
+// reportMissingTemplate says, once, that the group waits for a
+// ResourceClaimTemplate its late members name.
+func (r *TopologyReconciler) reportMissingTemplate(pg *v1alpha1.PodGroup, missing string) {
+	if r.reported.isNew(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, missing) {
+		r.Recorder.Eventf(pg, corev1.EventTypeWarning, ReasonClaimTemplateMissing, "%s", missing)
+	}
 }
 
 // withOwnersDomain adds to the derived annotations the topology domain the

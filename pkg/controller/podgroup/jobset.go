@@ -38,6 +38,8 @@ type JobSetGroupReconciler struct {
 	// Reader reads JobSets from the API server: nothing caches their kind.
 	Reader   client.Reader
 	Recorder record.EventRecorder
+
+	reported failureReports
 }
 
 // SetupWithManager registers the reconciler for the groups of JobSets'
@@ -105,6 +107,23 @@ func (r *JobSetGroupReconciler) Reconcile(ctx context.Context, req reconcile.Req
 			return reconcile.Result{}, err
 		}
 	}
+	templates, missing, err := readClaimTemplates(ctx, r.Reader, req.Namespace, group.LateClaimTemplates(), "JobSet "+req.Name)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if missing != "" {
+		if r.reported.isNew(req.NamespacedName, missing) {
+			r.Recorder.Event(js, corev1.EventTypeWarning, ReasonClaimTemplateMissing, missing)
+		}
+		return reconcile.Result{RequeueAfter: templateRetry}, nil
+	}
+	if err := group.WithLateDevices(templates); err != nil {
+		if r.reported.isNew(req.NamespacedName, err.Error()) {
+			r.Recorder.Event(js, corev1.EventTypeWarning, ReasonNoTopology, fmt.Sprintf("%v; its pods wait for their group", err))
+		}
+		return reconcile.Result{}, nil
+	}
+	r.reported.clear(req.NamespacedName)
 	pg := &v1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: req.Namespace, Name: req.Name, Annotations: group.Annotations,
