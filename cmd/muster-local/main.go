@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/version"
@@ -252,13 +251,9 @@ after 'up'.`,
 			if err != nil {
 				return err
 			}
-			config, err := cluster.RESTConfig()
+			client, err := cluster.Clientset()
 			if err != nil {
 				return err
-			}
-			client, err := kubernetes.NewForConfig(config)
-			if err != nil {
-				return fmt.Errorf("creating client: %w", err)
 			}
 			for _, name := range nodes {
 				node, err := client.CoreV1().Nodes().Get(cmd.Context(), name, metav1.GetOptions{})

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -335,6 +336,19 @@ func (c *Cluster) RESTConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("loading %s: %w", c.Kubeconfig, err)
 	}
 	return config, nil
+}
+
+// Clientset returns an admin clientset of the cluster.
+func (c *Cluster) Clientset() (kubernetes.Interface, error) {
+	config, err := c.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, fmt.Errorf("creating client: %w", err)
+	}
+	return client, nil
 }
 
 // Endpoint returns the base URL a program serves on, such as

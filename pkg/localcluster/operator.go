@@ -194,13 +194,9 @@ func (c *Cluster) registerOperatorWebhooks(ctx context.Context, operator, path s
 
 // createNamespace creates a namespace an operator expects to exist.
 func (c *Cluster) createNamespace(ctx context.Context, name string) (kubernetes.Interface, error) {
-	config, err := c.RESTConfig()
+	client, err := c.Clientset()
 	if err != nil {
 		return nil, err
-	}
-	client, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		return nil, fmt.Errorf("creating client: %w", err)
 	}
 	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, namespace, metav1.CreateOptions{}); err != nil {
