@@ -948,7 +948,7 @@ func TestALateMemberGetsItsRoomHeld(t *testing.T) {
 	require.Equal(t, fwk.Wait, f.reserveAndPermit(t, workers[0]).Code())
 	require.True(t, f.reserveAndPermit(t, workers[1]).IsSuccess(), "admitted with the launcher's room held")
 	assert.True(t, f.outcome(workers[0]).IsSuccess())
-	node, held := f.model.Rooms().Node(key, "launcher")
+	node, held := heldNode(f.model.Rooms(), key, "launcher")
 	require.True(t, held)
 	// Both workers reserved on node-1 leave 2 CPUs there: the launcher's 3
 	// are held on node-2.
@@ -974,12 +974,12 @@ func TestALateMemberGetsItsRoomHeld(t *testing.T) {
 	assert.Equal(t, []string{"node-2"}, sets.List(result.NodeNames), "the launcher goes to its room")
 	assert.Nil(t, f.fw.RunFilterPlugins(f.ctx, state, launcher, node2), "its own room fits it")
 	require.True(t, f.fw.RunReservePluginsReserve(f.ctx, state, launcher, "node-2").IsSuccess())
-	_, held = f.model.Rooms().Node(key, "launcher")
+	_, held = heldNode(f.model.Rooms(), key, "launcher")
 	assert.False(t, held, "the room is the launcher's now")
 	assert.Nil(t, f.held.Filter(f.ctx, framework.NewCycleState(), other, node2))
 
 	f.fw.RunReservePluginsUnreserve(f.ctx, state, launcher, "node-2")
-	node, held = f.model.Rooms().Node(key, "launcher")
+	node, held = heldNode(f.model.Rooms(), key, "launcher")
 	assert.True(t, held && node == "node-2", "a launcher that fails to bind gives its room back: held on %q (%v)", node, held)
 	assert.Equal(t, fwk.Unschedulable, f.held.Filter(f.ctx, framework.NewCycleState(), other, node2).Code(), "the room is held from others again")
 }
@@ -1007,7 +1007,7 @@ func TestALateMemberIsHeldRoomWhereItsTemplateLetsItRun(t *testing.T) {
 			w0 := member("job", "w0").Label(topology.RoleLabel, "worker").Req(map[corev1.ResourceName]string{"cpu": "1"}).Obj()
 			f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, []*corev1.Pod{w0})
 			status := f.reserveAndPermit(t, w0)
-			node, held := f.model.Rooms().Node(types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
+			node, held := heldNode(f.model.Rooms(), types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
 			if tt.node == "" {
 				assert.Equal(t, fwk.Wait, status.Code(), "no room for the launcher: the gang is not admitted")
 				assert.False(t, held)
@@ -1066,7 +1066,7 @@ func TestARestartedSchedulerHoldsTheLateRoomOfAnAdmittedGangAgain(t *testing.T) 
 			require.NoError(t, err)
 			_, status := f.held.PreFilter(f.ctx, framework.NewCycleState(), other, nodeInfos)
 			require.True(t, status.IsSuccess())
-			node, held := f.model.Rooms().Node(types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
+			node, held := heldNode(f.model.Rooms(), types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
 			assert.Equal(t, tt.held, held)
 			if tt.held {
 				assert.Equal(t, "node-2", node, "where the launcher's template lets it run")
@@ -1380,4 +1380,12 @@ func TestASiblingRejectedWithItsGangDoesNotEndTheNextAttempt(t *testing.T) {
 	assert.Empty(t, f.drainEvents(), "the rejected siblings gave their room up with the attempt that ended")
 	_, status = f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[0], nil)
 	assert.True(t, status.IsSuccess(), "no backoff: %v", status)
+}
+
+// heldNode returns the node of a room the group holds for role.
+func heldNode(rooms *group.Rooms, key types.NamespacedName, role string) (string, bool) {
+	if r := rooms.Held(key, role); r != nil {
+		return r.Node, true
+	}
+	return "", false
 }

@@ -66,7 +66,7 @@ func TestABatchCannotTakeALateMemberOutOfItsHeldRoom(t *testing.T) {
 	w0 := oneCPU(member("mpi", "w0").Label(topology.RoleLabel, "worker"))
 	f := newFixtureOn(t, three, Args{}, []*v1alpha1.PodGroup{lateLauncherGroup("mpi")}, []*corev1.Pod{w0})
 	require.True(t, f.reserveAndPermit(t, w0).IsSuccess(), "admitted with the launcher's room held")
-	room, held := f.model.Rooms().Node(types.NamespacedName{Namespace: ns, Name: "mpi"}, "launcher")
+	room, held := heldNode(f.model.Rooms(), types.NamespacedName{Namespace: ns, Name: "mpi"}, "launcher")
 	require.True(t, held)
 	require.Equal(t, "node-2", room, "the only node of the launcher's pool")
 

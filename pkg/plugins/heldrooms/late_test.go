@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -101,7 +102,7 @@ func TestReserveHoldsTheLateRoomWhenTheMemberCompletesTheGang(t *testing.T) {
 
 			w1 := member("mpi", "worker", "w1", "1")
 			require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), w1, "n1").IsSuccess())
-			node, held := g.rooms.Node(key("mpi"), "launcher")
+			node, held := heldNode(g.rooms, key("mpi"), "launcher")
 			assert.Equal(t, tt.node, node)
 			assert.Equal(t, tt.node != "", held)
 		})
@@ -138,7 +139,7 @@ func TestTheLateRoomOfAGangInOneDomainIsHeldInThatDomain(t *testing.T) {
 		snapshot := internalcache.NewSnapshot([]*corev1.Pod{w0}, nodes)
 		h := NewWithModel(klog.Background(), g, handle{snapshot: snapshot, events: events.NewFakeRecorder(10)}, testingclock.NewFakeClock(time.Time{}))
 		require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
-		node, held := g.rooms.Node(key("mpi"), "launcher")
+		node, held := heldNode(g.rooms, key("mpi"), "launcher")
 		require.True(t, held)
 		assert.Equal(t, "n3", node, "the launcher's room is in its workers' rack, not on the next node")
 	})
@@ -156,7 +157,7 @@ func TestTheLateRoomOfAGangInOneDomainIsHeldInThatDomain(t *testing.T) {
 		infos := []fwk.NodeInfo{nodeInfo(nodes[0], w0), nodeInfo(nodes[1]), nodeInfo(nodes[2])}
 		_, status := h.PreFilter(context.Background(), framework.NewCycleState(), st.MakePod().Namespace(ns).Name("other").Obj(), infos)
 		require.True(t, status.IsSuccess())
-		node, held := g.rooms.Node(key("mpi"), "launcher")
+		node, held := heldNode(g.rooms, key("mpi"), "launcher")
 		require.True(t, held)
 		assert.Equal(t, "n3", node)
 	})
@@ -194,7 +195,7 @@ func TestTheLateRoomOfAGangIsHeldInTheRackItsAttemptPrefersFirst(t *testing.T) {
 			snapshot := internalcache.NewSnapshot([]*corev1.Pod{w0}, nodes)
 			h := NewWithModel(klog.Background(), g, handle{snapshot: snapshot, events: events.NewFakeRecorder(10)}, testingclock.NewFakeClock(time.Time{}))
 			require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
-			got, held := g.rooms.Node(key("mpi"), "launcher")
+			got, held := heldNode(g.rooms, key("mpi"), "launcher")
 			require.True(t, held)
 			assert.Equal(t, tt.want, got)
 		})
@@ -262,7 +263,7 @@ func TestPreFilterHoldsAgainTheLateRoomOfAGangFoundBound(t *testing.T) {
 			nodes := []fwk.NodeInfo{node("n1", "gpu", "4", w0), node("n2", "cpu", "4")}
 			_, status := h.PreFilter(context.Background(), framework.NewCycleState(), st.MakePod().Namespace(ns).Name("other").Obj(), nodes)
 			require.True(t, status.IsSuccess())
-			room, held := g.rooms.Node(key("mpi"), "launcher")
+			room, held := heldNode(g.rooms, key("mpi"), "launcher")
 			assert.Equal(t, tt.held, held)
 			if tt.held {
 				assert.Equal(t, "n2", room, "where the launcher's template lets it run")
@@ -314,4 +315,12 @@ func TestPodsKeptOutOfAGangsRoomAreWokenWhenItIsFreed(t *testing.T) {
 			assert.Len(t, activator.Activated, 1, "a pod is woken once")
 		})
 	}
+}
+
+// heldNode returns the node of a room the group holds for role.
+func heldNode(rooms *group.Rooms, key types.NamespacedName, role string) (string, bool) {
+	if r := rooms.Held(key, role); r != nil {
+		return r.Node, true
+	}
+	return "", false
 }

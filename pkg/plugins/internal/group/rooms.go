@@ -90,14 +90,6 @@ func (l *Rooms) Count(key types.NamespacedName, role string) int32 {
 	return n
 }
 
-// Node returns the node of a room the group holds for role.
-func (l *Rooms) Node(key types.NamespacedName, role string) (string, bool) {
-	if r := l.Held(key, role); r != nil {
-		return r.Node, true
-	}
-	return "", false
-}
-
 // Held returns a room the group holds for role, which stays held; nil
 // when it holds none.
 func (l *Rooms) Held(key types.NamespacedName, role string) *Room {
