@@ -11,6 +11,7 @@ import (
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/plugins/launchorder"
 	"github.com/muster-dev/muster/pkg/plugins/placement"
+	"github.com/muster-dev/muster/pkg/plugins/sharedclaims"
 )
 
 // Registry holds every plugin of muster's by name. A plugin listed here
@@ -25,5 +26,6 @@ func Registry() frameworkruntime.Registry {
 		heldrooms.Name:      models.Plugin(heldrooms.New),
 		launchorder.Name:    models.Plugin(launchorder.New),
 		placement.Name:      models.Plugin(placement.New),
+		sharedclaims.Name:   models.Plugin(sharedclaims.New),
 	}
 }

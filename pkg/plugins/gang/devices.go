@@ -2,10 +2,10 @@ package gang
 
 import (
 	"context"
-	"fmt"
 
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
@@ -14,10 +14,9 @@ import (
 )
 
 // devicesShort says what of the gang's unbound members' device claims
-// keeps it out, for its rejection: a claim two of them share, which a gang
-// cannot be given (sharedClaim), or the classes the cluster has too few
-// devices free of (devices.Room.Shortfall); empty when neither, or when its
-// members claim no devices.
+// keeps it out, for its rejection: the classes the cluster has too few
+// devices free of (devices.Room.Shortfall), a claim its members share
+// counted once; empty when none, or when its members claim no devices.
 func (g *Gang) devicesShort(ctx context.Context, key types.NamespacedName) string {
 	dra := g.handle.SharedDRAManager()
 	if dra == nil {
@@ -28,7 +27,7 @@ func (g *Gang) devicesShort(ctx context.Context, key types.NamespacedName) strin
 		return ""
 	}
 	var claims []*resourcev1.ResourceClaim
-	claimedBy := map[types.UID]string{}
+	counted := sets.New[types.UID]()
 	for _, member := range members {
 		if member.Spec.NodeName != "" {
 			continue
@@ -38,12 +37,11 @@ func (g *Gang) devicesShort(ctx context.Context, key types.NamespacedName) strin
 			continue
 		}
 		for _, claim := range own {
-			if first, shared := claimedBy[claim.UID]; shared {
-				return sharedClaim(first, member.Name, claim)
+			if !counted.Has(claim.UID) {
+				counted.Insert(claim.UID)
+				claims = append(claims, claim)
 			}
-			claimedBy[claim.UID] = member.Name
 		}
-		claims = append(claims, own...)
 	}
 	if len(claims) == 0 {
 		return ""
@@ -56,14 +54,4 @@ func (g *Gang) devicesShort(ctx context.Context, key types.NamespacedName) strin
 		return ""
 	}
 	return room.Shortfall(ctx, claims)
-}
-
-// sharedClaim says why a gang whose members share a claim not allocated
-// yet is never admitted: kube-scheduler's DynamicResources writes the
-// claim's allocation only as the first of them binds, after the whole gang
-// is admitted, and refuses the others until then.
-func sharedClaim(first, second string, claim *resourcev1.ResourceClaim) string {
-	return fmt.Sprintf("members %s and %s share ResourceClaim %s/%s (spec.resourceClaims[].resourceClaimName), which muster cannot allocate to a gang: "+
-		"its allocation is written only as the first of them binds, after the whole gang is admitted; give each member a claim of its own (resourceClaimTemplateName)",
-		first, second, claim.Namespace, claim.Name)
 }

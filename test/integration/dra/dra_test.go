@@ -318,37 +318,93 @@ func TestAGangKeptInOneRackGetsItsDevicesThere(t *testing.T) {
 	framework.CheckInRack(t, ns, names, "rack-b")
 }
 
-// TestAGangWhoseMembersShareAClaimSaysItCannotBeGiven: two members of a
-// gang naming one ResourceClaim, on a node of one device, are never bound:
-// kube-scheduler's DynamicResources refuses the second while the first's
-// allocation is in flight, which is written only once the gang is
-// admitted. The gang says so, and how to fix it, and the claim is never
-// allocated.
-func TestAGangWhoseMembersShareAClaimSaysItCannotBeGiven(t *testing.T) {
+// TestAGangWhoseMembersShareAClaimIsBoundWithOneAllocation: three members
+// of a gang naming one ResourceClaim, on 2 nodes of one device: the claim
+// is allocated once, to one device, and all three are bound on its node,
+// each reserved the claim.
+func TestAGangWhoseMembersShareAClaimIsBoundWithOneAllocation(t *testing.T) {
 	ns := framework.NewNamespace(t)
-	framework.DevicePool(t, ns, 1, "8", 1)
-	allocated := watchAllocations(t, ns)
-	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}, Spec: resourcev1.ResourceClaimSpec{
-		Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: localcluster.DeviceClassName}}}},
-	}}
-	if _, err := framework.Client.ResourceV1().ResourceClaims(ns).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
+	framework.DevicePool(t, ns, 2, "4", 1)
+	createSharedClaim(t, ns, "shared")
+	framework.CreatePodGroup(t, ns, "job", 3, nil)
+	createSharingGang(t, ns, "job", 3, "shared")
+
+	pods := waitForBound(t, ns, "job", 3)
+	claim, err := framework.Client.ResourceV1().ResourceClaims(ns).Get(context.Background(), "shared", metav1.GetOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	framework.CreatePodGroup(t, ns, "job", 2, nil)
-	for i := range 2 {
-		pod := claimingMember(ns, "job", i).Obj()
-		pod.Spec.ResourceClaims[0].ResourceClaimTemplateName, pod.Spec.ResourceClaims[0].ResourceClaimName = nil, ptr.To("shared")
-		framework.CreatePods(t, pod)
+	if claim.Status.Allocation == nil || len(claim.Status.Allocation.Devices.Results) != 1 {
+		t.Fatalf("the shared claim is allocated %v, want one device", claim.Status.Allocation)
 	}
+	device := claim.Status.Allocation.Devices.Results[0]
+	for _, pod := range pods {
+		if pod.Spec.NodeName != device.Pool {
+			t.Errorf("%s is bound to %s, but the device it shares is %s/%s", pod.Name, pod.Spec.NodeName, device.Pool, device.Device)
+		}
+		if !reservedFor(claim, pod) {
+			t.Errorf("the shared claim is not reserved for %s: %v", pod.Name, claim.Status.ReservedFor)
+		}
+	}
+}
+
+// TestAGangSharingAClaimWhereItCannotFitLeavesTheClaimUnallocated: three
+// members of a gang naming one ResourceClaim, on 2 nodes of one device and
+// room for two members each: the claim's device is on one node, which the
+// three do not fit. The gang is rejected, nothing is bound, and the claim
+// is never allocated, so that two pods of no group, each with a device of
+// its own, are bound on both devices.
+func TestAGangSharingAClaimWhereItCannotFitLeavesTheClaimUnallocated(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.DevicePool(t, ns, 2, "2", 1)
+	framework.CreateDeviceClaimTemplate(t, ns)
+	watch := watchBinds(t, ns)
+	allocated := watchAllocations(t, ns)
+	createSharedClaim(t, ns, "shared")
+	framework.CreatePodGroup(t, ns, "job", 3, nil)
+	createSharingGang(t, ns, "job", 3, "shared")
+
 	note := framework.WaitForEvent(t, ns, "job", "GangRejected")
-	shared := regexp.MustCompile(`members job-[01] and job-[01] share ResourceClaim ` + ns + `/shared \(spec.resourceClaims\[\].resourceClaimName\), which muster cannot allocate to a gang: .*give each member a claim of its own \(resourceClaimTemplateName\)`)
-	if !shared.MatchString(note) {
-		t.Errorf("GangRejected says %q; want it to say the members share a claim, and the fix: %s", note, shared)
+	if strings.Contains(note, "in the process of being allocated") {
+		t.Errorf("GangRejected says %q: a member was refused the claim its gang shares, not the room it lacks", note)
 	}
-	if n := boundNow(context.Background(), ns, "job"); n != 0 {
-		t.Errorf("%d members are bound", n)
+	if n := watch.everBound(); n != 0 {
+		t.Fatalf("%d members sharing a claim were bound where the gang does not fit", n)
 	}
 	if claims := allocated.claims(); len(claims) > 0 {
-		t.Errorf("the shared claim was allocated or reserved: %v", claims)
+		t.Fatalf("the claim of a gang never admitted was allocated or reserved: %v", claims)
+	}
+	if err := framework.Client.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{},
+		metav1.ListOptions{LabelSelector: topology.GroupLabel + "=job"}); err != nil {
+		t.Fatal(err)
+	}
+
+	for i := range 2 {
+		pod := claimingMember(ns, "solo", i).Obj()
+		pod.Name, pod.Labels = fmt.Sprintf("solo-%d", i), nil
+		framework.CreatePods(t, pod)
+	}
+	for i := range 2 {
+		framework.WaitForPod(t, ns, fmt.Sprintf("solo-%d", i), "bound", framework.IsBound)
+	}
+}
+
+func createSharedClaim(t *testing.T, namespace, name string) {
+	t.Helper()
+	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: resourcev1.ResourceClaimSpec{
+		Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: localcluster.DeviceClassName}}}},
+	}}
+	if _, err := framework.Client.ResourceV1().ResourceClaims(namespace).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createSharingGang creates the group's members, each naming the claim.
+func createSharingGang(t *testing.T, namespace, group string, size int, claim string) {
+	t.Helper()
+	for i := range size {
+		pod := claimingMember(namespace, group, i).Obj()
+		pod.Spec.ResourceClaims[0].ResourceClaimTemplateName, pod.Spec.ResourceClaims[0].ResourceClaimName = nil, ptr.To(claim)
+		framework.CreatePods(t, pod)
 	}
 }

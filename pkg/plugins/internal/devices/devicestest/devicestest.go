@@ -4,6 +4,7 @@ package devicestest
 
 import (
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -30,6 +31,12 @@ type DRA struct {
 	Classes []*resourcev1.DeviceClass
 	// Pending are the claims signalled in flight, by UID.
 	Pending map[types.UID]*resourcev1.ResourceClaim
+	// informed are the claims as the API server has them, by
+	// namespace/name, while Claims holds a copy assumed in their place.
+	informed map[string]*resourcev1.ResourceClaim
+	// mu guards the claims, which a test may change while a plugin's
+	// binding reads them.
+	mu sync.Mutex
 }
 
 func (f *DRA) ResourceClaims() fwk.ResourceClaimTracker     { return claims{f: f} }
@@ -45,6 +52,8 @@ type claims struct {
 func (c claims) List() ([]*resourcev1.ResourceClaim, error) { return c.f.Claims, nil }
 
 func (c claims) Get(namespace, name string) (*resourcev1.ResourceClaim, error) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
 	for _, claim := range c.f.Claims {
 		if claim.Namespace == namespace && claim.Name == name {
 			return claim, nil
@@ -54,6 +63,8 @@ func (c claims) Get(namespace, name string) (*resourcev1.ResourceClaim, error) {
 }
 
 func (c claims) SignalClaimPendingAllocation(uid types.UID, claim *resourcev1.ResourceClaim) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
 	if c.f.Pending == nil {
 		c.f.Pending = map[types.UID]*resourcev1.ResourceClaim{}
 	}
@@ -62,6 +73,8 @@ func (c claims) SignalClaimPendingAllocation(uid types.UID, claim *resourcev1.Re
 }
 
 func (c claims) GetPendingAllocation(uid types.UID) *resourcev1.AllocationResult {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
 	if claim, ok := c.f.Pending[uid]; ok {
 		return claim.Status.Allocation
 	}
@@ -69,9 +82,66 @@ func (c claims) GetPendingAllocation(uid types.UID) *resourcev1.AllocationResult
 }
 
 func (c claims) MaybeRemoveClaimPendingAllocation(uid types.UID, _ bool) bool {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
 	_, ok := c.f.Pending[uid]
 	delete(c.f.Pending, uid)
 	return ok
+}
+
+// AssumeClaimAfterAPICall puts the claim in place of the one of its name,
+// as the scheduler's claim cache does, but refuses an older version.
+func (c claims) AssumeClaimAfterAPICall(claim *resourcev1.ResourceClaim) error {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	for i, stored := range c.f.Claims {
+		if stored.Namespace != claim.Namespace || stored.Name != claim.Name {
+			continue
+		}
+		if claim.ResourceVersion < stored.ResourceVersion {
+			return fmt.Errorf("claim %s/%s is out of sync", claim.Namespace, claim.Name)
+		}
+		if c.f.informed == nil {
+			c.f.informed = map[string]*resourcev1.ResourceClaim{}
+		}
+		key := claim.Namespace + "/" + claim.Name
+		if _, ok := c.f.informed[key]; !ok {
+			c.f.informed[key] = stored
+		}
+		c.f.Claims[i] = claim
+		return nil
+	}
+	return apierrors.NewNotFound(resourcev1.Resource("resourceclaims"), claim.Name)
+}
+
+// AssumedClaimRestore puts back the claim as the API server has it.
+func (c claims) AssumedClaimRestore(namespace, name string) {
+	c.f.mu.Lock()
+	defer c.f.mu.Unlock()
+	key := namespace + "/" + name
+	informed, ok := c.f.informed[key]
+	if !ok {
+		return
+	}
+	delete(c.f.informed, key)
+	for i, stored := range c.f.Claims {
+		if stored.Namespace == namespace && stored.Name == name {
+			c.f.Claims[i] = informed
+		}
+	}
+}
+
+// Inform replaces the claim of its name as an informer event does,
+// dropping any copy assumed in its place.
+func (f *DRA) Inform(claim *resourcev1.ResourceClaim) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.informed, claim.Namespace+"/"+claim.Name)
+	for i, stored := range f.Claims {
+		if stored.Namespace == claim.Namespace && stored.Name == claim.Name {
+			f.Claims[i] = claim
+		}
+	}
 }
 
 // PendingDevices lists the devices of the claims in flight, as
