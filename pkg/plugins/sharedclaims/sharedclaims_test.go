@@ -29,7 +29,7 @@ type gangs struct {
 }
 
 func (g *gangs) Members(key types.NamespacedName) ([]*corev1.Pod, error) { return g.members[key], nil }
-func (g *gangs) IsReserved(_ types.NamespacedName, uid types.UID) bool  { return g.reserved.Has(uid) }
+func (g *gangs) IsReserved(_ types.NamespacedName, uid types.UID) bool   { return g.reserved.Has(uid) }
 
 // member is a pod of the gang that names the claim.
 func member(gang, name, claim string) *corev1.Pod {
