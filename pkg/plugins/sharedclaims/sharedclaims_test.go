@@ -232,3 +232,10 @@ func TestWithoutDevicesThePluginSkips(t *testing.T) {
 	_, status := s.PreFilter(context.Background(), framework.NewCycleState(), member("job", "b", "shared"), nil)
 	assert.Equal(t, fwk.Skip, status.Code())
 }
+
+func TestSharedClaimsLeavesBatchingOn(t *testing.T) {
+	s, _, _ := sharing(t)
+	fragments, status := s.SignPod(context.Background(), member("job", "b", "shared"))
+	assert.True(t, status.IsSuccess(), "a pod SharedClaims cannot sign is never batched: %v", status.AsError())
+	assert.Empty(t, fragments)
+}
