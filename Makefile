@@ -40,14 +40,17 @@ JOBSET := jobset sigs.k8s.io/jobset@v0.12.0 . config/components/crd/bases/jobset
 	config/components/webhook/manifests.yaml
 TRAINER := trainer github.com/kubeflow/trainer/v2@v2.3.0 ./cmd/trainer-controller-manager \
 	'manifests/base/crds/*.yaml' manifests/base/webhook/manifests.yaml
+KUEUE := kueue sigs.k8s.io/kueue@v0.17.0 ./cmd/kueue 'config/components/crd/bases/*.yaml' \
+	config/components/webhook/manifests.yaml
 
 .PHONY: tools
-tools: ## Build etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, training-operator, mpi-operator, jobset and trainer into bin/ (skipped when current).
+tools: ## Build etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, training-operator, mpi-operator, jobset, trainer and kueue into bin/ (skipped when current).
 	@for tool in $(TOOLS); do hack/build-tool.sh "$${tool%%=*}" "$${tool#*=}"; done
 	@hack/build-operator.sh $(TRAINING_OPERATOR)
 	@hack/build-operator.sh $(MPI_OPERATOR)
 	@hack/build-operator.sh $(JOBSET)
 	@hack/build-operator.sh $(TRAINER)
+	@hack/build-operator.sh $(KUEUE)
 
 .PHONY: test
 test: tools build images conformance-deps ## Unit, integration and conformance tests, against a real control plane.

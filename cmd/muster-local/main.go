@@ -56,13 +56,15 @@ and removes DIR.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&dir, "dir", defaultDir, "directory for the cluster's state, credentials and logs")
-	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir), newTrainingOperatorCommand(&dir), newMPIOperatorCommand(&dir), newJobSetCommand(&dir), newTrainerCommand(&dir), newDevicesCommand(&dir), newFrontCommand())
+	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir), newTrainingOperatorCommand(&dir), newMPIOperatorCommand(&dir), newJobSetCommand(&dir), newTrainerCommand(&dir), newKueueCommand(&dir), newDevicesCommand(&dir), newFrontCommand())
 	return root
 }
 
 func newUpCommand(dir *string) *cobra.Command {
 	opts := localcluster.DefaultOptions("", defaultBinDir())
 	var schedulerConfig string
+	var kueue bool
+	var kueueOpts localcluster.KueueOptions
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start the cluster; returns once nodes are Ready and muster-scheduler serves",
@@ -85,6 +87,12 @@ func newUpCommand(dir *string) *cobra.Command {
 			cluster, err := localcluster.Up(ctx, opts)
 			if err != nil {
 				return err
+			}
+			if kueue {
+				if err := cluster.StartKueue(ctx, opts.BinDir, kueueOpts); err != nil {
+					return fmt.Errorf("starting Kueue: %w", err)
+				}
+				fmt.Println("Kueue runs; jobs that name a LocalQueue (label kueue.x-k8s.io/queue-name) wait for its admission.")
 			}
 			fmt.Printf(`Cluster up with %d simulated nodes in %s.
 
@@ -113,6 +121,8 @@ Stop it:
 	flags.StringVar(&opts.BinDir, "bin-dir", opts.BinDir, "directory holding etcd, kube-apiserver, kube-controller-manager, kwok and muster-scheduler")
 	flags.IntVar(&opts.ControllerReplicas, "controller-replicas", 1, "muster-controller replicas; several elect a leader and serve the webhooks behind a front, as a Service would")
 	flags.BoolVar(&opts.WorkloadAPI, "workload-api", false, "serve upstream's scheduling.k8s.io/v1beta1 Workloads and PodGroups (GenericWorkload, WorkloadWithJob and TopologyAwareWorkloadScheduling on), whose PodGroups muster-scheduler also reads as groups")
+	flags.BoolVar(&kueue, "kueue", false, "run Kueue (bin/kueue, built by 'make tools') in front of muster-scheduler, its webhooks served on loopback, its integrations for batch/Job, pod groups, JobSet, the Kubeflow jobs and TrainJob on")
+	flags.StringVar(&kueueOpts.WaitForPodsReady, "kueue-wait-for-pods-ready", "", "Kueue's waitForPodsReady timeout (a Go duration such as 5m); off when empty")
 	flags.StringVar(&schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration for muster-scheduler (default: the embedded manifests/scheduler-config.yaml)")
 	return cmd
 }
@@ -230,6 +240,35 @@ muster. 'down' stops it with the rest.`,
 			return nil
 		},
 	}
+}
+
+func newKueueCommand(dir *string) *cobra.Command {
+	var opts localcluster.KueueOptions
+	cmd := &cobra.Command{
+		Use:   "kueue",
+		Short: "Run Kueue in front of muster-scheduler, as up --kueue does",
+		Long: `Runs bin/kueue (built by 'make tools') as its users run it in front of a
+scheduler: its CRDs installed, its webhooks served on loopback, its internal
+certificate management off, its integrations for batch/Job, pod groups,
+JobSet, the Kubeflow jobs and TrainJob on. A job that names a LocalQueue
+(label kueue.x-k8s.io/queue-name) waits, suspended, for Kueue to admit it;
+then muster-scheduler gangs and orders its pods. 'down' stops it with the
+rest.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cluster, err := localcluster.Load(*dir)
+			if err != nil {
+				return err
+			}
+			if err := cluster.StartKueue(cmd.Context(), defaultBinDir(), opts); err != nil {
+				return err
+			}
+			fmt.Println("Kueue runs; jobs that name a LocalQueue (label kueue.x-k8s.io/queue-name) wait for its admission.")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&opts.WaitForPodsReady, "wait-for-pods-ready", "", "Kueue's waitForPodsReady timeout (a Go duration such as 5m); off when empty")
+	return cmd
 }
 
 func newDevicesCommand(dir *string) *cobra.Command {

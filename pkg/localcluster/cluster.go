@@ -280,7 +280,7 @@ func (c *Cluster) Restart(ctx context.Context, program string) error {
 			return err
 		}
 		detach := p.exited == nil
-		restarted, err := startProcess(p.Name, p.Binary, p.Args, p.Env, filepath.Dir(p.Log), detach)
+		restarted, err := startProcess(p.Name, p.Binary, p.Args, p.Env, p.Wrapper, filepath.Dir(p.Log), detach)
 		if err != nil {
 			return err
 		}

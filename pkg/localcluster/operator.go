@@ -36,6 +36,9 @@ type Operator struct {
 	KubeconfigFlag string
 	// Env is added to the environment it inherits.
 	Env []string
+	// Wrapper, when set, runs first and execs the operator in place
+	// (Process.Wrapper).
+	Wrapper []string
 	// Health is a URL that answers 200 once it serves, or empty.
 	Health string
 	// SetUp, when set, tells that the operator has finished what it does
@@ -60,6 +63,9 @@ type OperatorWebhook struct {
 	URL string
 	// CABundle verifies the operator's serving certificate.
 	CABundle []byte
+	// NamespaceSelectors, by webhook name, keep those webhooks off some
+	// namespaces, as the operator's own kustomization patches them.
+	NamespaceSelectors map[string]*metav1.LabelSelector
 }
 
 // StartOperator installs the operator's CRDs, waits until they are
@@ -78,7 +84,7 @@ func (c *Cluster) StartOperator(ctx context.Context, binDir string, op Operator)
 		flag = "--kubeconfig"
 	}
 	args := append([]string{flag + "=" + c.Kubeconfig}, op.Args...)
-	p, err := startProcess(op.Name, filepath.Join(binDir, op.Name), args, op.Env, filepath.Join(c.Dir, "logs"), c.Detached)
+	p, err := startProcess(op.Name, filepath.Join(binDir, op.Name), args, op.Env, op.Wrapper, filepath.Join(c.Dir, "logs"), c.Detached)
 	if err != nil {
 		return err
 	}
@@ -179,8 +185,18 @@ func (c *Cluster) registerOperatorWebhooks(ctx context.Context, operator, path s
 		}
 		switch config := config.(type) {
 		case *admissionregistrationv1.MutatingWebhookConfiguration:
+			for i := range config.Webhooks {
+				if selector, ok := webhook.NamespaceSelectors[config.Webhooks[i].Name]; ok {
+					config.Webhooks[i].NamespaceSelector = selector
+				}
+			}
 			_, err = registrations.MutatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{})
 		case *admissionregistrationv1.ValidatingWebhookConfiguration:
+			for i := range config.Webhooks {
+				if selector, ok := webhook.NamespaceSelectors[config.Webhooks[i].Name]; ok {
+					config.Webhooks[i].NamespaceSelector = selector
+				}
+			}
 			_, err = registrations.ValidatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{})
 		default:
 			err = fmt.Errorf("%s is not a webhook configuration", config.GetName())

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,7 +22,11 @@ type Process struct {
 	Args   []string `json:"args"`
 	// Env is added to the environment it inherits.
 	Env []string `json:"env,omitempty"`
-	Log string   `json:"log"`
+	// Wrapper, when set, is a command that runs before the program and
+	// execs it in place, with Binary and Args as its last arguments: the
+	// PID is the program's.
+	Wrapper []string `json:"wrapper,omitempty"`
+	Log     string   `json:"log"`
 	// Health is a URL that answers 200 once the program serves; empty when
 	// the program has none.
 	Health string `json:"health,omitempty"`
@@ -38,7 +43,7 @@ const stopGrace = 10 * time.Second
 // startProcess starts binary with args, its output going to logDir/name.log.
 // A detached program outlives the caller; otherwise it is killed with it, so
 // a test binary that dies leaves nothing behind.
-func startProcess(name, binary string, args, env []string, logDir string, detach bool) (*Process, error) {
+func startProcess(name, binary string, args, env, wrapper []string, logDir string, detach bool) (*Process, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -55,6 +60,9 @@ func startProcess(name, binary string, args, env []string, logDir string, detach
 		return nil, fmt.Errorf("resolving the binary of %s: %w", name, err)
 	}
 	cmd := exec.Command(binary, args...)
+	if len(wrapper) > 0 {
+		cmd = exec.Command(wrapper[0], slices.Concat(wrapper[1:], []string{binary}, args)...)
+	}
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	if len(env) > 0 {
@@ -69,21 +77,44 @@ func startProcess(name, binary string, args, env []string, logDir string, detach
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &Process{Name: name, PID: cmd.Process.Pid, Binary: binary, Args: args, Env: env, Log: logPath}
+	p := &Process{Name: name, PID: cmd.Process.Pid, Binary: binary, Args: args, Env: env, Wrapper: wrapper, Log: logPath}
+	if !detach {
+		p.exited = make(chan struct{})
+		go func() {
+			_ = cmd.Wait()
+			close(p.exited)
+		}()
+	}
+	if len(wrapper) > 0 && !p.execed() {
+		return nil, fmt.Errorf("%s: %s did not exec it; the end of %s:\n%s", name, wrapper[0], logPath, p.logTail(20))
+	}
 	if detach {
 		// init adopts and reaps it once this process exits.
 		if err := cmd.Process.Release(); err != nil {
 			return nil, fmt.Errorf("releasing %s: %w", name, err)
 		}
-		return p, nil
 	}
-	p.exited = make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(p.exited)
-	}()
 	return p, nil
 }
+
+// execed waits until the wrapper has exec'd the program in place, and
+// reports whether it did before it exited.
+func (p *Process) execed() bool {
+	deadline := time.Now().Add(wrapperGrace)
+	for time.Now().Before(deadline) {
+		if p.Running() {
+			return true
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", p.PID)); err != nil {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+// wrapperGrace bounds how long a wrapper may take to exec its program.
+const wrapperGrace = 10 * time.Second
 
 // Running reports whether the program still runs as the same binary: a PID
 // that the kernel has since given to another program does not count.

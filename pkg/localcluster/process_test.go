@@ -13,7 +13,7 @@ func startTestProcess(t *testing.T, name, script string) *Process {
 	if err != nil {
 		t.Fatalf("no sh: %v", err)
 	}
-	p, err := startProcess(name, sh, []string{"-c", script}, nil, t.TempDir(), false)
+	p, err := startProcess(name, sh, []string{"-c", script}, nil, nil, t.TempDir(), false)
 	if err != nil {
 		t.Fatalf("starting %s: %v", name, err)
 	}

@@ -124,7 +124,7 @@ func (s *starter) start(name string, args []string, health string) (*Process, er
 // startAs is start for a program whose name is not its binary's: a second
 // replica, say.
 func (s *starter) startAs(name, binary string, args []string, health string) (*Process, error) {
-	p, err := startProcess(name, filepath.Join(s.binDir, binary), args, nil, s.path("logs"), s.opts.Detach)
+	p, err := startProcess(name, filepath.Join(s.binDir, binary), args, nil, nil, s.path("logs"), s.opts.Detach)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,214 @@
+package mpioperator
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/muster-dev/muster/pkg/localcluster"
+	"github.com/muster-dev/muster/pkg/topology"
+	"github.com/muster-dev/muster/test/integration/framework"
+)
+
+// Kueue runs in this package's cluster, in front of muster-scheduler, from
+// its first test on; jobs that name no LocalQueue are not its business, so
+// the tests after it run as before.
+var startKueue = sync.OnceValue(func() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	return framework.Cluster().StartKueue(ctx, framework.BinDir(), localcluster.KueueOptions{})
+})
+
+// queueJobs gives the namespace a LocalQueue, lq, of a ClusterQueue of its
+// own whose quota is cpu CPUs of one ResourceFlavor, as a platform team
+// gives a team its share; the cluster-scoped objects go with the test.
+func queueJobs(t *testing.T, namespace, cpu string) {
+	t.Helper()
+	create(t, "", fmt.Sprintf(`
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: %[1]s}
+`, namespace))
+	create(t, "", fmt.Sprintf(`
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: %[1]s}
+spec:
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[1]s}}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: %[1]s
+      resources: [{name: cpu, nominalQuota: "%[2]s"}]
+`, namespace, cpu))
+	create(t, namespace, fmt.Sprintf(`
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq}
+spec: {clusterQueue: %s}
+`, namespace))
+}
+
+// create creates the object of the manifest in the namespace ("" for a
+// cluster-scoped one) and deletes it when the test ends.
+func create(t *testing.T, namespace, manifest string) {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	gvk := obj.GroupVersionKind()
+	resource := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: strings.ToLower(gvk.Kind) + "s"}
+	var client dynamic.ResourceInterface = dynamic.NewForConfigOrDie(framework.Config).Resource(resource)
+	if namespace != "" {
+		client = dynamic.NewForConfigOrDie(framework.Config).Resource(resource).Namespace(namespace)
+	}
+	if _, err := client.Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating %s %s: %v", gvk.Kind, obj.GetName(), err)
+	}
+	t.Cleanup(func() {
+		if err := client.Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting %s %s: %v", gvk.Kind, obj.GetName(), err)
+		}
+	})
+}
+
+// A queued MPIJob: its launcher, created once both workers are Ready,
+// succeeds 2 s after it is Ready, and with it the job.
+const queuedJob = `
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata:
+  name: NAME
+  labels: {kueue.x-k8s.io/queue-name: lq}
+spec:
+  slotsPerWorker: 1
+  launcherCreationPolicy: WaitForWorkersReady
+  mpiReplicaSpecs:
+    Launcher:
+      replicas: 1
+      template:
+        metadata:
+          annotations: {muster.dev/sim-run-for: 2s}
+        spec:
+          nodeSelector: {muster.dev/test-pool: NAMESPACE}
+          tolerations: [{key: muster.dev/test-pool, operator: Equal, value: NAMESPACE, effect: NoSchedule}]
+          containers:
+          - {name: launcher, image: mpioperator/mpi-pi:openmpi, command: [mpirun, -n, "2", /home/mpiuser/pi], resources: {requests: {cpu: "1"}}}
+    Worker:
+      replicas: 2
+      template:
+        metadata:
+          annotations: {muster.dev/sim-ready-after: 3s}
+        spec:
+          nodeSelector: {muster.dev/test-pool: NAMESPACE}
+          tolerations: [{key: muster.dev/test-pool, operator: Equal, value: NAMESPACE, effect: NoSchedule}]
+          containers:
+          - {name: worker, image: mpioperator/mpi-pi:openmpi, command: [/usr/sbin/sshd, -De], resources: {requests: {cpu: "1"}}}
+`
+
+// jobPods lists the pods mpi-operator made for the job.
+func jobPods(ctx context.Context, namespace, job string) ([]corev1.Pod, error) {
+	pods, err := framework.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "training.kubeflow.org/job-name=" + job})
+	if err != nil {
+		return nil, err
+	}
+	return pods.Items, nil
+}
+
+// boundLauncherOf waits until the job's launcher is bound and returns it.
+func boundLauncherOf(t *testing.T, namespace, job string) *corev1.Pod {
+	t.Helper()
+	return framework.Eventually(t, "the launcher of "+job+" bound", func(ctx context.Context) (*corev1.Pod, error) {
+		pods, err := jobPods(ctx, namespace, job)
+		if err != nil {
+			return nil, err
+		}
+		for i := range pods {
+			if pods[i].Labels[topology.KubeflowJobRoleLabel] == "launcher" && framework.IsBound(&pods[i]) {
+				return &pods[i], nil
+			}
+		}
+		return nil, errNotYet
+	})
+}
+
+// TestAnMPIJobWaitsInKueueThenLaunchesInOrder: two MPIJobs whose launchers
+// wait for their workers (WaitForWorkersReady), queued in a ClusterQueue
+// whose quota fits one at a time, on nodes with room for both. The second
+// waits in Kueue, suspended with no pod, not half bound in muster; the
+// first is ganged and its launcher bound only after both workers are
+// Ready. Once the first has succeeded, the second is admitted and launched
+// the same way, with nothing configured for muster beyond what mpi-operator
+// is started with. (mpi-operator creates a resumed job's launcher with its
+// workers, not once they are Ready: LaunchOrder, not the late member's
+// room, holds it back; docs/kueue.md.)
+func TestAnMPIJobWaitsInKueueThenLaunchesInOrder(t *testing.T) {
+	if err := startMPIOperator(); err != nil {
+		t.Fatalf("starting mpi-operator: %v", err)
+	}
+	if err := startKueue(); err != nil {
+		t.Fatalf("starting Kueue: %v", err)
+	}
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 2, "3")
+	queueJobs(t, ns, "3")
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := exec.Command(framework.BinDir()+"/kubectl", "--kubeconfig", framework.Cluster().Kubeconfig, "-n", ns,
+				"get", "pods,workloads,podgroups,mpijobs,events", "-o", "wide").CombinedOutput()
+			t.Logf("the namespace as the test failed:\n%s", out)
+		}
+	})
+	seen := framework.WatchTimeline(t, ns)
+	// The pods of the namespace in the order the API server committed
+	// them: none of the second job's may come before the first's
+	// launcher has succeeded.
+	var mu sync.Mutex
+	firstDone, early := false, ""
+	framework.WatchPods(t, ns, func(_, pod *corev1.Pod) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch job := pod.Labels["training.kubeflow.org/job-name"]; {
+		case job == "first" && pod.Labels[topology.KubeflowJobRoleLabel] == "launcher" && pod.Status.Phase == corev1.PodSucceeded:
+			firstDone = true
+		case job == "second" && !firstDone && early == "":
+			early = pod.Name
+		}
+	})
+	for _, name := range []string{"first", "second"} {
+		job := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(strings.NewReplacer("NAMESPACE", ns, "NAME", name).Replace(queuedJob)), &job.Object); err != nil {
+			t.Fatal(err)
+		}
+		createMPIJob(t, ns, job)
+		// Kueue admits in the order the jobs were created.
+		if name == "first" {
+			framework.WaitForPod(t, ns, "first-worker-0", "created", func(*corev1.Pod) bool { return true })
+		}
+	}
+
+	launcher := boundLauncherOf(t, ns, "first")
+	seen.BoundAfterReady(t, "first-worker-0", launcher.Name)
+	seen.BoundAfterReady(t, "first-worker-1", launcher.Name)
+
+	launcher = boundLauncherOf(t, ns, "second")
+	seen.BoundAfterReady(t, "second-worker-0", launcher.Name)
+	seen.BoundAfterReady(t, "second-worker-1", launcher.Name)
+	mu.Lock()
+	defer mu.Unlock()
+	if early != "" {
+		t.Errorf("the second job, beyond the queue's quota, had pod %s before the first job's launcher had succeeded", early)
+	}
+}
