@@ -231,8 +231,10 @@ func checkLauncherBoundIntoHeldRoom(t *testing.T, ns string, seen *framework.Tim
 		framework.WaitForPod(t, ns, pod.Name, "bound", framework.IsBound)
 	}
 	framework.CreateIntruder(t, ns, "1")
+	// The launcher of the members' JobSet.
+	selector := topology.JobSetNameLabel + "=" + members[0].Labels[topology.JobSetNameLabel] + "," + topology.JobSetReplicatedJobLabel + "=launcher"
 	launcher := framework.Eventually(t, "the launcher bound", func(ctx context.Context) (*corev1.Pod, error) {
-		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetReplicatedJobLabel + "=launcher"})
+		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		switch {
 		case err != nil:
 			return nil, err

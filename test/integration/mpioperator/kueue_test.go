@@ -2,87 +2,19 @@ package mpioperator
 
 import (
 	"context"
-	"fmt"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
-	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
-
-// Kueue runs in this package's cluster, in front of muster-scheduler, from
-// its first test on; jobs that name no LocalQueue are not its business, so
-// the tests after it run as before.
-var startKueue = sync.OnceValue(func() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	return framework.Cluster().StartKueue(ctx, framework.BinDir(), localcluster.KueueOptions{})
-})
-
-// queueJobs gives the namespace a LocalQueue, lq, of a ClusterQueue of its
-// own whose quota is cpu CPUs of one ResourceFlavor, as a platform team
-// gives a team its share; the cluster-scoped objects go with the test.
-func queueJobs(t *testing.T, namespace, cpu string) {
-	t.Helper()
-	create(t, "", fmt.Sprintf(`
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: %[1]s}
-`, namespace))
-	create(t, "", fmt.Sprintf(`
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: %[1]s}
-spec:
-  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[1]s}}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: %[1]s
-      resources: [{name: cpu, nominalQuota: "%[2]s"}]
-`, namespace, cpu))
-	create(t, namespace, fmt.Sprintf(`
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: lq}
-spec: {clusterQueue: %s}
-`, namespace))
-}
-
-// create creates the object of the manifest in the namespace ("" for a
-// cluster-scoped one) and deletes it when the test ends.
-func create(t *testing.T, namespace, manifest string) {
-	t.Helper()
-	obj := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
-		t.Fatal(err)
-	}
-	gvk := obj.GroupVersionKind()
-	resource := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: strings.ToLower(gvk.Kind) + "s"}
-	var client dynamic.ResourceInterface = dynamic.NewForConfigOrDie(framework.Config).Resource(resource)
-	if namespace != "" {
-		client = dynamic.NewForConfigOrDie(framework.Config).Resource(resource).Namespace(namespace)
-	}
-	if _, err := client.Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating %s %s: %v", gvk.Kind, obj.GetName(), err)
-	}
-	t.Cleanup(func() {
-		if err := client.Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{}); err != nil {
-			t.Errorf("deleting %s %s: %v", gvk.Kind, obj.GetName(), err)
-		}
-	})
-}
 
 // A queued MPIJob: its launcher, created once both workers are Ready,
 // succeeds 2 s after it is Ready, and with it the job.
@@ -158,12 +90,12 @@ func TestAnMPIJobWaitsInKueueThenLaunchesInOrder(t *testing.T) {
 	if err := startMPIOperator(); err != nil {
 		t.Fatalf("starting mpi-operator: %v", err)
 	}
-	if err := startKueue(); err != nil {
+	if err := framework.StartKueue(); err != nil {
 		t.Fatalf("starting Kueue: %v", err)
 	}
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 2, "3")
-	queueJobs(t, ns, "3")
+	framework.QueueFor(t, ns, "3")
 	t.Cleanup(func() {
 		if t.Failed() {
 			out, _ := exec.Command(framework.BinDir()+"/kubectl", "--kubeconfig", framework.Cluster().Kubeconfig, "-n", ns,

@@ -1,0 +1,82 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/muster-dev/muster/pkg/localcluster"
+)
+
+// StartKueue runs Kueue in the package's cluster, in front of
+// muster-scheduler, once, from the first test that needs it on; jobs that
+// name no LocalQueue are not its business, so the tests after it run as
+// before.
+var StartKueue = sync.OnceValue(func() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	return Cluster().StartKueue(ctx, BinDir(), localcluster.KueueOptions{})
+})
+
+// QueueFor gives the namespace a LocalQueue, lq, of a ClusterQueue of its
+// own whose quota is cpu CPUs of one ResourceFlavor, as a platform team
+// gives a team its share; the cluster-scoped objects go with the test.
+func QueueFor(t *testing.T, namespace, cpu string) {
+	t.Helper()
+	createObject(t, "", fmt.Sprintf(`
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: %[1]s}
+`, namespace))
+	createObject(t, "", fmt.Sprintf(`
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: %[1]s}
+spec:
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[1]s}}
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: %[1]s
+      resources: [{name: cpu, nominalQuota: "%[2]s"}]
+`, namespace, cpu))
+	createObject(t, namespace, fmt.Sprintf(`
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq}
+spec: {clusterQueue: %s}
+`, namespace))
+}
+
+// createObject creates the object of the manifest in the namespace ("" for a
+// cluster-scoped one) and deletes it when the test ends.
+func createObject(t *testing.T, namespace, manifest string) {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	gvk := obj.GroupVersionKind()
+	resource := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: strings.ToLower(gvk.Kind) + "s"}
+	var client dynamic.ResourceInterface = dynamic.NewForConfigOrDie(Config).Resource(resource)
+	if namespace != "" {
+		client = dynamic.NewForConfigOrDie(Config).Resource(resource).Namespace(namespace)
+	}
+	if _, err := client.Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating %s %s: %v", gvk.Kind, obj.GetName(), err)
+	}
+	t.Cleanup(func() {
+		if err := client.Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting %s %s: %v", gvk.Kind, obj.GetName(), err)
+		}
+	})
+}
