@@ -218,7 +218,8 @@ func (h *HeldRooms) expire(logger klog.Logger, pg *v1alpha1.PodGroup) {
 // podChanged forgets a turned-away pod once it is bound or gone, and marks
 // the late rooms of a gang whose member is found bound for holding again
 // at the next PreFilter: the member was bound before this scheduler
-// started, which may have lost the rooms with its memory.
+// started, which may have lost the rooms with its memory. It releases the
+// rooms of a gang whose last bound member has gone (gangGone).
 func (h *HeldRooms) podChanged(change group.PodChange) {
 	if change.Deleted || change.Pod.Spec.NodeName != "" {
 		h.turned.forget(change.Pod.UID)
@@ -226,4 +227,33 @@ func (h *HeldRooms) podChanged(change group.PodChange) {
 	if change.Grouped && !change.Deleted && change.Old == nil && change.Pod.Spec.NodeName != "" && topology.IsActiveMember(change.Pod) {
 		h.groups.Rooms().Check(change.Key)
 	}
+	h.gangGone(change)
 }
+
+// gangGone releases the rooms of a gang's late members once its last bound
+// member has gone (deleted, being deleted, or finished), with a Normal
+// event: a gang evicted whole, by Kueue say, or deleted with its job, has
+// no member for its late ones to join, and the room it held would
+// otherwise stay closed to every other pod until its schedule timeout.
+func (h *HeldRooms) gangGone(change group.PodChange) {
+	if !change.Grouped || change.Pod.Spec.NodeName == "" || (!change.Deleted && topology.IsActiveMember(change.Pod)) {
+		return
+	}
+	if h.groups.BoundCount(change.Key) > 0 {
+		return
+	}
+	released := h.groups.Rooms().Release(change.Key)
+	if released == 0 {
+		return
+	}
+	logger := klog.Background().WithValues("plugin", Name)
+	logger.V(2).Info("Released the room of late members whose gang has gone", "podGroup", change.Key, "rooms", released, "lastMember", klog.KObj(change.Pod))
+	h.wakeTurnedAway(logger)
+	if pg := h.groups.PodGroup(change.Key); pg != nil {
+		group.RecordEvent(h.handle, pg, corev1.EventTypeNormal, GangGoneReason, "Release",
+			fmt.Sprintf("the gang's last bound member %s has gone; released the room held for %d late members", change.Pod.Name, released))
+	}
+}
+
+// GangGoneReason is the reason of the event gangGone records.
+const GangGoneReason = "LateMemberRoomReleased"

@@ -324,3 +324,50 @@ func heldNode(rooms *group.Rooms, key types.NamespacedName, role string) (string
 	}
 	return "", false
 }
+
+func TestAGangWhoseLastBoundMemberHasGoneGivesUpItsLateRooms(t *testing.T) {
+	bound := func() *corev1.Pod {
+		pod := member("mpi", "worker", "w0", "1")
+		pod.Spec.NodeName = "n1"
+		return pod
+	}
+	terminating := bound()
+	terminating.DeletionTimestamp = &metav1.Time{}
+	finished := bound()
+	finished.Status.Phase = corev1.PodSucceeded
+	tests := []struct {
+		name string
+		// stillBound is how many of the gang's members are bound after the
+		// change.
+		stillBound int32
+		change     group.PodChange
+		released   bool
+	}{
+		{"its last bound member is deleted", 0, group.Deleted(bound()), true},
+		{"its last bound member is being deleted", 0, group.Updated(bound(), terminating), true},
+		{"its last bound member has finished", 0, group.Updated(bound(), finished), true},
+		{"a bound member is deleted, another is bound", 1, group.Deleted(bound()), false},
+		{"a member never bound is deleted while the gang is admitted", 0, group.Deleted(member("mpi", "worker", "w2", "1")), false},
+		{"its bound member is updated, still running", 0, group.Updated(bound(), bound()), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, g, _ := deviceRooms(t)
+			require.NotNil(t, g.rooms.Held(key("mpi"), "launcher"), "no room held for the launcher to begin with")
+			recorder := h.handle.(handle).events
+			g.bound[key("mpi")] = tt.stillBound
+
+			h.podChanged(tt.change)
+			held := g.rooms.Held(key("mpi"), "launcher") != nil
+			assert.Equal(t, !tt.released, held, "the launcher's room is held after the change")
+			select {
+			case event := <-recorder.Events:
+				assert.True(t, tt.released, "an event was recorded for a room kept: %s", event)
+				assert.Contains(t, event, GangGoneReason)
+				assert.Contains(t, event, "the gang's last bound member w0 has gone; released the room held for 1 late members")
+			default:
+				assert.False(t, tt.released, "no event says the room was released")
+			}
+		})
+	}
+}

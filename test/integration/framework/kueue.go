@@ -29,27 +29,29 @@ var StartKueue = sync.OnceValue(func() error {
 
 // QueueFor gives the namespace a LocalQueue, lq, of a ClusterQueue of its
 // own whose quota is cpu CPUs of one ResourceFlavor, as a platform team
-// gives a team its share; the cluster-scoped objects go with the test.
+// gives a team its share; a workload of higher priority preempts one of
+// lower priority in it. The cluster-scoped objects go with the test.
 func QueueFor(t *testing.T, namespace, cpu string) {
 	t.Helper()
-	createObject(t, "", fmt.Sprintf(`
+	CreateObject(t, "", fmt.Sprintf(`
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata: {name: %[1]s}
 `, namespace))
-	createObject(t, "", fmt.Sprintf(`
+	CreateObject(t, "", fmt.Sprintf(`
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
 metadata: {name: %[1]s}
 spec:
   namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %[1]s}}
+  preemption: {withinClusterQueue: LowerPriority}
   resourceGroups:
   - coveredResources: [cpu]
     flavors:
     - name: %[1]s
       resources: [{name: cpu, nominalQuota: "%[2]s"}]
 `, namespace, cpu))
-	createObject(t, namespace, fmt.Sprintf(`
+	CreateObject(t, namespace, fmt.Sprintf(`
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata: {name: lq}
@@ -57,16 +59,22 @@ spec: {clusterQueue: %s}
 `, namespace))
 }
 
-// createObject creates the object of the manifest in the namespace ("" for a
+// CreateObject creates the object of the manifest in the namespace ("" for a
 // cluster-scoped one) and deletes it when the test ends.
-func createObject(t *testing.T, namespace, manifest string) {
+func CreateObject(t *testing.T, namespace, manifest string) {
 	t.Helper()
 	obj := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
 		t.Fatal(err)
 	}
 	gvk := obj.GroupVersionKind()
-	resource := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: strings.ToLower(gvk.Kind) + "s"}
+	// Kueue's kinds are plural as English nouns are: a class, classes.
+	kind := strings.ToLower(gvk.Kind)
+	plural := kind + "s"
+	if strings.HasSuffix(kind, "s") {
+		plural = kind + "es"
+	}
+	resource := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: plural}
 	var client dynamic.ResourceInterface = dynamic.NewForConfigOrDie(Config).Resource(resource)
 	if namespace != "" {
 		client = dynamic.NewForConfigOrDie(Config).Resource(resource).Namespace(namespace)

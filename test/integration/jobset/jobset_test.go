@@ -208,17 +208,23 @@ func TestDependsOnLauncherIsBoundIntoItsReservedRoom(t *testing.T) {
 	createJobSet(t, ns, dependsOnJobSet, "3s")
 	checkGrouped(t, ns, "mpi", "PodGroup mpi: minMember 3, roles workers=2,launcher=1, launch order workers>launcher")
 	checkLauncherBoundIntoHeldRoom(t, ns, seen, jobSetPods(t, ns, 2))
-	jobSets := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}).Namespace(ns)
 	framework.Eventually(t, "JobSet mpi Completed", func(ctx context.Context) (string, error) {
-		js, err := jobSets.Get(ctx, "mpi", metav1.GetOptions{})
-		if err != nil {
-			return "", err
-		}
-		if state, _, _ := unstructured.NestedString(js.Object, "status", "terminalState"); state != "Completed" {
-			return "", fmt.Errorf("terminal state %q", state)
-		}
-		return "Completed", nil
+		return "Completed", jobSetCompleted(ctx, ns, "mpi")
 	})
+}
+
+// jobSetCompleted returns nil once the JobSet's terminal state is
+// Completed.
+func jobSetCompleted(ctx context.Context, namespace, name string) error {
+	jobSets := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}).Namespace(namespace)
+	js, err := jobSets.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if state, _, _ := unstructured.NestedString(js.Object, "status", "terminalState"); state != "Completed" {
+		return fmt.Errorf("terminal state %q", state)
+	}
+	return nil
 }
 
 // checkLauncherBoundIntoHeldRoom waits for the members to be bound, creates

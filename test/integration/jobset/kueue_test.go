@@ -3,6 +3,7 @@ package jobset
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
@@ -88,5 +90,78 @@ func TestAJobSetWaitsInKueueAndItsLateLauncherKeepsItsRoom(t *testing.T) {
 	defer mu.Unlock()
 	if early != "" {
 		t.Errorf("the second JobSet, beyond the queue's quota, had pod %s before the first had completed", early)
+	}
+}
+
+// TestAJobSetKueuePreemptsReleasesItsHeldRoomAndRunsAgain: a low-priority
+// JobSet is admitted; its two workers are bound, with room held for its
+// launcher, which comes only once they are Ready, a minute later. A
+// high-priority JobSet then needs the whole pool of 3 CPUs: Kueue evicts
+// the low one, whose pods go, and muster lets go of the room it held for
+// the low one's launcher as its last worker goes (an event on its
+// PodGroup says so), not at the room's schedule timeout, which the high
+// one's launcher would wait for. The high one runs to completion; then
+// Kueue admits the low one again, and its workers are bound anew.
+func TestAJobSetKueuePreemptsReleasesItsHeldRoomAndRunsAgain(t *testing.T) {
+	if err := startOperators(); err != nil {
+		t.Fatalf("starting the JobSet controller and Trainer: %v", err)
+	}
+	if err := framework.StartKueue(); err != nil {
+		t.Fatalf("starting Kueue: %v", err)
+	}
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "3")
+	framework.QueueFor(t, ns, "3")
+	for name, value := range map[string]int{"low": 100, "high": 1000} {
+		framework.CreateObject(t, "", fmt.Sprintf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: %s-%s}\nvalue: %d\n", ns, name, value))
+	}
+	prioritized := func(name, ready string) string {
+		manifest := strings.Replace(queued(dependsOnJobSet, name), "labels: {kueue.x-k8s.io/queue-name: lq}",
+			"labels: {kueue.x-k8s.io/queue-name: lq, kueue.x-k8s.io/priority-class: "+ns+"-"+name+"}", 1)
+		return strings.ReplaceAll(manifest, "READY", ready)
+	}
+	workersOf := func(jobSet string) []corev1.Pod {
+		return framework.Eventually(t, "the workers of "+jobSet+" bound", func(ctx context.Context) ([]corev1.Pod, error) {
+			pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetNameLabel + "=" + jobSet + "," + topology.JobSetReplicatedJobLabel + "=workers"})
+			if err != nil {
+				return nil, err
+			}
+			var bound []corev1.Pod
+			for _, pod := range pods.Items {
+				if framework.IsBound(&pod) && pod.DeletionTimestamp == nil {
+					bound = append(bound, pod)
+				}
+			}
+			if len(bound) != 2 {
+				return nil, errNotTwo
+			}
+			return bound, nil
+		})
+	}
+
+	createJobSet(t, ns, prioritized("low", "60s"), "60s")
+	evicted := workersOf("low")
+	createJobSet(t, ns, prioritized("high", "1s"), "1s")
+	framework.Eventually(t, "JobSet high Completed", func(ctx context.Context) (string, error) {
+		return "Completed", jobSetCompleted(ctx, ns, "high")
+	})
+	// The room held for the evicted JobSet's launcher went with its
+	// workers, not at its schedule timeout.
+	framework.WaitForEvent(t, ns, "low", heldrooms.GangGoneReason)
+	expired, err := framework.Client.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=LateMemberMissing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(expired.Items) > 0 {
+		t.Errorf("the room held for the evicted JobSet's launcher was kept until its schedule timeout: %s", expired.Items[0].Note)
+	}
+
+	again := workersOf("low")
+	for _, pod := range again {
+		for _, old := range evicted {
+			if pod.UID == old.UID {
+				t.Errorf("worker %s of the evicted JobSet was never replaced", pod.Name)
+			}
+		}
 	}
 }
