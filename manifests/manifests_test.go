@@ -186,8 +186,8 @@ func TestEveryPodWebhookIsForMustersPodsOnly(t *testing.T) {
 			conditions[w.Name] = w.MatchConditions
 		}
 	}
-	if len(conditions) != 4 {
-		t.Fatalf("pod webhooks: %v, want pods, jobset-pods, upstream-pods and pod-updates", conditions)
+	if len(conditions) != 5 {
+		t.Fatalf("pod webhooks: %v, want pods, jobset-pods, kueue-pod-groups, upstream-pods and pod-updates", conditions)
 	}
 	want := "object.spec.schedulerName in ['muster-scheduler']"
 	for name, conds := range conditions {

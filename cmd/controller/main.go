@@ -187,6 +187,14 @@ func run(opts options) error {
 	if err := jobSetReconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the JobSet PodGroup reconciler: %w", err)
 	}
+	kueueReconciler := &podgroup.KueuePodGroupReconciler{
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorderFor("muster-controller"),
+	}
+	if err := kueueReconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the Kueue pod group PodGroup reconciler: %w", err)
+	}
 	rooms, err := podgroup.NewRoomCache(mgr.GetConfig(), scheme)
 	if err != nil {
 		return err

@@ -69,6 +69,7 @@ func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
 	if placed, err := d.placeJobSetPod(ctx, pod); placed || err != nil {
 		return err
 	}
+	placeKueuePodGroupPod(pod)
 	key, ok := topology.GroupOf(pod)
 	if !ok {
 		return nil
@@ -217,6 +218,20 @@ func (d *PodDefaulter) placeJobSetPod(ctx context.Context, pod *corev1.Pod) (boo
 	pod.Labels[topology.GroupLabel] = name
 	markAdded(pod, fmt.Sprintf("the group label %s: the group's members are %s/%s's", topology.GroupLabel, topology.JobSetKind, name))
 	return true, nil
+}
+
+// placeKueuePodGroupPod puts a pod of a Kueue pod group that names no
+// group into the group of the pod group's name, whose PodGroup
+// muster-controller makes once Kueue's Workload of it exists: a Kueue pod
+// group is a gang with no PodGroup written by hand. A pod that names a
+// group, either API's, stays in it.
+func placeKueuePodGroupPod(pod *corev1.Pod) {
+	name := topology.KueuePodGroupOf(pod)
+	if name == "" || topology.UpstreamGroupName(pod) != "" || pod.Labels[topology.GroupLabel] != "" {
+		return
+	}
+	pod.Labels[topology.GroupLabel] = name
+	markAdded(pod, fmt.Sprintf("the group label %s: the group's members are Kueue pod group %s's (%s)", topology.GroupLabel, name, topology.KueuePodGroupLabel))
 }
 
 // leaveTrainJobGroup takes a pod of a TrainJob's JobSet out of the

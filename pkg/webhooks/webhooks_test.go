@@ -411,6 +411,45 @@ func TestPodDefaulterGroupsTheJobSetsPods(t *testing.T) {
 	}
 }
 
+func TestPodDefaulterGroupsAKueuePodGroupsPods(t *testing.T) {
+	s := scheme(t)
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(
+		podGroup("own", 3, nil),
+		&schedulingv1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "upstream"},
+			Spec:       schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 2}}},
+		},
+	).Build()
+	m := admission.WithCustomDefaulter(s, &corev1.Pod{}, &PodDefaulter{Client: c, Reader: c, ClusterDomain: "cluster.local"})
+	pod := func() *st.PodWrapper {
+		return st.MakePod().Namespace("team-a").Name("p-0").Label(topology.KueuePodGroupLabel, "train").
+			Annotation(topology.KueuePodGroupTotalAnnotation, "3").Container("trainer:1")
+	}
+	tests := []struct {
+		name, wantGroup string
+		pod             *corev1.Pod
+	}{
+		{"a pod of a Kueue pod group joins the group of its name", "train", pod().Obj()},
+		{"a pod that names a group already", "own", pod().Label(topology.GroupLabel, "own").Obj()},
+		{"a pod that names a scheduling.k8s.io PodGroup", "", pod().PodGroupName("upstream").Obj()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := m.Handle(context.Background(), request(t, admissionv1.Create, tt.pod, nil))
+			require.True(t, resp.Allowed, resp.Result)
+			got := tt.pod
+			if len(resp.Patches) > 0 {
+				got = patched(t, tt.pod, resp)
+			}
+			assert.Equal(t, tt.wantGroup, got.Labels[topology.GroupLabel])
+			if tt.wantGroup == "train" {
+				assert.Equal(t, "the group label scheduling.x-k8s.io/pod-group: the group's members are Kueue pod group train's (kueue.x-k8s.io/pod-group-name)", got.Annotations[AddedAnnotation])
+				assert.Empty(t, got.Spec.Hostname, "a Kueue pod group's members get nothing else of muster's")
+			}
+		})
+	}
+}
+
 func TestPodDefaulterTakesATrainJobsInitializerOutOfItsGroup(t *testing.T) {
 	s := scheme(t)
 	s.AddKnownTypeWithName(topology.JobSetGVK, &unstructured.Unstructured{})

@@ -1,0 +1,41 @@
+package topology
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Kueue's plain pod groups: pods that share a KueuePodGroupLabel and say
+// in KueuePodGroupTotalAnnotation how many the group has, which Kueue
+// admits as one workload, named after the group, once all exist. muster
+// gangs them: the pod webhook puts each into the group of that name, and
+// muster-controller makes its PodGroup, owned by Kueue's Workload.
+const (
+	KueuePodGroupLabel           = "kueue.x-k8s.io/pod-group-name"
+	KueuePodGroupTotalAnnotation = "kueue.x-k8s.io/pod-group-total-count"
+)
+
+// KueueWorkloadGVK is the kind of Kueue's workloads, which own the
+// PodGroups of its pod groups.
+var KueueWorkloadGVK = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "Workload"}
+
+// KueuePodGroupOf returns the name of the Kueue pod group the pod is in,
+// or "".
+func KueuePodGroupOf(pod *corev1.Pod) string { return pod.Labels[KueuePodGroupLabel] }
+
+// KueuePodGroupTotal reads how many pods the pod's Kueue pod group has:
+// the gang's minMember.
+func KueuePodGroupTotal(pod *corev1.Pod) (int32, error) {
+	value, ok := pod.Annotations[KueuePodGroupTotalAnnotation]
+	if !ok {
+		return 0, fmt.Errorf("annotation %s is missing; Kueue needs it on every pod of pod group %s", KueuePodGroupTotalAnnotation, KueuePodGroupOf(pod))
+	}
+	total, err := strconv.ParseInt(value, 10, 32)
+	if err != nil || total < 1 {
+		return 0, fmt.Errorf("annotation %s is %q; it must be the group's number of pods, at least 1", KueuePodGroupTotalAnnotation, value)
+	}
+	return int32(total), nil
+}

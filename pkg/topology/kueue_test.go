@@ -1,0 +1,40 @@
+package topology
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+)
+
+func TestAKueuePodGroupsTotalIsItsMinMember(t *testing.T) {
+	tests := []struct {
+		name  string
+		total string
+		want  int32
+		err   string
+	}{
+		{"a count", "3", 3, ""},
+		{"no count", "", 0, "annotation kueue.x-k8s.io/pod-group-total-count is missing"},
+		{"not a number", "three", 0, `annotation kueue.x-k8s.io/pod-group-total-count is "three"; it must be the group's number of pods, at least 1`},
+		{"zero", "0", 0, `is "0"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := st.MakePod().Name("p").Label(KueuePodGroupLabel, "g")
+			if tt.total != "" {
+				pod = pod.Annotation(KueuePodGroupTotalAnnotation, tt.total)
+			}
+			total, err := KueuePodGroupTotal(pod.Obj())
+			if tt.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, total)
+			assert.Equal(t, "g", KueuePodGroupOf(pod.Obj()))
+		})
+	}
+}
