@@ -449,6 +449,56 @@ echo "muster-scheduler admitted the workers with the launcher's room and a GPU h
 echo "kept the notebook off that GPU, and bound the launcher with it once its"
 echo "workers were Ready."
 
+say "Kueue in front of muster: two teams' queues, a job waiting for its team's quota"
+"$bin/muster-local" kueue --dir "$dir"
+kubectl create namespace muster-team-a >/dev/null
+kubectl create namespace muster-team-b >/dev/null
+pool_node kueue 8
+echo "Applying manifests/examples/kueue/queues.yaml: teams a and b, 3 CPUs each, on node kueue-pool (8 CPUs)"
+kubectl apply -f "$root/manifests/examples/kueue/queues.yaml" >/dev/null
+echo "Applying manifests/examples/kueue/mpijobs.yaml in each team's namespace: jobs first and second"
+for _ in $(seq 100); do
+	# Kueue registers its webhook handlers a moment after it is ready.
+	kubectl apply --namespace muster-team-a -f "$root/manifests/examples/kueue/mpijobs.yaml" >/dev/null 2>&1 && break
+	sleep 0.2
+done
+kubectl apply --namespace muster-team-b -f "$root/manifests/examples/kueue/mpijobs.yaml" >/dev/null
+# launcher_of NAMESPACE JOB prints the node of the job's launcher, if bound.
+launcher_of() {
+	kubectl get pods --namespace "$1" --selector "training.kubeflow.org/job-name=$2,training.kubeflow.org/job-role=launcher" -o jsonpath='{.items[*].spec.nodeName}'
+}
+for _ in $(seq 300); do
+	[[ -n $(launcher_of muster-team-a first) && -n $(launcher_of muster-team-b first) ]] && break
+	sleep 0.2
+done
+say "While the teams' first jobs run: Kueue's workloads, and the pods that exist"
+kubectl get workloads.kueue.x-k8s.io --all-namespaces -o custom-columns='NAMESPACE:.metadata.namespace,WORKLOAD:.metadata.name,QUEUE:.spec.queueName,ADMITTED:.status.conditions[?(@.type=="Admitted")].status'
+kubectl get pods --namespace muster-team-a --sort-by .metadata.creationTimestamp \
+	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.training\.kubeflow\.org/job-role,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
+early=$(kubectl get pods --namespace muster-team-a --selector training.kubeflow.org/job-name=second -o name)
+early+=$(kubectl get pods --namespace muster-team-b --selector training.kubeflow.org/job-name=second -o name)
+for _ in $(seq 600); do
+	[[ -n $(launcher_of muster-team-a second) && -n $(launcher_of muster-team-b second) ]] && break
+	sleep 0.2
+done
+say "Once team a's first job has succeeded, its second"
+kubectl get pods --namespace muster-team-a --selector training.kubeflow.org/job-name=second --sort-by .metadata.creationTimestamp \
+	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.training\.kubeflow\.org/job-role,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
+events muster-team-a '$2 ~ /^Admitted|^QuotaReserved|^Pending|^GangAdmitted/'
+launcher=$(kubectl get pods --namespace muster-team-a --selector training.kubeflow.org/job-name=second,training.kubeflow.org/job-role=launcher -o jsonpath='{.items[0].metadata.name}')
+if [[ -n $early || -z $launcher || -z $(launcher_of muster-team-b second) ]]; then
+	echo "the second jobs had pods [$early] while the first ran, and team a's launcher is [$launcher]: want none, then each launcher bound" >&2
+	exit 1
+fi
+bound_after_ready muster-team-a "$launcher" second-worker-0 second-worker-1
+kubectl delete namespace muster-team-a muster-team-b --wait=false >/dev/null
+kubectl delete -f "$root/manifests/examples/kueue/queues.yaml" --ignore-not-found --wait=false >/dev/null
+echo
+echo "Kueue admitted one job per team's quota and kept each team's second job"
+echo "suspended, with no pod, until its first had succeeded; each admitted job"
+echo "was ganged by muster-scheduler, its launcher bound only after its workers"
+echo "were Ready, on the node of Kueue's ResourceFlavor."
+
 if [[ ${KEEP:-} == 1 ]]; then
 	echo
 	echo "The cluster keeps running (KEEP=1):"

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -87,4 +88,29 @@ func CreateObject(t *testing.T, namespace, manifest string) {
 			t.Errorf("deleting %s %s: %v", gvk.Kind, obj.GetName(), err)
 		}
 	})
+}
+
+// WatchNoneBefore watches the namespace's pods, in the order the API server
+// committed them, for a pod that later selects seen before any pod that
+// done selects: a job Kueue should have held back until another ended. It
+// returns a function that names the first such pod, "" for none.
+func WatchNoneBefore(t *testing.T, namespace string, done, later func(*corev1.Pod) bool) func() string {
+	t.Helper()
+	var mu sync.Mutex
+	ended, early := false, ""
+	WatchPods(t, namespace, func(_, pod *corev1.Pod) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case done(pod):
+			ended = true
+		case later(pod) && !ended && early == "":
+			early = pod.Name
+		}
+	})
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return early
+	}
 }

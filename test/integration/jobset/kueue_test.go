@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +16,28 @@ import (
 )
 
 var errNotTwo = errors.New("not two workers yet")
+
+// boundWorkers waits until the JobSet's two workers, not being deleted,
+// are bound, and returns them.
+func boundWorkers(t *testing.T, namespace, jobSet string) []corev1.Pod {
+	t.Helper()
+	return framework.Eventually(t, "the workers of "+jobSet+" bound", func(ctx context.Context) ([]corev1.Pod, error) {
+		pods, err := framework.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetNameLabel + "=" + jobSet + "," + topology.JobSetReplicatedJobLabel + "=workers"})
+		if err != nil {
+			return nil, err
+		}
+		var bound []corev1.Pod
+		for _, pod := range pods.Items {
+			if framework.IsBound(&pod) && pod.DeletionTimestamp == nil {
+				bound = append(bound, pod)
+			}
+		}
+		if len(bound) != 2 {
+			return nil, errNotTwo
+		}
+		return bound, nil
+	})
+}
 
 // queued puts the JobSet manifest in the namespace's LocalQueue lq and
 // names it name.
@@ -44,52 +65,23 @@ func TestAJobSetWaitsInKueueAndItsLateLauncherKeepsItsRoom(t *testing.T) {
 	framework.NodePool(t, ns, 1, "3")
 	framework.QueueFor(t, ns, "3")
 	seen := framework.WatchTimeline(t, ns)
-	// None of the second JobSet's pods may come before the first has
-	// completed, in the order the API server committed the pods.
-	var mu sync.Mutex
-	firstDone, early := false, ""
-	framework.WatchPods(t, ns, func(_, pod *corev1.Pod) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch js := pod.Labels[topology.JobSetNameLabel]; {
-		case js == "first" && pod.Labels[topology.JobSetReplicatedJobLabel] == "launcher" && pod.Status.Phase == corev1.PodSucceeded:
-			firstDone = true
-		case js == "second" && !firstDone && early == "":
-			early = pod.Name
-		}
-	})
+	early := framework.WatchNoneBefore(t, ns, func(pod *corev1.Pod) bool {
+		return pod.Labels[topology.JobSetNameLabel] == "first" && pod.Labels[topology.JobSetReplicatedJobLabel] == "launcher" && pod.Status.Phase == corev1.PodSucceeded
+	}, func(pod *corev1.Pod) bool { return pod.Labels[topology.JobSetNameLabel] == "second" })
 
 	createJobSet(t, ns, queued(dependsOnJobSet, "first"), "3s")
 	checkGrouped(t, ns, "first", "PodGroup first: minMember 3, roles workers=2,launcher=1, launch order workers>launcher")
 	createJobSet(t, ns, queued(dependsOnJobSet, "second"), "3s")
-	workers := framework.Eventually(t, "the first JobSet's workers", func(ctx context.Context) ([]corev1.Pod, error) {
-		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetNameLabel + "=first," + topology.JobSetReplicatedJobLabel + "=workers"})
-		if err != nil || len(pods.Items) != 2 {
-			return nil, errNotTwo
-		}
-		return pods.Items, nil
-	})
-	checkLauncherBoundIntoHeldRoom(t, ns, seen, workers)
+	checkLauncherBoundIntoHeldRoom(t, ns, seen, boundWorkers(t, ns, "first"))
 	// The pod of no group would take room the second JobSet needs.
 	if err := framework.Client.CoreV1().Pods(ns).Delete(context.Background(), framework.IntruderName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
 	checkGrouped(t, ns, "second", "PodGroup second: minMember 3, roles workers=2,launcher=1, launch order workers>launcher")
-	workers = framework.Eventually(t, "the second JobSet's workers", func(ctx context.Context) ([]corev1.Pod, error) {
-		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetNameLabel + "=second," + topology.JobSetReplicatedJobLabel + "=workers"})
-		if err != nil || len(pods.Items) != 2 {
-			return nil, errNotTwo
-		}
-		return pods.Items, nil
-	})
-	for _, worker := range workers {
-		framework.WaitForPod(t, ns, worker.Name, "bound", framework.IsBound)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if early != "" {
-		t.Errorf("the second JobSet, beyond the queue's quota, had pod %s before the first had completed", early)
+	boundWorkers(t, ns, "second")
+	if pod := early(); pod != "" {
+		t.Errorf("the second JobSet, beyond the queue's quota, had pod %s before the first had completed", pod)
 	}
 }
 
@@ -120,27 +112,9 @@ func TestAJobSetKueuePreemptsReleasesItsHeldRoomAndRunsAgain(t *testing.T) {
 			"labels: {kueue.x-k8s.io/queue-name: lq, kueue.x-k8s.io/priority-class: "+ns+"-"+name+"}", 1)
 		return strings.ReplaceAll(manifest, "READY", ready)
 	}
-	workersOf := func(jobSet string) []corev1.Pod {
-		return framework.Eventually(t, "the workers of "+jobSet+" bound", func(ctx context.Context) ([]corev1.Pod, error) {
-			pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetNameLabel + "=" + jobSet + "," + topology.JobSetReplicatedJobLabel + "=workers"})
-			if err != nil {
-				return nil, err
-			}
-			var bound []corev1.Pod
-			for _, pod := range pods.Items {
-				if framework.IsBound(&pod) && pod.DeletionTimestamp == nil {
-					bound = append(bound, pod)
-				}
-			}
-			if len(bound) != 2 {
-				return nil, errNotTwo
-			}
-			return bound, nil
-		})
-	}
 
 	createJobSet(t, ns, prioritized("low", "60s"), "60s")
-	evicted := workersOf("low")
+	evicted := boundWorkers(t, ns, "low")
 	createJobSet(t, ns, prioritized("high", "1s"), "1s")
 	framework.Eventually(t, "JobSet high Completed", func(ctx context.Context) (string, error) {
 		return "Completed", jobSetCompleted(ctx, ns, "high")
@@ -156,7 +130,7 @@ func TestAJobSetKueuePreemptsReleasesItsHeldRoomAndRunsAgain(t *testing.T) {
 		t.Errorf("the room held for the evicted JobSet's launcher was kept until its schedule timeout: %s", expired.Items[0].Note)
 	}
 
-	again := workersOf("low")
+	again := boundWorkers(t, ns, "low")
 	for _, pod := range again {
 		for _, old := range evicted {
 			if pod.UID == old.UID {

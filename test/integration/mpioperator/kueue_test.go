@@ -4,7 +4,6 @@ import (
 	"context"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,43 +15,18 @@ import (
 	"github.com/muster-dev/muster/test/integration/framework"
 )
 
-// A queued MPIJob: its launcher, created once both workers are Ready,
-// succeeds 2 s after it is Ready, and with it the job.
-const queuedJob = `
-apiVersion: kubeflow.org/v2beta1
-kind: MPIJob
-metadata:
-  name: NAME
-  labels: {kueue.x-k8s.io/queue-name: lq}
-spec:
-  slotsPerWorker: 1
-  launcherCreationPolicy: WaitForWorkersReady
-  mpiReplicaSpecs:
-    Launcher:
-      replicas: 1
-      template:
-        metadata:
-          annotations: {muster.dev/sim-run-for: 2s}
-        spec:
-          nodeSelector: {muster.dev/test-pool: NAMESPACE}
-          tolerations: [{key: muster.dev/test-pool, operator: Equal, value: NAMESPACE, effect: NoSchedule}]
-          containers:
-          - {name: launcher, image: mpioperator/mpi-pi:openmpi, command: [mpirun, -n, "2", /home/mpiuser/pi], resources: {requests: {cpu: "1"}}}
-    Worker:
-      replicas: 2
-      template:
-        metadata:
-          annotations: {muster.dev/sim-ready-after: 3s}
-        spec:
-          nodeSelector: {muster.dev/test-pool: NAMESPACE}
-          tolerations: [{key: muster.dev/test-pool, operator: Equal, value: NAMESPACE, effect: NoSchedule}]
-          containers:
-          - {name: worker, image: mpioperator/mpi-pi:openmpi, command: [/usr/sbin/sshd, -De], resources: {requests: {cpu: "1"}}}
-`
+// queuedJob is lateLauncherJob named NAME in the namespace's LocalQueue
+// lq, its launcher succeeding 2 s after it is Ready, and with it the job.
+var queuedJob = strings.Replace(
+	strings.Replace(lateLauncherJob, "  name: late\n", "  name: NAME\n  labels: {kueue.x-k8s.io/queue-name: lq}\n", 1),
+	"      template:\n        spec:\n", "      template:\n        metadata:\n          annotations: {muster.dev/sim-run-for: 2s}\n        spec:\n", 1)
+
+// jobNameLabel names the MPIJob of each pod mpi-operator makes.
+const jobNameLabel = "training.kubeflow.org/job-name"
 
 // jobPods lists the pods mpi-operator made for the job.
 func jobPods(ctx context.Context, namespace, job string) ([]corev1.Pod, error) {
-	pods, err := framework.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "training.kubeflow.org/job-name=" + job})
+	pods, err := framework.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: jobNameLabel + "=" + job})
 	if err != nil {
 		return nil, err
 	}
@@ -104,21 +78,9 @@ func TestAnMPIJobWaitsInKueueThenLaunchesInOrder(t *testing.T) {
 		}
 	})
 	seen := framework.WatchTimeline(t, ns)
-	// The pods of the namespace in the order the API server committed
-	// them: none of the second job's may come before the first's
-	// launcher has succeeded.
-	var mu sync.Mutex
-	firstDone, early := false, ""
-	framework.WatchPods(t, ns, func(_, pod *corev1.Pod) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch job := pod.Labels["training.kubeflow.org/job-name"]; {
-		case job == "first" && pod.Labels[topology.KubeflowJobRoleLabel] == "launcher" && pod.Status.Phase == corev1.PodSucceeded:
-			firstDone = true
-		case job == "second" && !firstDone && early == "":
-			early = pod.Name
-		}
-	})
+	early := framework.WatchNoneBefore(t, ns, func(pod *corev1.Pod) bool {
+		return pod.Labels[jobNameLabel] == "first" && pod.Labels[topology.KubeflowJobRoleLabel] == "launcher" && pod.Status.Phase == corev1.PodSucceeded
+	}, func(pod *corev1.Pod) bool { return pod.Labels[jobNameLabel] == "second" })
 	for _, name := range []string{"first", "second"} {
 		job := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal([]byte(strings.NewReplacer("NAMESPACE", ns, "NAME", name).Replace(queuedJob)), &job.Object); err != nil {
@@ -138,9 +100,7 @@ func TestAnMPIJobWaitsInKueueThenLaunchesInOrder(t *testing.T) {
 	launcher = boundLauncherOf(t, ns, "second")
 	seen.BoundAfterReady(t, "second-worker-0", launcher.Name)
 	seen.BoundAfterReady(t, "second-worker-1", launcher.Name)
-	mu.Lock()
-	defer mu.Unlock()
-	if early != "" {
-		t.Errorf("the second job, beyond the queue's quota, had pod %s before the first job's launcher had succeeded", early)
+	if pod := early(); pod != "" {
+		t.Errorf("the second job, beyond the queue's quota, had pod %s before the first job's launcher had succeeded", pod)
 	}
 }

@@ -3,7 +3,6 @@ package operators
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,20 +32,9 @@ func TestAPyTorchJobWaitsInKueueThenIsGangedAndOrdered(t *testing.T) {
 	framework.LogTailOnFailure(t, "kueue")
 	framework.QueueFor(t, ns, "3")
 	seen := framework.WatchTimeline(t, ns)
-	// None of the second job's pods may come before the first's master has
-	// succeeded, in the order the API server committed the pods.
-	var mu sync.Mutex
-	firstDone, early := false, ""
-	framework.WatchPods(t, ns, func(_, pod *corev1.Pod) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case pod.Name == "first-master-0" && pod.Status.Phase == corev1.PodSucceeded:
-			firstDone = true
-		case strings.HasPrefix(pod.Name, "second-") && !firstDone && early == "":
-			early = pod.Name
-		}
-	})
+	early := framework.WatchNoneBefore(t, ns, func(pod *corev1.Pod) bool {
+		return pod.Name == "first-master-0" && pod.Status.Phase == corev1.PodSucceeded
+	}, func(pod *corev1.Pod) bool { return strings.HasPrefix(pod.Name, "second-") })
 	jobs := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}).Namespace(ns)
 	for _, name := range []string{"first", "second"} {
 		manifest := strings.NewReplacer("name: pt", "name: "+name+"\n  labels: {kueue.x-k8s.io/queue-name: lq}",
@@ -70,9 +58,7 @@ func TestAPyTorchJobWaitsInKueueThenIsGangedAndOrdered(t *testing.T) {
 			seen.BoundAfterReady(t, job+"-master-0", worker)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if early != "" {
-		t.Errorf("the second job, beyond the queue's quota, had pod %s before the first job's master had succeeded", early)
+	if pod := early(); pod != "" {
+		t.Errorf("the second job, beyond the queue's quota, had pod %s before the first job's master had succeeded", pod)
 	}
 }
