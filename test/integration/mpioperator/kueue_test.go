@@ -2,6 +2,7 @@ package mpioperator
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -9,6 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	"github.com/muster-dev/muster/pkg/topology"
@@ -102,5 +106,67 @@ func TestAnMPIJobWaitsInKueueThenLaunchesInOrder(t *testing.T) {
 	seen.BoundAfterReady(t, "second-worker-1", launcher.Name)
 	if pod := early(); pod != "" {
 		t.Errorf("the second job, beyond the queue's quota, had pod %s before the first job's launcher had succeeded", pod)
+	}
+}
+
+// TestAnMPIJobSuspendedAndResumedByKueueLaunchesInOrderAgain: a queued
+// MPIJob runs, its launcher bound after its workers are Ready; then its
+// Workload is deactivated (spec.active: false), as a user stops a job
+// Kueue manages, and Kueue suspends it: mpi-operator deletes its pods.
+// Activated again, it is admitted again, and its new pods are ganged and
+// ordered as the first time, with nothing left of the first run in the
+// way.
+func TestAnMPIJobSuspendedAndResumedByKueueLaunchesInOrderAgain(t *testing.T) {
+	if err := startMPIOperator(); err != nil {
+		t.Fatalf("starting mpi-operator: %v", err)
+	}
+	if err := framework.StartKueue(); err != nil {
+		t.Fatalf("starting Kueue: %v", err)
+	}
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "3")
+	framework.QueueFor(t, ns, "3")
+	seen := framework.WatchTimeline(t, ns)
+	job := &unstructured.Unstructured{}
+	// The launcher runs until it is deleted.
+	manifest := strings.NewReplacer("NAMESPACE", ns, "NAME", "resumed", "muster.dev/sim-run-for: 2s", "muster.dev/sim-run-for: 1h").Replace(queuedJob)
+	if err := yaml.Unmarshal([]byte(manifest), &job.Object); err != nil {
+		t.Fatal(err)
+	}
+	createMPIJob(t, ns, job)
+	launcher := boundLauncherOf(t, ns, "resumed")
+	seen.BoundAfterReady(t, "resumed-worker-0", launcher.Name)
+	seen.BoundAfterReady(t, "resumed-worker-1", launcher.Name)
+
+	setWorkloadActive(t, ns, false)
+	framework.Eventually(t, "the suspended job's pods gone", func(ctx context.Context) (int, error) {
+		pods, err := jobPods(ctx, ns, "resumed")
+		if err != nil || len(pods) > 0 {
+			return 0, fmt.Errorf("%d pods (%v)", len(pods), err)
+		}
+		return 0, nil
+	})
+	again := framework.WatchTimeline(t, ns)
+	setWorkloadActive(t, ns, true)
+	relaunched := boundLauncherOf(t, ns, "resumed")
+	if relaunched.UID == launcher.UID {
+		t.Fatalf("the launcher %s was never replaced", launcher.Name)
+	}
+	again.BoundAfterReady(t, "resumed-worker-0", relaunched.Name)
+	again.BoundAfterReady(t, "resumed-worker-1", relaunched.Name)
+}
+
+// setWorkloadActive sets spec.active of the namespace's one Kueue
+// Workload.
+func setWorkloadActive(t *testing.T, namespace string, active bool) {
+	t.Helper()
+	workloads := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}).Namespace(namespace)
+	list, err := workloads.List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("the namespace has %d Workloads (%v), want 1", len(list.Items), err)
+	}
+	patch := fmt.Sprintf(`{"spec":{"active":%t}}`, active)
+	if _, err := workloads.Patch(context.Background(), list.Items[0].GetName(), types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("setting Workload %s active %t: %v", list.Items[0].GetName(), active, err)
 	}
 }
