@@ -73,7 +73,7 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if err := r.Client.Get(ctx, req.NamespacedName, pg); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if _, awaits := topology.AwaitsDerivation(pg); !awaits || pg.DeletionTimestamp != nil {
+	if _, awaits := topology.AwaitsDerivation(pg); (!awaits && !minMemberReset(pg)) || pg.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
 	ref := metav1.GetControllerOfNoCopy(pg)
@@ -159,6 +159,27 @@ func (r *TopologyReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 			"minMember %d → %d, and minResources less their requests: %s run first, and finish, outside the gang; the gang is the replicated jobs after them", operatorMinMember, minMember, strings.Join(runFirst, ", "))
 	}
 	return reconcile.Result{}, nil
+}
+
+// minMemberReset reports whether the operator has written a derived
+// PodGroup's minMember again, above its roles' pods: Trainer does so when
+// it resumes a suspended TrainJob (as Kueue does at admission), counting
+// again the replicated jobs that run first, outside the gang. Left so, the
+// gang would wait for members that never join it; derived again, it is
+// lowered again.
+func minMemberReset(pg *v1alpha1.PodGroup) bool {
+	if !strings.HasPrefix(pg.Annotations[topology.DerivedFromAnnotation], topology.TrainJobKind+"/") {
+		return false
+	}
+	topo, errs := topology.FromPodGroup(pg)
+	if len(errs) > 0 {
+		return false
+	}
+	var members int32
+	for _, pods := range topo.Replicas {
+		members += pods
+	}
+	return pg.Spec.MinMember > members
 }
 
 // withoutRequests is total less requests, none below zero; an empty total

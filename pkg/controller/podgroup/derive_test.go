@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -50,4 +52,31 @@ func TestTheOwnersRequiredDomainIsDerivedWithItsTopology(t *testing.T) {
 	err := withOwnersDomain(map[string]string{}, map[string]string{topology.DomainRequiredAnnotation: "a rack"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `the owner's annotation: metadata.annotations[muster.dev/topology-required]: Invalid value: "a rack"`)
+}
+
+func TestATrainJobsPodGroupWhoseMinMemberTrainerWroteAgainIsDerivedAgain(t *testing.T) {
+	derived := func(from string, minMember int32) *v1alpha1.PodGroup {
+		return &v1alpha1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Name: "torch", Annotations: map[string]string{
+				topology.FrameworkAnnotation: "pytorch", topology.RolesAnnotation: "node=3", topology.LaunchOrderAnnotation: "none",
+				topology.DerivedFromAnnotation: from,
+			}},
+			Spec: v1alpha1.PodGroupSpec{MinMember: minMember},
+		}
+	}
+	tests := []struct {
+		name string
+		pg   *v1alpha1.PodGroup
+		want bool
+	}{
+		{"Trainer counted its initializer again, on resume", derived("TrainJob/torch", 4), true},
+		{"the gang's pods, as muster lowered it", derived("TrainJob/torch", 3), false},
+		{"another operator's, whose minMember muster never lowers", derived("PyTorchJob/torch", 4), false},
+		{"not derived", &v1alpha1.PodGroup{Spec: v1alpha1.PodGroupSpec{MinMember: 4}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, minMemberReset(tt.pg))
+		})
+	}
 }

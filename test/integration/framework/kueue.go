@@ -3,6 +3,8 @@ package framework
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -113,4 +115,16 @@ func WatchNoneBefore(t *testing.T, namespace string, done, later func(*corev1.Po
 		defer mu.Unlock()
 		return early
 	}
+}
+
+// ShowOnFailure logs the namespace's objects of the kinds named (as
+// kubectl get names them) when the test fails.
+func ShowOnFailure(t *testing.T, namespace, kinds string) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := exec.Command(filepath.Join(BinDir(), "kubectl"), "--kubeconfig", Cluster().Kubeconfig, "-n", namespace,
+				"get", kinds, "-o", "wide").CombinedOutput()
+			t.Logf("the namespace as the test failed:\n%s", out)
+		}
+	})
 }

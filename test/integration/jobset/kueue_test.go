@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/muster-dev/muster/pkg/controller/podgroup"
 	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
@@ -137,5 +138,49 @@ func TestAJobSetKueuePreemptsReleasesItsHeldRoomAndRunsAgain(t *testing.T) {
 				t.Errorf("worker %s of the evicted JobSet was never replaced", pod.Name)
 			}
 		}
+	}
+}
+
+// TestATrainJobWaitsInKueueThenRunsItsNodesAsAGang: two torch TrainJobs,
+// each a dataset initializer and then three nodes, in a queue whose quota
+// (4 CPUs: the initializer's and the nodes') holds one, on a pool with
+// room for both. The second has no pod until the first's nodes have
+// succeeded; each runs its initializer alone, then its nodes as a gang,
+// and completes.
+func TestATrainJobWaitsInKueueThenRunsItsNodesAsAGang(t *testing.T) {
+	if err := startOperators(); err != nil {
+		t.Fatalf("starting the JobSet controller and Trainer: %v", err)
+	}
+	if err := framework.StartKueue(); err != nil {
+		t.Fatalf("starting Kueue: %v", err)
+	}
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 2, "3")
+	framework.QueueFor(t, ns, "4")
+	framework.ShowOnFailure(t, ns, "pods,workloads,podgroups,trainjobs,jobsets,events")
+	early := framework.WatchNoneBefore(t, ns, func(pod *corev1.Pod) bool {
+		return pod.Labels[topology.JobSetNameLabel] == "torch" && pod.Labels[topology.JobSetReplicatedJobLabel] == "node" && pod.Status.Phase == corev1.PodSucceeded
+	}, func(pod *corev1.Pod) bool { return pod.Labels[topology.JobSetNameLabel] == "torch-2" })
+	queuedJob := "kind: TrainJob\nmetadata:\n  name: torch\n  labels: {kueue.x-k8s.io/queue-name: lq}\n"
+	manifest := strings.Replace(torchTrainJob, "kind: TrainJob\nmetadata:\n  name: torch\n", queuedJob, 1)
+	createTrainJob(t, ns, manifest)
+	// Kueue admits in the order the jobs were created.
+	framework.Eventually(t, "a pod of TrainJob torch", func(ctx context.Context) (int, error) {
+		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetNameLabel + "=torch"})
+		if err != nil || len(pods.Items) == 0 {
+			return 0, fmt.Errorf("no pod yet (%v)", err)
+		}
+		return len(pods.Items), nil
+	})
+	second := manifest[strings.LastIndex(manifest, "\n---\n")+len("\n---\n"):]
+	createTrainJob(t, ns, strings.Replace(second, "  name: torch\n", "  name: torch-2\n", 1))
+
+	for _, name := range []string{"torch", "torch-2"} {
+		waitForTrainJobComplete(t, ns, name)
+		trainerPodGroup(t, ns, name)
+		framework.WaitForEvent(t, ns, name, podgroup.ReasonMinMemberLowered)
+	}
+	if pod := early(); pod != "" {
+		t.Errorf("the second TrainJob, beyond the queue's quota, had pod %s before the first's nodes had succeeded", pod)
 	}
 }

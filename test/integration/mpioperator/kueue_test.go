@@ -3,7 +3,6 @@ package mpioperator
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -74,13 +73,7 @@ func TestAnMPIJobWaitsInKueueThenLaunchesInOrder(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 2, "3")
 	framework.QueueFor(t, ns, "3")
-	t.Cleanup(func() {
-		if t.Failed() {
-			out, _ := exec.Command(framework.BinDir()+"/kubectl", "--kubeconfig", framework.Cluster().Kubeconfig, "-n", ns,
-				"get", "pods,workloads,podgroups,mpijobs,events", "-o", "wide").CombinedOutput()
-			t.Logf("the namespace as the test failed:\n%s", out)
-		}
-	})
+	framework.ShowOnFailure(t, ns, "pods,workloads,podgroups,mpijobs,events")
 	seen := framework.WatchTimeline(t, ns)
 	early := framework.WatchNoneBefore(t, ns, func(pod *corev1.Pod) bool {
 		return pod.Labels[jobNameLabel] == "first" && pod.Labels[topology.KubeflowJobRoleLabel] == "launcher" && pod.Status.Phase == corev1.PodSucceeded
