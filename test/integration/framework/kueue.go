@@ -27,8 +27,12 @@ import (
 var StartKueue = sync.OnceValue(func() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	return Cluster().StartKueue(ctx, BinDir(), localcluster.KueueOptions{})
+	return Cluster().StartKueue(ctx, BinDir(), KueueOptions)
 })
+
+// KueueOptions configure the Kueue StartKueue runs; a package sets them
+// in its TestMain.
+var KueueOptions localcluster.KueueOptions
 
 // QueueFor gives the namespace a LocalQueue, lq, of a ClusterQueue of its
 // own whose quota is cpu CPUs of one ResourceFlavor, as a platform team

@@ -12,6 +12,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -22,6 +25,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// A workload whose pods are not all Ready this long after its
+	// admission is evicted (TestAWorkloadEvictedForPodsNotReadyLeavesNothingBehind);
+	// every other test's pods are Ready well within it.
+	framework.KueueOptions.WaitForPodsReady = "15s"
 	framework.RunMain(m, nil)
 }
 
@@ -162,4 +169,92 @@ func TestABatchJobWaitsInKueueThenRunsAsAGang(t *testing.T) {
 	if pod := early(); pod != "" {
 		t.Errorf("the second Job, beyond the queue's quota, had pod %s before the first had completed", pod)
 	}
+}
+
+// TestAWorkloadEvictedForPodsNotReadyLeavesNothingBehind: Kueue runs with
+// waitForPodsReady (15 s). A Job of three pods in a hand-written PodGroup
+// is admitted and bound whole on a pool of 3 CPUs, but its pods never turn
+// Ready: Kueue evicts it, suspending the Job, whose pods go. muster keeps
+// nothing of it: the PodGroup's status no longer says any member runs,
+// and a gang of three of no queue, which needs the whole pool, is bound
+// whole.
+func TestAWorkloadEvictedForPodsNotReadyLeavesNothingBehind(t *testing.T) {
+	if err := framework.StartKueue(); err != nil {
+		t.Fatalf("starting Kueue: %v", err)
+	}
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "3")
+	framework.QueueFor(t, ns, "3")
+	framework.ShowOnFailure(t, ns, "pods,workloads,podgroups,jobs,events")
+	framework.CreatePodGroup(t, ns, "stuck", 3, nil)
+	job := queuedJob(ns, "stuck")
+	job.Spec.Template.Annotations = map[string]string{"muster.dev/sim-ready-after": "1h"}
+	framework.Eventually(t, "Job stuck created", func(ctx context.Context) (*batchv1.Job, error) {
+		return framework.Client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
+	})
+	framework.Eventually(t, "Job stuck's three pods bound", func(ctx context.Context) (int, error) {
+		return boundOf(ctx, ns, "stuck", 3)
+	})
+
+	framework.Eventually(t, "Job stuck suspended by Kueue", func(ctx context.Context) (bool, error) {
+		got, err := framework.Client.BatchV1().Jobs(ns).Get(ctx, "stuck", metav1.GetOptions{})
+		if err != nil || got.Spec.Suspend == nil || !*got.Spec.Suspend {
+			return false, fmt.Errorf("not suspended (%v)", err)
+		}
+		return true, nil
+	})
+	framework.Eventually(t, "the Workload evicted for PodsReadyTimeout", func(ctx context.Context) (string, error) {
+		workloads := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}).Namespace(ns)
+		list, err := workloads.List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) != 1 {
+			return "", fmt.Errorf("%d Workloads (%v)", len(list.Items), err)
+		}
+		conditions, _, _ := unstructured.NestedSlice(list.Items[0].Object, "status", "conditions")
+		for _, c := range conditions {
+			if c, _ := c.(map[string]any); c["type"] == "Evicted" && c["reason"] == "PodsReadyTimeout" {
+				return "evicted", nil
+			}
+		}
+		return "", fmt.Errorf("conditions %v", conditions)
+	})
+	framework.Eventually(t, "Job stuck's pods gone", func(ctx context.Context) (int, error) {
+		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=stuck"})
+		if err != nil || len(pods.Items) > 0 {
+			return 0, fmt.Errorf("%d pods (%v)", len(pods.Items), err)
+		}
+		return 0, nil
+	})
+	framework.Eventually(t, "PodGroup stuck's status without running members", func(ctx context.Context) (*v1alpha1.PodGroup, error) {
+		pg, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns).Get(ctx, "stuck", metav1.GetOptions{})
+		if err != nil || pg.Status.Running != 0 || pg.Status.Phase != v1alpha1.PodGroupPending {
+			return nil, fmt.Errorf("status %+v (%v)", pg.Status, err)
+		}
+		return pg, nil
+	})
+
+	framework.CreatePodGroup(t, ns, "after", 3, nil)
+	for i := range 3 {
+		framework.CreatePods(t, framework.InPool(framework.MemberPod(ns, "after", i, "1").Obj(), ns))
+	}
+	framework.Eventually(t, "the gang after it bound whole", func(ctx context.Context) (int, error) {
+		return boundOf(ctx, ns, "after", 3)
+	})
+}
+
+// boundOf returns how many of the group's pods are bound, once want are.
+func boundOf(ctx context.Context, namespace, group string, want int) (int, error) {
+	pods, err := framework.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=" + group})
+	if err != nil {
+		return 0, err
+	}
+	bound := 0
+	for i := range pods.Items {
+		if framework.IsBound(&pods.Items[i]) && pods.Items[i].DeletionTimestamp == nil {
+			bound++
+		}
+	}
+	if bound != want {
+		return bound, fmt.Errorf("%d of %d bound", bound, want)
+	}
+	return bound, nil
 }
