@@ -34,6 +34,24 @@ var StartKueue = sync.OnceValue(func() error {
 // in its TestMain.
 var KueueOptions localcluster.KueueOptions
 
+// QueuedNamespace starts Kueue once, and returns a namespace of the test
+// with a pool of nodes of nodeCPU CPUs each (none when nodes is 0) and a
+// LocalQueue lq whose ClusterQueue holds quota CPUs (QueueFor); its pods,
+// Workloads, PodGroups and events are shown if the test fails.
+func QueuedNamespace(t *testing.T, nodes int, nodeCPU, quota string) string {
+	t.Helper()
+	if err := StartKueue(); err != nil {
+		t.Fatalf("starting Kueue: %v", err)
+	}
+	ns := NewNamespace(t)
+	if nodes > 0 {
+		NodePool(t, ns, nodes, nodeCPU)
+	}
+	QueueFor(t, ns, quota)
+	ShowOnFailure(t, ns, "pods,workloads,podgroups,events")
+	return ns
+}
+
 // QueueFor gives the namespace a LocalQueue, lq, of a ClusterQueue of its
 // own whose quota is cpu CPUs of one ResourceFlavor, as a platform team
 // gives a team its share; a workload of higher priority preempts one of

@@ -59,12 +59,7 @@ func TestAJobSetWaitsInKueueAndItsLateLauncherKeepsItsRoom(t *testing.T) {
 	if err := startOperators(); err != nil {
 		t.Fatalf("starting the JobSet controller and Trainer: %v", err)
 	}
-	if err := framework.StartKueue(); err != nil {
-		t.Fatalf("starting Kueue: %v", err)
-	}
-	ns := framework.NewNamespace(t)
-	framework.NodePool(t, ns, 1, "3")
-	framework.QueueFor(t, ns, "3")
+	ns := framework.QueuedNamespace(t, 1, "3", "3")
 	seen := framework.WatchTimeline(t, ns)
 	early := framework.WatchNoneBefore(t, ns, func(pod *corev1.Pod) bool {
 		return pod.Labels[topology.JobSetNameLabel] == "first" && pod.Labels[topology.JobSetReplicatedJobLabel] == "launcher" && pod.Status.Phase == corev1.PodSucceeded
@@ -99,12 +94,7 @@ func TestAJobSetKueuePreemptsReleasesItsHeldRoomAndRunsAgain(t *testing.T) {
 	if err := startOperators(); err != nil {
 		t.Fatalf("starting the JobSet controller and Trainer: %v", err)
 	}
-	if err := framework.StartKueue(); err != nil {
-		t.Fatalf("starting Kueue: %v", err)
-	}
-	ns := framework.NewNamespace(t)
-	framework.NodePool(t, ns, 1, "3")
-	framework.QueueFor(t, ns, "3")
+	ns := framework.QueuedNamespace(t, 1, "3", "3")
 	for name, value := range map[string]int{"low": 100, "high": 1000} {
 		framework.CreateObject(t, "", fmt.Sprintf("apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\nmetadata: {name: %s-%s}\nvalue: %d\n", ns, name, value))
 	}
@@ -151,13 +141,7 @@ func TestATrainJobWaitsInKueueThenRunsItsNodesAsAGang(t *testing.T) {
 	if err := startOperators(); err != nil {
 		t.Fatalf("starting the JobSet controller and Trainer: %v", err)
 	}
-	if err := framework.StartKueue(); err != nil {
-		t.Fatalf("starting Kueue: %v", err)
-	}
-	ns := framework.NewNamespace(t)
-	framework.NodePool(t, ns, 2, "3")
-	framework.QueueFor(t, ns, "4")
-	framework.ShowOnFailure(t, ns, "pods,workloads,podgroups,trainjobs,jobsets,events")
+	ns := framework.QueuedNamespace(t, 2, "3", "4")
 	early := framework.WatchNoneBefore(t, ns, func(pod *corev1.Pod) bool {
 		return pod.Labels[topology.JobSetNameLabel] == "torch" && pod.Labels[topology.JobSetReplicatedJobLabel] == "node" && pod.Status.Phase == corev1.PodSucceeded
 	}, func(pod *corev1.Pod) bool { return pod.Labels[topology.JobSetNameLabel] == "torch-2" })

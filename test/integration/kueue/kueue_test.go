@@ -60,12 +60,7 @@ func kueuePodGroup(t *testing.T, namespace, name string, size int) {
 // none of the 3, where one by one 2 would have been bound. Given a third
 // CPU, all are bound.
 func TestAKueuePodGroupIsAGangOnceAdmitted(t *testing.T) {
-	if err := framework.StartKueue(); err != nil {
-		t.Fatalf("starting Kueue: %v", err)
-	}
-	ns := framework.NewNamespace(t)
-	framework.NodePool(t, ns, 1, "2")
-	framework.QueueFor(t, ns, "3")
+	ns := framework.QueuedNamespace(t, 1, "2", "3")
 	var mu sync.Mutex
 	bound := map[string]bool{}
 	framework.WatchPods(t, ns, func(_, pod *corev1.Pod) {
@@ -129,12 +124,7 @@ func queuedJob(namespace, name string) *batchv1.Job {
 // with no pod, until the first has completed; then it runs to completion
 // too.
 func TestABatchJobWaitsInKueueThenRunsAsAGang(t *testing.T) {
-	if err := framework.StartKueue(); err != nil {
-		t.Fatalf("starting Kueue: %v", err)
-	}
-	ns := framework.NewNamespace(t)
-	framework.NodePool(t, ns, 2, "3")
-	framework.QueueFor(t, ns, "3")
+	ns := framework.QueuedNamespace(t, 2, "3", "3")
 	early := framework.WatchNoneBefore(t, ns, func(pod *corev1.Pod) bool {
 		return pod.Labels[topology.GroupLabel] == "first" && pod.Status.Phase == corev1.PodSucceeded
 	}, func(pod *corev1.Pod) bool { return pod.Labels[topology.GroupLabel] == "second" })
@@ -179,13 +169,7 @@ func TestABatchJobWaitsInKueueThenRunsAsAGang(t *testing.T) {
 // and a gang of three of no queue, which needs the whole pool, is bound
 // whole.
 func TestAWorkloadEvictedForPodsNotReadyLeavesNothingBehind(t *testing.T) {
-	if err := framework.StartKueue(); err != nil {
-		t.Fatalf("starting Kueue: %v", err)
-	}
-	ns := framework.NewNamespace(t)
-	framework.NodePool(t, ns, 1, "3")
-	framework.QueueFor(t, ns, "3")
-	framework.ShowOnFailure(t, ns, "pods,workloads,podgroups,jobs,events")
+	ns := framework.QueuedNamespace(t, 1, "3", "3")
 	framework.CreatePodGroup(t, ns, "stuck", 3, nil)
 	job := queuedJob(ns, "stuck")
 	job.Spec.Template.Annotations = map[string]string{"muster.dev/sim-ready-after": "1h"}

@@ -67,13 +67,7 @@ func TestAnMPIJobWaitsInKueueThenLaunchesInOrder(t *testing.T) {
 	if err := startMPIOperator(); err != nil {
 		t.Fatalf("starting mpi-operator: %v", err)
 	}
-	if err := framework.StartKueue(); err != nil {
-		t.Fatalf("starting Kueue: %v", err)
-	}
-	ns := framework.NewNamespace(t)
-	framework.NodePool(t, ns, 2, "3")
-	framework.QueueFor(t, ns, "3")
-	framework.ShowOnFailure(t, ns, "pods,workloads,podgroups,mpijobs,events")
+	ns := framework.QueuedNamespace(t, 2, "3", "3")
 	seen := framework.WatchTimeline(t, ns)
 	early := framework.WatchNoneBefore(t, ns, func(pod *corev1.Pod) bool {
 		return pod.Labels[jobNameLabel] == "first" && pod.Labels[topology.KubeflowJobRoleLabel] == "launcher" && pod.Status.Phase == corev1.PodSucceeded
@@ -113,12 +107,7 @@ func TestAnMPIJobSuspendedAndResumedByKueueLaunchesInOrderAgain(t *testing.T) {
 	if err := startMPIOperator(); err != nil {
 		t.Fatalf("starting mpi-operator: %v", err)
 	}
-	if err := framework.StartKueue(); err != nil {
-		t.Fatalf("starting Kueue: %v", err)
-	}
-	ns := framework.NewNamespace(t)
-	framework.NodePool(t, ns, 1, "3")
-	framework.QueueFor(t, ns, "3")
+	ns := framework.QueuedNamespace(t, 1, "3", "3")
 	seen := framework.WatchTimeline(t, ns)
 	job := &unstructured.Unstructured{}
 	// The launcher runs until it is deleted.

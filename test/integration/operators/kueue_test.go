@@ -25,12 +25,8 @@ func TestAPyTorchJobWaitsInKueueThenIsGangedAndOrdered(t *testing.T) {
 	if err := startTrainingOperator(); err != nil {
 		t.Fatalf("starting training-operator: %v", err)
 	}
-	if err := framework.StartKueue(); err != nil {
-		t.Fatalf("starting Kueue: %v", err)
-	}
-	ns := framework.NewNamespace(t)
+	ns := framework.QueuedNamespace(t, 0, "", "3")
 	framework.LogTailOnFailure(t, "kueue")
-	framework.QueueFor(t, ns, "3")
 	seen := framework.WatchTimeline(t, ns)
 	early := framework.WatchNoneBefore(t, ns, func(pod *corev1.Pod) bool {
 		return pod.Name == "first-master-0" && pod.Status.Phase == corev1.PodSucceeded
