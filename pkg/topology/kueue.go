@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,4 +39,31 @@ func KueuePodGroupTotal(pod *corev1.Pod) (int32, error) {
 		return 0, fmt.Errorf("annotation %s is %q; it must be the group's number of pods, at least 1", KueuePodGroupTotalAnnotation, value)
 	}
 	return int32(total), nil
+}
+
+// Kueue's Topology Aware Scheduling: the annotations that ask it to place
+// a pod set (a user's, or the one Kueue writes on every pod set it places
+// without a request), as Kueue itself reads them (its util/tas.IsTAS).
+const (
+	KueueRequiredTopologyAnnotation      = "kueue.x-k8s.io/podset-required-topology"
+	KueuePreferredTopologyAnnotation     = "kueue.x-k8s.io/podset-preferred-topology"
+	KueueUnconstrainedTopologyAnnotation = "kueue.x-k8s.io/podset-unconstrained-topology"
+)
+
+// KueueTopologyGate holds a pod Kueue places by topology until its
+// assignment is written into the pod's node selector.
+const KueueTopologyGate = "kueue.x-k8s.io/topology"
+
+// KueuePlaces reports whether Kueue's Topology Aware Scheduling places the
+// pod: it chose the pod's nodes when it admitted its workload, and writes
+// them into the pod's node selector before letting it be scheduled. Such a
+// pod goes where Kueue said; muster chooses no domain for it, which could
+// only disagree.
+func KueuePlaces(pod *corev1.Pod) bool {
+	for _, annotation := range []string{KueueRequiredTopologyAnnotation, KueuePreferredTopologyAnnotation, KueueUnconstrainedTopologyAnnotation} {
+		if _, ok := pod.Annotations[annotation]; ok {
+			return true
+		}
+	}
+	return slices.ContainsFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool { return g.Name == KueueTopologyGate })
 }

@@ -38,3 +38,23 @@ func TestAKueuePodGroupsTotalIsItsMinMember(t *testing.T) {
 		})
 	}
 }
+
+func TestKueuePlacesThePodsOfAPodSetItsTopologySchedulingPlaces(t *testing.T) {
+	tests := []struct {
+		name string
+		pod  *st.PodWrapper
+		want bool
+	}{
+		{"a required topology", st.MakePod().Annotation(KueueRequiredTopologyAnnotation, "rack"), true},
+		{"a preferred topology", st.MakePod().Annotation(KueuePreferredTopologyAnnotation, "rack"), true},
+		{"placed without a request", st.MakePod().Annotation(KueueUnconstrainedTopologyAnnotation, "true"), true},
+		{"still gated for its assignment", st.MakePod().SchedulingGates([]string{KueueTopologyGate}), true},
+		{"queued without topology", st.MakePod().Label("kueue.x-k8s.io/queue-name", "lq").SchedulingGates([]string{"kueue.x-k8s.io/admission"}), false},
+		{"muster's topology only", st.MakePod().Annotation(DomainRequiredAnnotation, "rack"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, KueuePlaces(tt.pod.Obj()))
+		})
+	}
+}

@@ -100,13 +100,16 @@ func (trialMark) Clone() fwk.StateData { return trialMark{} }
 // PreFilter narrows the nodes of a member whose gang has a topology
 // constraint to its domain's: once members are bound, the required domain
 // they are in; before, the domain of the gang's attempt, chosen now if
-// none is.
+// none is. A member Kueue's topology scheduling places
+// (topology.KueuePlaces) is left where Kueue put it.
 func (p *Placement) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if _, err := state.Read(trialKey); err == nil {
 		return nil, nil
 	}
 	key, ok := topology.GroupOf(pod)
-	if !ok {
+	if !ok || topology.KueuePlaces(pod) {
+		// Kueue's node selector already says where: a domain chosen here
+		// could only disagree, and leave the gang unschedulable.
 		return nil, nil
 	}
 	pg := p.groups.PodGroup(key)

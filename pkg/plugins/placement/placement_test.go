@@ -286,6 +286,33 @@ func TestAGangFreeToSpanDomainsIsNotNarrowed(t *testing.T) {
 	assert.False(t, chosen)
 }
 
+func TestAGangKueuePlacedAcrossDomainsIsLeftWhereKueueSaid(t *testing.T) {
+	// Kueue's topology scheduling admitted the gang over both racks and
+	// wrote each member's node into its node selector: muster's own
+	// requirement, which no rack holds, must not leave it unschedulable.
+	nodes := []*corev1.Node{racked("a1", "rack-a", 2), racked("b1", "rack-b", 2)}
+	pods := members(2, 2, 0)
+	for i, node := range []string{"a1", "b1"} {
+		pods[i].Annotations = map[string]string{topology.KueueUnconstrainedTopologyAnnotation: "true"}
+		pods[i].Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+	}
+	f := newFixture(t, nodes, pods, gang(2, rack))
+	for _, pod := range pods {
+		got, status := f.preFilter(t, pod)
+		require.True(t, status.IsSuccess(), status.Message())
+		assert.Nil(t, got, "every node Kueue's node selector allows stays a candidate")
+	}
+	_, chosen := f.model.Attempts().Domain(job)
+	assert.False(t, chosen, "no domain is chosen for a gang Kueue places")
+
+	// The same gang, placed by muster alone, is told no rack holds it.
+	for _, pod := range pods {
+		delete(pod.Annotations, topology.KueueUnconstrainedTopologyAnnotation)
+	}
+	_, status := newFixture(t, nodes, pods, gang(2, rack)).preFilter(t, pods[0])
+	assert.Equal(t, fwk.Unschedulable, status.Code())
+}
+
 func TestFilterKeepsTheMemberInItsDomainWhateverNodeItIsTriedOn(t *testing.T) {
 	// kube-scheduler tries a nominated node, or a batch's hint, with the
 	// filters alone: PreFilter's result does not narrow it.

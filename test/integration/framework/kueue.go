@@ -36,21 +36,31 @@ var KueueOptions localcluster.KueueOptions
 
 // QueuedNamespace starts Kueue once, and returns a namespace of the test
 // with a pool of nodes of nodeCPU CPUs each (none when nodes is 0) and a
-// LocalQueue lq whose ClusterQueue holds quota CPUs (QueueFor); its pods,
-// Workloads, PodGroups and events are shown if the test fails.
+// LocalQueue lq whose ClusterQueue holds quota CPUs (QueueFor); its
+// KueueObjects are shown if the test fails.
 func QueuedNamespace(t *testing.T, nodes int, nodeCPU, quota string) string {
 	t.Helper()
-	if err := StartKueue(); err != nil {
-		t.Fatalf("starting Kueue: %v", err)
-	}
-	ns := NewNamespace(t)
+	ns := KueueNamespace(t)
 	if nodes > 0 {
 		NodePool(t, ns, nodes, nodeCPU)
 	}
 	QueueFor(t, ns, quota)
-	ShowOnFailure(t, ns, "pods,workloads,podgroups,events")
+	ShowOnFailure(t, ns, KueueObjects)
 	return ns
 }
+
+// KueueNamespace starts Kueue once, and returns a namespace of the test.
+func KueueNamespace(t *testing.T) string {
+	t.Helper()
+	if err := StartKueue(); err != nil {
+		t.Fatalf("starting Kueue: %v", err)
+	}
+	return NewNamespace(t)
+}
+
+// KueueObjects are the kinds of a queued namespace's objects that say
+// where its jobs stand, as kubectl get names them.
+const KueueObjects = "pods,workloads,podgroups,events"
 
 // QueueFor gives the namespace a LocalQueue, lq, of a ClusterQueue of its
 // own whose quota is cpu CPUs of one ResourceFlavor, as a platform team
@@ -63,6 +73,42 @@ apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor
 metadata: {name: %[1]s}
 `, namespace))
+	clusterQueue(t, namespace, cpu)
+}
+
+// TopologyQueueFor is QueueFor whose ResourceFlavor is the namespace's pool
+// laid out in the topology of the node labels, coarsest first: Kueue's
+// Topology Aware Scheduling places every workload admitted through it,
+// those that ask for no topology too, and writes each pod's node into its
+// node selector.
+func TopologyQueueFor(t *testing.T, namespace, cpu string, levels ...string) {
+	t.Helper()
+	var nodeLabels strings.Builder
+	for _, level := range levels {
+		fmt.Fprintf(&nodeLabels, "\n  - nodeLabel: %s", level)
+	}
+	CreateObject(t, "", fmt.Sprintf(`
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Topology
+metadata: {name: %s}
+spec:
+  levels:%s
+`, namespace, nodeLabels.String()))
+	CreateObject(t, "", fmt.Sprintf(`
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: %[1]s}
+spec:
+  nodeLabels: {%[2]s: %[1]s}
+  topologyName: %[1]s
+`, namespace, PoolLabel))
+	clusterQueue(t, namespace, cpu)
+}
+
+// clusterQueue gives the namespace the LocalQueue lq of a ClusterQueue of
+// its name, with cpu CPUs of the ResourceFlavor of its name.
+func clusterQueue(t *testing.T, namespace, cpu string) {
+	t.Helper()
 	CreateObject(t, "", fmt.Sprintf(`
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ClusterQueue
@@ -93,11 +139,15 @@ func CreateObject(t *testing.T, namespace, manifest string) {
 		t.Fatal(err)
 	}
 	gvk := obj.GroupVersionKind()
-	// Kueue's kinds are plural as English nouns are: a class, classes.
+	// Kueue's kinds are plural as English nouns are: a class, classes; a
+	// topology, topologies.
 	kind := strings.ToLower(gvk.Kind)
 	plural := kind + "s"
-	if strings.HasSuffix(kind, "s") {
+	switch {
+	case strings.HasSuffix(kind, "s"):
 		plural = kind + "es"
+	case strings.HasSuffix(kind, "y"):
+		plural = strings.TrimSuffix(kind, "y") + "ies"
 	}
 	resource := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: plural}
 	var client dynamic.ResourceInterface = dynamic.NewForConfigOrDie(Config).Resource(resource)
