@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
@@ -43,9 +44,11 @@ func deviceRooms(t *testing.T) (*HeldRooms, *groups, *devicestest.DRA) {
 	return h, g, dra
 }
 
+// preFilter runs PreFilter for the pod over deviceRooms' nodes.
 func preFilter(t *testing.T, h *HeldRooms, pod *corev1.Pod) {
 	t.Helper()
-	_, status := h.PreFilter(context.Background(), framework.NewCycleState(), pod, nil)
+	nodes := []fwk.NodeInfo{nodeInfo(nodeObj("n1", "gpu", "4")), nodeInfo(nodeObj("n2", "gpu", "4"))}
+	_, status := h.PreFilter(context.Background(), framework.NewCycleState(), pod, nodes)
 	require.True(t, status.IsSuccess(), status.AsError())
 }
 

@@ -156,6 +156,10 @@ func (h *HeldRooms) PreFilter(ctx context.Context, state fwk.CycleState, pod *co
 	var room *group.Room
 	if role, ok := topology.RoleOf(pod); ok && grouped {
 		room = h.groups.Rooms().Held(key, role)
+		if room != nil && !mayUse(pod, room, nodes) {
+			h.release(ctx, pod, room)
+			room = nil
+		}
 	}
 	h.devices.sync(klog.FromContext(ctx), h.groups.Rooms().WithDevices(), room)
 	if len(pod.Spec.ResourceClaims) > 0 && h.devices.holds() {
@@ -177,6 +181,33 @@ func (h *HeldRooms) PreFilter(ctx context.Context, state fwk.CycleState, pod *co
 		}
 	}
 	return nil, nil
+}
+
+// mayUse reports whether the late member may run on its room's node, by
+// its own node selector, required node affinity and tolerations. The room
+// was held from its pod template before it existed; the pod may since
+// have been placed elsewhere, by Kueue's topology scheduling say.
+func mayUse(pod *corev1.Pod, room *group.Room, nodes []fwk.NodeInfo) bool {
+	for _, n := range nodes {
+		if n.Node() != nil && n.Node().Name == room.Node {
+			return topology.MayRunOn(pod, n.Node())
+		}
+	}
+	return false
+}
+
+// release gives up the room held for the late member, which may not use
+// it, with a Normal event: the member is scheduled where it may run, as
+// any member, and the room is free for other pods.
+func (h *HeldRooms) release(ctx context.Context, pod *corev1.Pod, room *group.Room) {
+	logger := klog.FromContext(ctx)
+	h.groups.Rooms().Take(room.Group, room.Role)
+	logger.V(2).Info("Released a late member's room on a node it may not run on", "podGroup", room.Group, "pod", klog.KObj(pod), "node", room.Node)
+	h.wakeTurnedAway(logger)
+	if pg := h.groups.PodGroup(room.Group); pg != nil {
+		group.RecordEvent(h.handle, pg, corev1.EventTypeNormal, RoomReleasedReason, "Release",
+			fmt.Sprintf("late member %s may not run on node %s, where its room was held (its node selector or affinity excludes it); released the room, and the member is scheduled where it may run", pod.Name, room.Node))
+	}
 }
 
 // waitingGangs returns the gangs waiting for room that keep room from an

@@ -9,9 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -20,6 +22,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -137,6 +140,56 @@ func TestALateMemberIsPinnedToTheRoomHeldForIt(t *testing.T) {
 	assert.Equal(t, sets.New("n2"), result.NodeNames, "PreFilter names the room's node")
 	assert.Equal(t, map[string]string{"n1": "the member's room is held on node n2", "n2": ""}, got,
 		"a node hint that skips PreFilter's result is turned away by Filter")
+}
+
+func TestALateMemberPlacedWhereItsRoomIsNotGivesTheRoomUp(t *testing.T) {
+	// Kueue's topology scheduling wrote n1 into the launcher's node
+	// selector; muster held its room on n2 from its pod template.
+	tests := []struct {
+		name     string
+		selector map[string]string
+		released bool
+	}{
+		{"its node selector excludes the room's node", map[string]string{corev1.LabelHostname: "n1"}, true},
+		{"its node selector allows the room's node", map[string]string{corev1.LabelHostname: "n2"}, false},
+		{"no node selector", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGroups()
+			g.podGroups[key("mpi")] = &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mpi"}}
+			g.rooms.Add(&group.Room{Group: key("mpi"), Role: "launcher", Node: "n2", Request: cpu("2")})
+			recorder := events.NewFakeRecorder(10)
+			activator := &plugintest.Activator{}
+			h := NewWithModel(klog.Background(), g, handle{events: recorder, activator: activator}, testingclock.NewFakeClock(time.Time{}))
+			turned := member("other", "", "turned", "4")
+			filter(t, h, turned, hosted("n2"))
+			launcher := member("mpi", "launcher", "launcher", "2")
+			launcher.Spec.NodeSelector = tt.selector
+
+			result, got := filter(t, h, launcher, hosted("n1"), hosted("n2"))
+			if !tt.released {
+				require.NotNil(t, result)
+				assert.Equal(t, sets.New("n2"), result.NodeNames, "the member keeps its room")
+				assert.NotNil(t, g.rooms.Held(key("mpi"), "launcher"))
+				assert.Empty(t, recorder.Events)
+				return
+			}
+			assert.Nil(t, result, "the member is not pinned to a node it may not run on")
+			assert.Equal(t, map[string]string{"n1": "", "n2": ""}, got)
+			assert.Nil(t, g.rooms.Held(key("mpi"), "launcher"), "the room is released")
+			assert.Equal(t, []string{ns + "/turned"}, activator.Activated, "a pod the room kept out is woken")
+			require.Len(t, recorder.Events, 1)
+			event := <-recorder.Events
+			assert.Contains(t, event, RoomReleasedReason)
+			assert.Contains(t, event, "late member launcher may not run on node n2, where its room was held")
+		})
+	}
+}
+
+// hosted is a node of 4 CPUs labelled with its host name, as every node is.
+func hosted(name string) fwk.NodeInfo {
+	return nodeInfo(st.MakeNode().Name(name).Label(corev1.LabelHostname, name).Capacity(map[corev1.ResourceName]string{"cpu": "4", "pods": "110"}).Obj())
 }
 
 func TestARoomHeldOnANodeIsClosedToEveryOtherPod(t *testing.T) {

@@ -250,10 +250,12 @@ func (h *HeldRooms) gangGone(change group.PodChange) {
 	logger.V(2).Info("Released the room of late members whose gang has gone", "podGroup", change.Key, "rooms", released, "lastMember", klog.KObj(change.Pod))
 	h.wakeTurnedAway(logger)
 	if pg := h.groups.PodGroup(change.Key); pg != nil {
-		group.RecordEvent(h.handle, pg, corev1.EventTypeNormal, GangGoneReason, "Release",
+		group.RecordEvent(h.handle, pg, corev1.EventTypeNormal, RoomReleasedReason, "Release",
 			fmt.Sprintf("the gang's last bound member %s has gone; released the room held for %d late members", change.Pod.Name, released))
 	}
 }
 
-// GangGoneReason is the reason of the event gangGone records.
-const GangGoneReason = "LateMemberRoomReleased"
+// RoomReleasedReason is the reason of the Normal event recorded when a
+// late member's room is released before its time: its gang has gone
+// (gangGone), or the member may not run where it was held (release).
+const RoomReleasedReason = "LateMemberRoomReleased"

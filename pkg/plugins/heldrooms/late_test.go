@@ -363,7 +363,7 @@ func TestAGangWhoseLastBoundMemberHasGoneGivesUpItsLateRooms(t *testing.T) {
 			select {
 			case event := <-recorder.Events:
 				assert.True(t, tt.released, "an event was recorded for a room kept: %s", event)
-				assert.Contains(t, event, GangGoneReason)
+				assert.Contains(t, event, RoomReleasedReason)
 				assert.Contains(t, event, "the gang's last bound member w0 has gone; released the room held for 1 late members")
 			default:
 				assert.False(t, tt.released, "no event says the room was released")

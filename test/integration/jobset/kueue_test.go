@@ -112,7 +112,7 @@ func TestAJobSetKueuePreemptsReleasesItsHeldRoomAndRunsAgain(t *testing.T) {
 	})
 	// The room held for the evicted JobSet's launcher went with its
 	// workers, not at its schedule timeout.
-	framework.WaitForEvent(t, ns, "low", heldrooms.GangGoneReason)
+	framework.WaitForEvent(t, ns, "low", heldrooms.RoomReleasedReason)
 	expired, err := framework.Client.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=LateMemberMissing"})
 	if err != nil {
 		t.Fatal(err)
@@ -166,5 +166,66 @@ func TestATrainJobWaitsInKueueThenRunsItsNodesAsAGang(t *testing.T) {
 	}
 	if pod := early(); pod != "" {
 		t.Errorf("the second TrainJob, beyond the queue's quota, had pod %s before the first's nodes had succeeded", pod)
+	}
+}
+
+// TestAJobSetKueuePlacesRunsItsLateLauncherWhereKueueSaid: a queue whose
+// ResourceFlavor has a topology of hosts, so that Kueue's Topology Aware
+// Scheduling places each pod; a node of 1 CPU and one of 4. The JobSet's
+// two workers require one host, which only the larger holds; its launcher,
+// created once they are Ready, Kueue places on the smaller, the tighter
+// fit. muster held the launcher's room beside the workers, from its pod
+// template, before Kueue's node selector was written into its pod: it gives
+// that room up (an event on the PodGroup says so) rather than keep the
+// launcher from where Kueue placed it, and the launcher is bound there,
+// after its workers are Ready, with no rejection of its gang on the way.
+func TestAJobSetKueuePlacesRunsItsLateLauncherWhereKueueSaid(t *testing.T) {
+	if err := startOperators(); err != nil {
+		t.Fatalf("starting the JobSet controller and Trainer: %v", err)
+	}
+	ns := framework.KueueNamespace(t)
+	small, large := ns+"-small", ns+"-large"
+	framework.AddPoolNode(t, ns, small, "1")
+	framework.AddPoolNode(t, ns, large, "4")
+	framework.TopologyQueueFor(t, ns, "5", corev1.LabelHostname)
+	framework.ShowOnFailure(t, ns, framework.KueueObjects)
+	seen := framework.WatchTimeline(t, ns)
+	workersOnOneHost := strings.Replace(queued(dependsOnJobSet, "placed"), "annotations: {muster.dev/sim-ready-after: READY}",
+		"annotations: {muster.dev/sim-ready-after: READY, "+topology.KueueRequiredTopologyAnnotation+": "+corev1.LabelHostname+"}", 1)
+	createJobSet(t, ns, workersOnOneHost, "3s")
+
+	workers := boundWorkers(t, ns, "placed")
+	for _, pod := range workers {
+		if pod.Spec.NodeName != large {
+			t.Fatalf("worker %s is on %s; Kueue can only have placed the workers together on %s", pod.Name, pod.Spec.NodeName, large)
+		}
+	}
+	launcher := framework.Eventually(t, "the launcher bound", func(ctx context.Context) (*corev1.Pod, error) {
+		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetNameLabel + "=placed," + topology.JobSetReplicatedJobLabel + "=launcher"})
+		switch {
+		case err != nil:
+			return nil, err
+		case len(pods.Items) != 1:
+			return nil, fmt.Errorf("%d launcher pods", len(pods.Items))
+		case !framework.IsBound(&pods.Items[0]):
+			return nil, fmt.Errorf("launcher %s not bound; its node selector %v, its conditions %v", pods.Items[0].Name, pods.Items[0].Spec.NodeSelector, pods.Items[0].Status.Conditions)
+		}
+		return &pods.Items[0], nil
+	})
+	if host := launcher.Spec.NodeSelector[corev1.LabelHostname]; host != small || launcher.Spec.NodeName != small {
+		t.Errorf("the launcher is bound on %s, with Kueue's host %q; want both %s", launcher.Spec.NodeName, host, small)
+	}
+	if note := framework.WaitForEvent(t, ns, "placed", heldrooms.RoomReleasedReason); !strings.Contains(note, "may not run on node "+large) {
+		t.Errorf("%s says %q; want it to say the launcher may not run where its room was held, %s", heldrooms.RoomReleasedReason, note, large)
+	}
+	rejected, err := framework.Client.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=GangRejected"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, event := range rejected.Items {
+		t.Errorf("muster fought Kueue's placement: %s", event.Note)
+	}
+	for _, worker := range workers {
+		seen.BoundAfterReady(t, worker.Name, launcher.Name)
 	}
 }
