@@ -56,7 +56,7 @@ and removes DIR.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.PersistentFlags().StringVar(&dir, "dir", defaultDir, "directory for the cluster's state, credentials and logs")
-	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir), newTrainingOperatorCommand(&dir), newMPIOperatorCommand(&dir), newJobSetCommand(&dir), newTrainerCommand(&dir), newKueueCommand(&dir), newDevicesCommand(&dir), newFrontCommand())
+	root.AddCommand(newUpCommand(&dir), newDownCommand(&dir), newStatusCommand(&dir), newTourCommand(&dir), newTrainingOperatorCommand(&dir), newMPIOperatorCommand(&dir), newJobSetCommand(&dir), newTrainerCommand(&dir), newKueueCommand(&dir), newMultiKueueCommand(), newDevicesCommand(&dir), newFrontCommand())
 	return root
 }
 

@@ -273,28 +273,56 @@ func (c *Cluster) Down() error {
 // until it serves again.
 func (c *Cluster) Restart(ctx context.Context, program string) error {
 	for i, p := range c.Processes {
-		if p.Name != program {
-			continue
+		if p.Name == program {
+			return c.restart(ctx, i)
 		}
-		if err := p.stop(stopGrace); err != nil {
-			return err
-		}
-		detach := p.exited == nil
-		restarted, err := startProcess(p.Name, p.Binary, p.Args, p.Env, p.Wrapper, filepath.Dir(p.Log), detach)
-		if err != nil {
-			return err
-		}
-		restarted.Health = p.Health
-		c.Processes[i] = restarted
-		if err := c.save(); err != nil {
-			return err
-		}
-		if restarted.Health == "" {
-			return nil
-		}
-		return waitFor(ctx, restarted, restarted.Health, func(ctx context.Context) bool { return healthy(ctx, restarted.Health) })
 	}
 	return fmt.Errorf("the cluster runs no %s", program)
+}
+
+func (c *Cluster) restart(ctx context.Context, i int) error {
+	p := c.Processes[i]
+	if err := p.stop(stopGrace); err != nil {
+		return err
+	}
+	detach := p.exited == nil
+	restarted, err := startProcess(p.Name, p.Binary, p.Args, p.Env, p.Wrapper, filepath.Dir(p.Log), detach)
+	if err != nil {
+		return err
+	}
+	restarted.Health = p.Health
+	c.Processes[i] = restarted
+	if err := c.save(); err != nil {
+		return err
+	}
+	if restarted.Health == "" {
+		return nil
+	}
+	return waitFor(ctx, restarted, restarted.Health, func(ctx context.Context) bool { return healthy(ctx, restarted.Health) })
+}
+
+// Stop stops every program of the cluster, last started first, as Down
+// does, but keeps its directory and etcd's data: the whole cluster is
+// down, as one that lost its power or its network. Start runs it again.
+func (c *Cluster) Stop() error {
+	var errs []error
+	for i := len(c.Processes) - 1; i >= 0; i-- {
+		if err := c.Processes[i].stop(stopGrace); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Start starts every program of a stopped cluster again, in the order Up
+// started them, each once the one before it serves.
+func (c *Cluster) Start(ctx context.Context) error {
+	for i := range c.Processes {
+		if err := c.restart(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Kill ends one program at once (SIGKILL), as a crash or a lost node would,

@@ -39,6 +39,23 @@ type KueueOptions struct {
 	// workload admitted whose pods are not all Ready in time is evicted
 	// and queued again.
 	WaitForPodsReady string
+	// MultiKueue, when set, makes this Kueue a MultiKueue manager
+	// (multikueue.go).
+	MultiKueue *MultiKueueManager
+	// Frameworks are the integrations on; KueueFrameworks when empty.
+	Frameworks []string
+}
+
+// MultiKueueManager configures a Kueue that dispatches workloads to worker
+// clusters.
+type MultiKueueManager struct {
+	// WorkerLostTimeout is how long a workload stays on a worker the
+	// manager has lost contact with before it is queued again and
+	// dispatched anew (Kueue's default is 15 minutes).
+	WorkerLostTimeout string
+	// GCInterval is how often the manager deletes, from its workers, the
+	// objects it made there whose workload it no longer has there.
+	GCInterval string
 }
 
 // StartKueue runs Kueue from binDir as its users run it in front of a
@@ -77,6 +94,17 @@ func (c *Cluster) StartKueue(ctx context.Context, binDir string, opts KueueOptio
   blockAdmission: false
 `, opts.WaitForPodsReady)
 	}
+	multiKueue := ""
+	if opts.MultiKueue != nil {
+		multiKueue = fmt.Sprintf(`multiKueue:
+  workerLostTimeout: %s
+  gcInterval: %s
+`, opts.MultiKueue.WorkerLostTimeout, opts.MultiKueue.GCInterval)
+	}
+	frameworks := opts.Frameworks
+	if len(frameworks) == 0 {
+		frameworks = KueueFrameworks
+	}
 	config := filepath.Join(c.Dir, "kueue-config.yaml")
 	if err := os.WriteFile(config, []byte(fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
@@ -94,9 +122,9 @@ metrics:
   bindAddress: "0"
 health:
   healthProbeBindAddress: 127.0.0.1:%d
-%sintegrations:
+%s%sintegrations:
   frameworks: [%s]
-`, KueueNamespace, ports[0], certDir, ports[1], waitForPodsReady, strings.Join(KueueFrameworks, ", "))), 0o600); err != nil {
+`, KueueNamespace, ports[0], certDir, ports[1], waitForPodsReady, multiKueue, strings.Join(frameworks, ", "))), 0o600); err != nil {
 		return fmt.Errorf("writing the Kueue configuration: %w", err)
 	}
 	notSystem := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{

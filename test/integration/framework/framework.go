@@ -173,15 +173,21 @@ func Log(t *testing.T, program string) string {
 // logTailLines is how much of a log LogTailOnFailure prints.
 const logTailLines = 60
 
-// NewNamespace creates a namespace for one test and deletes it when the
-// test ends.
-func NewNamespace(t testing.TB) string {
-	t.Helper()
+// NamespaceName is a name for a namespace of the test: its name, cut to
+// 50 characters, and a random suffix.
+func NamespaceName(t testing.TB) string {
 	prefix := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	if len(prefix) > 50 {
 		prefix = prefix[:50]
 	}
-	name := strings.Trim(prefix, "-") + "-" + rand.String(5)
+	return strings.Trim(prefix, "-") + "-" + rand.String(5)
+}
+
+// NewNamespace creates a namespace for one test and deletes it when the
+// test ends.
+func NewNamespace(t testing.TB) string {
+	t.Helper()
+	name := NamespaceName(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if _, err := Client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
