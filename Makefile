@@ -67,7 +67,7 @@ demo: tools build ## Start a local cluster, schedule example pods with muster-sc
 .PHONY: lint
 lint: ## go vet and gofmt.
 	go vet ./...
-	go vet -tags bench ./test/perf ./test/perf/elastic ./test/perf/preemption ./test/perf/cost ./test/perf/fragmentation
+	go vet -tags bench ./test/perf ./test/perf/elastic ./test/perf/preemption ./test/perf/cost ./test/perf/fragmentation ./test/integration/multikueue
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n $$unformatted ]]; then echo "gofmt wants to rewrite:"; echo "$$unformatted"; exit 1; fi
 

@@ -517,7 +517,7 @@ func CreatePodGroup(t testing.TB, namespace, name string, minMember int32, annot
 
 // Eventually polls get until it returns no error, up to Timeout, and
 // returns its result; on Timeout it fails the test with the last error.
-func Eventually[T any](t *testing.T, what string, get func(context.Context) (T, error)) T {
+func Eventually[T any](t testing.TB, what string, get func(context.Context) (T, error)) T {
 	t.Helper()
 	var result T
 	var last error

@@ -123,7 +123,7 @@ var (
 
 // create creates the manifest's object in the cluster, in the namespace
 // when its kind is namespaced, and deletes it when the test ends.
-func (c *cluster) create(t *testing.T, resource schema.GroupVersionResource, namespace, manifest string) {
+func (c *cluster) create(t testing.TB, resource schema.GroupVersionResource, namespace, manifest string) {
 	t.Helper()
 	obj := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
@@ -149,7 +149,14 @@ func (c *cluster) create(t *testing.T, resource schema.GroupVersionResource, nam
 // two jobs of 3 CPUs and the MultiKueue check, which dispatches each
 // admitted job to a worker; on each worker, with room for one, as much as
 // its node.
-func queues(t *testing.T) string {
+func queues(t testing.TB) string {
+	t.Helper()
+	return queuesFor(t, localcluster.MultiKueueCheck, "6", "3")
+}
+
+// queuesFor is queues with the manager's ClusterQueue naming the check and
+// holding managerCPU CPUs, and each worker's holding workerCPU.
+func queuesFor(t testing.TB, check, managerCPU, workerCPU string) string {
 	t.Helper()
 	ns := framework.NamespaceName(t)
 	for _, c := range append([]*cluster{manager}, workers...) {
@@ -157,9 +164,9 @@ func queues(t *testing.T) string {
 			t.Fatalf("creating namespace %s in %s: %v", ns, c.name, err)
 		}
 		t.Cleanup(func() { _ = c.client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-		quota, check := "3", ""
+		quota, checks := workerCPU, ""
 		if c == manager {
-			quota, check = "6", "\n  admissionChecksStrategy: {admissionChecks: [{name: "+localcluster.MultiKueueCheck+"}]}"
+			quota, checks = managerCPU, "\n  admissionChecksStrategy: {admissionChecks: [{name: "+check+"}]}"
 		}
 		c.create(t, flavors, "", "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: "+ns+"}\n")
 		c.create(t, clusterQueues, "", fmt.Sprintf(`
@@ -173,7 +180,7 @@ spec:
     flavors:
     - name: %[1]s
       resources: [{name: cpu, nominalQuota: "%[2]s"}]
-`, ns, quota, check))
+`, ns, quota, checks))
 		c.create(t, localQueues, ns, "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: lq}\nspec: {clusterQueue: "+ns+"}\n")
 	}
 	return ns

@@ -15,13 +15,22 @@ import (
 	"github.com/muster-dev/muster/test/integration/framework"
 )
 
-// TestAPyTorchJobWaitsInKueueThenIsGangedAndOrdered: two PyTorchJobs in a
-// ClusterQueue whose quota fits one at a time. The second waits in Kueue
-// with no pod until the first has succeeded (its master runs for 2 s once
-// Ready); each is ganged, its workers bound only after its master is
-// Ready, with nothing configured for muster beyond what training-operator
-// is started with.
-func TestAPyTorchJobWaitsInKueueThenIsGangedAndOrdered(t *testing.T) {
+// queuedOperatorJob is a job of training-operator's, as a manifest whose
+// name is the resource's short one (pt, tf), with the role whose pod
+// starts first and the roles muster holds until it is Ready.
+type queuedOperatorJob struct {
+	manifest, resource, name, first string
+	successors                      []string
+}
+
+// runQueuedOperatorJobs creates two of the job, first and second, in a
+// ClusterQueue whose quota (3 CPUs) fits one at a time, every pod running
+// 2 s once Ready. The second waits in Kueue with no pod until the first's
+// first pod has succeeded; each is ganged, its successors bound only after
+// its first pod is Ready, with nothing configured for muster beyond what
+// training-operator is started with.
+func runQueuedOperatorJobs(t *testing.T, job queuedOperatorJob) {
+	t.Helper()
 	if err := startTrainingOperator(); err != nil {
 		t.Fatalf("starting training-operator: %v", err)
 	}
@@ -29,32 +38,45 @@ func TestAPyTorchJobWaitsInKueueThenIsGangedAndOrdered(t *testing.T) {
 	framework.LogTailOnFailure(t, "kueue")
 	seen := framework.WatchTimeline(t, ns)
 	early := framework.WatchNoneBefore(t, ns, func(pod *corev1.Pod) bool {
-		return pod.Name == "first-master-0" && pod.Status.Phase == corev1.PodSucceeded
+		return pod.Name == "first-"+job.first && pod.Status.Phase == corev1.PodSucceeded
 	}, func(pod *corev1.Pod) bool { return strings.HasPrefix(pod.Name, "second-") })
-	jobs := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}).Namespace(ns)
+	jobs := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: job.resource}).Namespace(ns)
 	for _, name := range []string{"first", "second"} {
-		manifest := strings.NewReplacer("name: pt", "name: "+name+"\n  labels: {kueue.x-k8s.io/queue-name: lq}",
-			"annotations: {muster.dev/sim-ready-after: 3s}", "annotations: {muster.dev/sim-ready-after: 3s, muster.dev/sim-run-for: 2s}").Replace(pytorchJob)
-		job := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(manifest), &job.Object); err != nil {
+		manifest := strings.NewReplacer("name: "+job.name+"\n", "name: "+name+"\n  labels: {kueue.x-k8s.io/queue-name: lq}\n",
+			"annotations: {muster.dev/sim-ready-after: 3s}", "annotations: {muster.dev/sim-ready-after: 3s, muster.dev/sim-run-for: 2s}",
+			"      template:\n        spec:", "      template:\n        metadata:\n          annotations: {muster.dev/sim-run-for: 2s}\n        spec:").Replace(job.manifest)
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
 			t.Fatal(err)
 		}
-		framework.Eventually(t, "PyTorchJob "+name+" created", func(ctx context.Context) (*unstructured.Unstructured, error) {
-			return jobs.Create(ctx, job, metav1.CreateOptions{})
+		framework.Eventually(t, obj.GetKind()+" "+name+" created", func(ctx context.Context) (*unstructured.Unstructured, error) {
+			return jobs.Create(ctx, obj, metav1.CreateOptions{})
 		})
 		// Kueue admits in the order the jobs were created.
 		if name == "first" {
-			framework.WaitForPod(t, ns, "first-master-0", "created", func(*corev1.Pod) bool { return true })
+			framework.WaitForPod(t, ns, "first-"+job.first, "created", func(*corev1.Pod) bool { return true })
 		}
 	}
 
-	for _, job := range []string{"first", "second"} {
-		for _, worker := range []string{job + "-worker-0", job + "-worker-1"} {
-			framework.WaitForPod(t, ns, worker, "bound", framework.IsBound)
-			seen.BoundAfterReady(t, job+"-master-0", worker)
+	for _, name := range []string{"first", "second"} {
+		for _, successor := range job.successors {
+			framework.WaitForPod(t, ns, name+"-"+successor, "bound", framework.IsBound)
+			seen.BoundAfterReady(t, name+"-"+job.first, name+"-"+successor)
 		}
 	}
 	if pod := early(); pod != "" {
-		t.Errorf("the second job, beyond the queue's quota, had pod %s before the first job's master had succeeded", pod)
+		t.Errorf("the second job, beyond the queue's quota, had pod %s before the first job's %s had succeeded", pod, job.first)
 	}
+}
+
+// TestAPyTorchJobWaitsInKueueThenIsGangedAndOrdered: PyTorchJobs, their
+// workers after their master (runQueuedOperatorJobs).
+func TestAPyTorchJobWaitsInKueueThenIsGangedAndOrdered(t *testing.T) {
+	runQueuedOperatorJobs(t, queuedOperatorJob{manifest: pytorchJob, resource: "pytorchjobs", name: "pt", first: "master-0", successors: []string{"worker-0", "worker-1"}})
+}
+
+// TestATFJobWaitsInKueueThenIsGangedAndOrdered: TFJobs, their workers
+// after their parameter server (runQueuedOperatorJobs).
+func TestATFJobWaitsInKueueThenIsGangedAndOrdered(t *testing.T) {
+	runQueuedOperatorJobs(t, queuedOperatorJob{manifest: tfJob, resource: "tfjobs", name: "tf", first: "ps-0", successors: []string{"worker-0", "worker-1"}})
 }
