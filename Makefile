@@ -67,7 +67,7 @@ demo: tools build ## Start a local cluster, schedule example pods with muster-sc
 .PHONY: lint
 lint: ## go vet and gofmt.
 	go vet ./...
-	go vet -tags bench ./test/perf ./test/perf/elastic ./test/perf/preemption ./test/perf/cost ./test/perf/fragmentation ./test/integration/multikueue
+	go vet -tags bench ./test/perf ./test/perf/elastic ./test/perf/preemption ./test/perf/cost ./test/perf/fragmentation ./test/perf/kueue ./test/integration/multikueue
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n $$unformatted ]]; then echo "gofmt wants to rewrite:"; echo "$$unformatted"; exit 1; fi
 
@@ -124,6 +124,14 @@ bench-fragmentation: tools build ## Gangs that must stay in one rack, arriving a
 .PHONY: bench-preemption
 bench-preemption: tools build ## muster's gang-aware preemption against DefaultPreemption, two profiles of one muster-scheduler on the real control plane (about a minute); writes docs/preemption-benchmark.md.
 	BENCH_PREEMPTION_DOC=$(CURDIR)/docs/preemption-benchmark.md go test -tags bench -run '^$$' -bench BenchmarkPreemption -benchtime 1x -timeout 30m ./test/perf/preemption
+
+.PHONY: bench-kueue
+bench-kueue: tools build ## Kueue in front of muster against Kueue in front of the default scheduler: BENCH_KUEUE_JOBS (200) Jobs of 8 to 64 pods on BENCH_KUEUE_NODES (1,000) nodes, two ClusterQueues that borrow, BENCH_KUEUE_ROUNDS (3) rounds; see docs/benchmarks-kueue.md.
+	go test -tags bench -run '^$$' -bench BenchmarkKueueAdmissionAndScheduling -benchtime 1x -timeout 3h ./test/perf/kueue
+
+.PHONY: bench-multikueue
+bench-multikueue: tools build ## MultiKueue: jobs per minute through one manager dispatching to two muster workers against one (one round); see docs/kueue.md.
+	go test -tags bench -run '^$$' -bench BenchmarkMultiKueueJobsPerMinute -benchtime 1x -timeout 30m ./test/integration/multikueue
 
 # The images: OCI image archives built with the Go toolchain alone (see
 # hack/images). IMAGE_PLATFORMS of more than one makes an image index.
