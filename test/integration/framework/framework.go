@@ -807,3 +807,30 @@ func Rounds(b testing.TB, variable string) int {
 	}
 	return n
 }
+
+// Parallel calls do for 0 to n-1 on 32 goroutines, as a benchmark sets up
+// thousands of objects, and fails b with the first error.
+func Parallel(b testing.TB, n int, do func(int) error) {
+	b.Helper()
+	indices := make(chan int)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for i := range indices {
+				if err := do(i); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range n {
+		indices <- i
+	}
+	close(indices)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+}

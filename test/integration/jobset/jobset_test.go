@@ -237,9 +237,20 @@ func checkLauncherBoundIntoHeldRoom(t *testing.T, ns string, seen *framework.Tim
 		framework.WaitForPod(t, ns, pod.Name, "bound", framework.IsBound)
 	}
 	framework.CreateIntruder(t, ns, "1")
-	// The launcher of the members' JobSet.
-	selector := topology.JobSetNameLabel + "=" + members[0].Labels[topology.JobSetNameLabel] + "," + topology.JobSetReplicatedJobLabel + "=launcher"
-	launcher := framework.Eventually(t, "the launcher bound", func(ctx context.Context) (*corev1.Pod, error) {
+	launcher := boundLauncher(t, ns, members[0].Labels[topology.JobSetNameLabel])
+	for _, member := range members {
+		seen.BoundAfterReady(t, member.Name, launcher.Name)
+	}
+	framework.CheckIntruderKeptOut(t, ns)
+	return launcher
+}
+
+// boundLauncher waits until the JobSet's one launcher pod is bound, and
+// returns it.
+func boundLauncher(t *testing.T, ns, jobSet string) *corev1.Pod {
+	t.Helper()
+	selector := topology.JobSetNameLabel + "=" + jobSet + "," + topology.JobSetReplicatedJobLabel + "=launcher"
+	return framework.Eventually(t, "the launcher of "+jobSet+" bound", func(ctx context.Context) (*corev1.Pod, error) {
 		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		switch {
 		case err != nil:
@@ -247,15 +258,10 @@ func checkLauncherBoundIntoHeldRoom(t *testing.T, ns string, seen *framework.Tim
 		case len(pods.Items) != 1:
 			return nil, fmt.Errorf("%d launcher pods", len(pods.Items))
 		case !framework.IsBound(&pods.Items[0]):
-			return nil, fmt.Errorf("launcher %s not bound; its conditions: %v", pods.Items[0].Name, pods.Items[0].Status.Conditions)
+			return nil, fmt.Errorf("launcher %s not bound; its node selector %v, its conditions %v", pods.Items[0].Name, pods.Items[0].Spec.NodeSelector, pods.Items[0].Status.Conditions)
 		}
 		return &pods.Items[0], nil
 	})
-	for _, member := range members {
-		seen.BoundAfterReady(t, member.Name, launcher.Name)
-	}
-	framework.CheckIntruderKeptOut(t, ns)
-	return launcher
 }
 
 // A JobSet whose trainer nodes JobSet creates only once its initializer

@@ -200,18 +200,7 @@ func TestAJobSetKueuePlacesRunsItsLateLauncherWhereKueueSaid(t *testing.T) {
 			t.Fatalf("worker %s is on %s; Kueue can only have placed the workers together on %s", pod.Name, pod.Spec.NodeName, large)
 		}
 	}
-	launcher := framework.Eventually(t, "the launcher bound", func(ctx context.Context) (*corev1.Pod, error) {
-		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetNameLabel + "=placed," + topology.JobSetReplicatedJobLabel + "=launcher"})
-		switch {
-		case err != nil:
-			return nil, err
-		case len(pods.Items) != 1:
-			return nil, fmt.Errorf("%d launcher pods", len(pods.Items))
-		case !framework.IsBound(&pods.Items[0]):
-			return nil, fmt.Errorf("launcher %s not bound; its node selector %v, its conditions %v", pods.Items[0].Name, pods.Items[0].Spec.NodeSelector, pods.Items[0].Status.Conditions)
-		}
-		return &pods.Items[0], nil
-	})
+	launcher := boundLauncher(t, ns, "placed")
 	if host := launcher.Spec.NodeSelector[corev1.LabelHostname]; host != small || launcher.Spec.NodeName != small {
 		t.Errorf("the launcher is bound on %s, with Kueue's host %q; want both %s", launcher.Spec.NodeName, host, small)
 	}

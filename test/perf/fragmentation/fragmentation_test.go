@@ -319,7 +319,7 @@ func schedulerAtWorkloadHigh(ctx context.Context, b *testing.B, client kubernete
 func createRacks(ctx context.Context, b *testing.B, client kubernetes.Interface) map[string]string {
 	rackOf := map[string]string{}
 	var mu sync.Mutex
-	parallel(b, racks*nodesPerRack, func(i int) error {
+	framework.Parallel(b, racks*nodesPerRack, func(i int) error {
 		name, rack := fmt.Sprintf("node-%d", i), fmt.Sprintf("rack-%d", i/nodesPerRack)
 		_, err := client.CoreV1().Nodes().Create(ctx, node(name, rack), metav1.CreateOptions{})
 		mu.Lock()
@@ -526,32 +526,6 @@ func (d *driver) failure() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.err
-}
-
-// parallel runs do for 0 to n-1 on 32 workers, and fails b on the first
-// error.
-func parallel(b *testing.B, n int, do func(int) error) {
-	indices := make(chan int)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Go(func() {
-			for i := range indices {
-				if err := do(i); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	for i := range n {
-		indices <- i
-	}
-	close(indices)
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		b.Fatal(err)
-	}
 }
 
 // medians is each setup's result made of the median of each figure over

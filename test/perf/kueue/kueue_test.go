@@ -211,7 +211,7 @@ func createNodes(ctx context.Context, b *testing.B, client kubernetes.Interface,
 		corev1.ResourceMemory: resource.MustParse("256Gi"),
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}
-	parallel(b, count, func(i int) error {
+	framework.Parallel(b, count, func(i int) error {
 		name := fmt.Sprintf("node-%d", i)
 		now := metav1.Now()
 		_, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{
@@ -221,30 +221,6 @@ func createNodes(ctx context.Context, b *testing.B, client kubernetes.Interface,
 		}, metav1.CreateOptions{})
 		return err
 	})
-}
-
-func parallel(b *testing.B, n int, do func(int) error) {
-	indices := make(chan int)
-	errs := make(chan error, n)
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Go(func() {
-			for i := range indices {
-				if err := do(i); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	for i := range n {
-		indices <- i
-	}
-	close(indices)
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		b.Fatal(err)
-	}
 }
 
 // queues gives each team a namespace and a LocalQueue lq of a ClusterQueue
