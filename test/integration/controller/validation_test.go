@@ -82,22 +82,24 @@ func TestBadMembersAreRefused(t *testing.T) {
 	_, err = framework.Client.CoreV1().Pods(ns).Update(context.Background(), unlabelled, metav1.UpdateOptions{})
 	wantRefused(t, err, "metadata.labels[scheduling.x-k8s.io/pod-group]: Forbidden: a pod joins a group only when it is created")
 
-	current := func() *corev1.Pod {
-		pod, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), first.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("reading pod %s: %v", first.Name, err)
-		}
-		return pod
+	// The member's status may change meanwhile: each change is applied to
+	// the pod as it is, again after a conflict, so that only the webhook
+	// can refuse it.
+	relabel := func(key, value string) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			pod, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), first.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			pod.Labels[key] = value
+			_, err = framework.Client.CoreV1().Pods(ns).Update(context.Background(), pod, metav1.UpdateOptions{})
+			return err
+		})
 	}
-	moved := current()
-	moved.Labels[topology.IndexLabel] = "1"
-	_, err = framework.Client.CoreV1().Pods(ns).Update(context.Background(), moved, metav1.UpdateOptions{})
-	wantRefused(t, err, "metadata.labels[muster.dev/index]: Forbidden: a member keeps the index it was created with")
+	wantRefused(t, relabel(topology.IndexLabel, "1"), "metadata.labels[muster.dev/index]: Forbidden: a member keeps the index it was created with")
 
 	// Other changes to a member pass.
-	relabelled := current()
-	relabelled.Labels["team"] = "a"
-	if _, err := framework.Client.CoreV1().Pods(ns).Update(context.Background(), relabelled, metav1.UpdateOptions{}); err != nil {
+	if err := relabel("team", "a"); err != nil {
 		t.Errorf("a label muster does not read was refused: %v", err)
 	}
 
