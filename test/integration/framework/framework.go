@@ -264,12 +264,20 @@ func deletePods(t testing.TB, namespace string) {
 		t.Errorf("deleting the pods of %s: %v", namespace, err)
 		return
 	}
+	var left []string
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, Timeout, true, func(ctx context.Context) (bool, error) {
 		pods, err := Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
-		return err == nil && len(pods.Items) == 0, nil
+		if err != nil {
+			return false, nil
+		}
+		left = left[:0]
+		for _, pod := range pods.Items {
+			left = append(left, fmt.Sprintf("%s (%s, finalizers %v)", pod.Name, pod.Status.Phase, pod.Finalizers))
+		}
+		return len(left) == 0, nil
 	})
 	if err != nil {
-		t.Errorf("waiting for the pods of %s to go: %v", namespace, err)
+		t.Errorf("waiting for the pods of %s to go: %v; left: %s", namespace, err, strings.Join(left, ", "))
 	}
 }
 

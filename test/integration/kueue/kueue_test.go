@@ -12,9 +12,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -188,18 +185,7 @@ func TestAWorkloadEvictedForPodsNotReadyLeavesNothingBehind(t *testing.T) {
 		return true, nil
 	})
 	framework.Eventually(t, "the Workload evicted for PodsReadyTimeout", func(ctx context.Context) (string, error) {
-		workloads := dynamic.NewForConfigOrDie(framework.Config).Resource(schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}).Namespace(ns)
-		list, err := workloads.List(ctx, metav1.ListOptions{})
-		if err != nil || len(list.Items) != 1 {
-			return "", fmt.Errorf("%d Workloads (%v)", len(list.Items), err)
-		}
-		conditions, _, _ := unstructured.NestedSlice(list.Items[0].Object, "status", "conditions")
-		for _, c := range conditions {
-			if c, _ := c.(map[string]any); c["type"] == "Evicted" && c["reason"] == "PodsReadyTimeout" {
-				return "evicted", nil
-			}
-		}
-		return "", fmt.Errorf("conditions %v", conditions)
+		return workloadCondition(ctx, ns, "stuck", "Evicted", "True", "PodsReadyTimeout")
 	})
 	framework.Eventually(t, "Job stuck's pods gone", func(ctx context.Context) (int, error) {
 		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=stuck"})

@@ -16,19 +16,20 @@ import (
 )
 
 // queuedOperatorJob is a job of training-operator's, as a manifest whose
-// name is the resource's short one (pt, tf), with the role whose pod
-// starts first and the roles muster holds until it is Ready.
+// name is the resource's short one (pt, tf), with the pod that starts
+// first, the pods muster holds until it is Ready (successors), and those
+// it starts with it (peers), when the kind has no launch order.
 type queuedOperatorJob struct {
 	manifest, resource, name, first string
-	successors                      []string
+	successors, peers               []string
 }
 
 // runQueuedOperatorJobs creates two of the job, first and second, in a
 // ClusterQueue whose quota (3 CPUs) fits one at a time, every pod running
 // 2 s once Ready. The second waits in Kueue with no pod until the first's
-// first pod has succeeded; each is ganged, its successors bound only after
-// its first pod is Ready, with nothing configured for muster beyond what
-// training-operator is started with.
+// first pod has succeeded; each is ganged, its first pod and peers bound,
+// its successors only after its first pod is Ready, with nothing
+// configured for muster beyond what training-operator is started with.
 func runQueuedOperatorJobs(t *testing.T, job queuedOperatorJob) {
 	t.Helper()
 	if err := startTrainingOperator(); err != nil {
@@ -59,6 +60,9 @@ func runQueuedOperatorJobs(t *testing.T, job queuedOperatorJob) {
 	}
 
 	for _, name := range []string{"first", "second"} {
+		for _, peer := range append([]string{job.first}, job.peers...) {
+			framework.WaitForPod(t, ns, name+"-"+peer, "bound", framework.IsBound)
+		}
 		for _, successor := range job.successors {
 			framework.WaitForPod(t, ns, name+"-"+successor, "bound", framework.IsBound)
 			seen.BoundAfterReady(t, name+"-"+job.first, name+"-"+successor)
@@ -80,3 +84,92 @@ func TestAPyTorchJobWaitsInKueueThenIsGangedAndOrdered(t *testing.T) {
 func TestATFJobWaitsInKueueThenIsGangedAndOrdered(t *testing.T) {
 	runQueuedOperatorJobs(t, queuedOperatorJob{manifest: tfJob, resource: "tfjobs", name: "tf", first: "ps-0", successors: []string{"worker-0", "worker-1"}})
 }
+
+// TestAPaddleJobWaitsInKueueThenIsGangedAndOrdered: PaddleJobs, their
+// workers after their master (runQueuedOperatorJobs).
+func TestAPaddleJobWaitsInKueueThenIsGangedAndOrdered(t *testing.T) {
+	runQueuedOperatorJobs(t, queuedOperatorJob{manifest: paddleJob, resource: "paddlejobs", name: "pd", first: "master-0", successors: []string{"worker-0", "worker-1"}})
+}
+
+// TestAnXGBoostJobWaitsInKueueThenIsGangedAndOrdered: XGBoostJobs, their
+// workers after their master (runQueuedOperatorJobs).
+func TestAnXGBoostJobWaitsInKueueThenIsGangedAndOrdered(t *testing.T) {
+	runQueuedOperatorJobs(t, queuedOperatorJob{manifest: xgboostJob, resource: "xgboostjobs", name: "xgb", first: "master-0", successors: []string{"worker-0", "worker-1"}})
+}
+
+// TestAJAXJobWaitsInKueueThenIsGanged: JAXJobs, whose workers have no
+// launch order, bound together (runQueuedOperatorJobs).
+func TestAJAXJobWaitsInKueueThenIsGanged(t *testing.T) {
+	runQueuedOperatorJobs(t, queuedOperatorJob{manifest: jaxJob, resource: "jaxjobs", name: "jax", first: "worker-0", peers: []string{"worker-1", "worker-2"}})
+}
+
+// A PaddleJob as its users write it: a master, then workers.
+const paddleJob = `
+apiVersion: kubeflow.org/v1
+kind: PaddleJob
+metadata:
+  name: pd
+spec:
+  paddleReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        metadata:
+          annotations: {muster.dev/sim-ready-after: 3s}
+        spec:
+          containers:
+          - {name: paddle, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "1"}}}
+    Worker:
+      replicas: 2
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - {name: paddle, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "1"}}}
+`
+
+// An XGBoostJob as its users write it: its one master, then workers.
+const xgboostJob = `
+apiVersion: kubeflow.org/v1
+kind: XGBoostJob
+metadata:
+  name: xgb
+spec:
+  xgbReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        metadata:
+          annotations: {muster.dev/sim-ready-after: 3s}
+        spec:
+          containers:
+          - {name: xgboost, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "1"}}}
+    Worker:
+      replicas: 2
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - {name: xgboost, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "1"}}}
+`
+
+// A JAXJob as its users write it: workers alone.
+const jaxJob = `
+apiVersion: kubeflow.org/v1
+kind: JAXJob
+metadata:
+  name: jax
+spec:
+  jaxReplicaSpecs:
+    Worker:
+      replicas: 3
+      restartPolicy: OnFailure
+      template:
+        metadata:
+          annotations: {muster.dev/sim-ready-after: 3s}
+        spec:
+          containers:
+          - {name: jax, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "1"}}}
+`
