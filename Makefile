@@ -40,7 +40,7 @@ JOBSET := jobset sigs.k8s.io/jobset@v0.12.0 . config/components/crd/bases/jobset
 	config/components/webhook/manifests.yaml
 TRAINER := trainer github.com/kubeflow/trainer/v2@v2.3.0 ./cmd/trainer-controller-manager \
 	'manifests/base/crds/*.yaml' manifests/base/webhook/manifests.yaml
-KUEUE := kueue sigs.k8s.io/kueue@v0.17.0 ./cmd/kueue 'config/components/crd/bases/*.yaml' \
+KUEUE := kueue sigs.k8s.io/kueue@v0.17.1 ./cmd/kueue 'config/components/crd/bases/*.yaml' \
 	config/components/webhook/manifests.yaml
 
 .PHONY: tools

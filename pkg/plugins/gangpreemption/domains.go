@@ -2,11 +2,15 @@ package gangpreemption
 
 import (
 	"cmp"
+	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	policy "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+
+	"github.com/muster-dev/muster/pkg/topology"
 )
 
 // domainsToFree returns the topology label a gang must stay inside one
@@ -14,10 +18,12 @@ import (
 // attempt's domain when it has one (chosen by Placement, or freed by an
 // earlier preemption), else the domain of its bound members, else every
 // value of the label on a node. A gang free to span domains has no label,
-// and one search over every node ("").
-func (pl *GangPreemption) domainsToFree(key types.NamespacedName) (string, []string, error) {
+// and one search over every node (""); so has a gang whose missing members
+// Kueue places (topology.KueuePlaces), whose node selectors keep each
+// member's filters where Kueue said, across domains if Kueue chose so.
+func (pl *GangPreemption) domainsToFree(key types.NamespacedName, members []*corev1.Pod) (string, []string, error) {
 	topo, err := pl.groups.Topology(key)
-	if err != nil || topo == nil || topo.DomainKey == "" {
+	if err != nil || topo == nil || topo.DomainKey == "" || slices.ContainsFunc(members, topology.KueuePlaces) {
 		return "", []string{""}, nil
 	}
 	label := topo.DomainKey

@@ -169,7 +169,7 @@ func (pl *GangPreemption) anyPodBelow(priority int32) (bool, error) {
 // and returns the search whose victims cost least, its domain then the
 // attempt's. A gang free to span domains is searched once, over every node.
 func (pl *GangPreemption) searchDomains(ctx context.Context, key types.NamespacedName, members []*corev1.Pod, pdbs []*policy.PodDisruptionBudget) (*gangSearch, *fwk.Status) {
-	label, domains, err := pl.domainsToFree(key)
+	label, domains, err := pl.domainsToFree(key, members)
 	if err != nil {
 		return nil, fwk.AsStatus(fmt.Errorf("gang preemption: %w", err))
 	}

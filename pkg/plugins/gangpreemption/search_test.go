@@ -196,6 +196,32 @@ func TestAGangInOneDomainTakesNothingWhereNoDomainCouldHoldIt(t *testing.T) {
 	assert.Empty(t, d.Name, "the attempt keeps Placement's answer, for Gang's message")
 }
 
+// TestAGangKueuePlacesTakesItsVictimsWhereKueueSaid: Kueue's Topology
+// Aware Scheduling put a gang's members on a1 and b1, in two racks, though
+// its PodGroup asks muster for one rack: one search frees the nodes Kueue
+// chose, and the attempt is given no rack, which would disagree with
+// Kueue's placement wherever muster holds room for the gang.
+func TestAGangKueuePlacesTakesItsVictimsWhereKueueSaid(t *testing.T) {
+	nodes := []*corev1.Node{racked("a1", "rack-a", "4"), racked("b1", "rack-b", "4")}
+	pg := podGroup("job", 2)
+	pg.Annotations = map[string]string{topology.DomainRequiredAnnotation: rackLabel}
+	var members []*corev1.Pod
+	for i, host := range []string{"a1", "b1"} {
+		members = append(members, gangMember("job", fmt.Sprintf("job-%d", i), "4").
+			Annotation(topology.KueueRequiredTopologyAnnotation, corev1.LabelHostname).
+			NodeSelector(map[string]string{corev1.LabelHostname: host}).Obj())
+	}
+	victims := []*corev1.Pod{running("va1", "a1", low, "4").Obj(), running("vb1", "b1", low, "4").Obj()}
+	s := newSearch(t, nodes, append(victims, members...), []*v1alpha1.PodGroup{pg})
+
+	result, status := s.postFilter(t, members[0], pg)
+	require.NotNil(t, result, status.Message())
+	assert.Equal(t, "a1", result.NominatingInfo.NominatedNodeName)
+	assert.Equal(t, []string{"va1", "vb1"}, s.deleted(t, 2))
+	_, chosen := s.model.Attempts().Domain(types.NamespacedName{Namespace: "ns", Name: "job"})
+	assert.False(t, chosen, "the attempt keeps no domain of muster's, which its held rooms would keep to")
+}
+
 func node(name string, cpu string) *corev1.Node {
 	return st.MakeNode().Name(name).Label("kubernetes.io/hostname", name).Capacity(map[corev1.ResourceName]string{"cpu": cpu, "pods": "110"}).Obj()
 }

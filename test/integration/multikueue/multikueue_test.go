@@ -386,7 +386,7 @@ func TestAJobSetSubmittedToTheManagerRunsOnAWorkerGangedAndOrdered(t *testing.T)
 // Once the JobSet has completed, neither worker keeps anything of it: no
 // JobSet, Workload, PodGroup or pod.
 //
-// Kueue v0.17.0 deletes the copy on the worker that came back only then,
+// Kueue v0.17 (v0.17.0 and v0.17.1) deletes the copy on the worker that came back only then,
 // not at once: that copy still says it is admitted, and the manager's
 // attempt to take it for the reserving one fails (docs/kueue.md).
 func TestAJobSetOnAWorkerThatStopsIsDispatchedAgainAndLeavesNothingBehind(t *testing.T) {

@@ -832,3 +832,59 @@ func TestAnUpstreamGangWithATopologyConstraintStaysInOneRack(t *testing.T) {
 	}
 	framework.CheckInRack(t, ns, names, "rack-a")
 }
+
+// TestAJobWithAGangPolicyWaitsInKueueThenRunsAsAGang: two Indexed Jobs of
+// three pods with spec.scheduling's gang policy, in a Kueue ClusterQueue
+// whose quota holds one, on a pool with room for one. The second waits in
+// Kueue, suspended and with no pod, until the first has completed. Each,
+// once admitted, gets its Workload and PodGroup from the Job controller,
+// and muster-scheduler schedules it as that PodGroup's gang of three.
+func TestAJobWithAGangPolicyWaitsInKueueThenRunsAsAGang(t *testing.T) {
+	ns := framework.QueuedNamespace(t, 1, "3", "3")
+	framework.LogTailOnFailure(t, "kueue")
+	early := framework.WatchNoneBefore(t, ns, func(pod *corev1.Pod) bool {
+		return pod.Labels[batchv1.JobNameLabel] == "first" && pod.Status.Phase == corev1.PodSucceeded
+	}, func(pod *corev1.Pod) bool { return pod.Labels[batchv1.JobNameLabel] == "second" })
+	template := framework.InPool(framework.MemberPod(ns, "unused", 0, "1").Obj(), ns)
+	delete(template.Labels, topology.GroupLabel)
+	for _, name := range []string{"first", "second"} {
+		job := asGang(indexedJob(template, name, 3), 3)
+		job.Labels = map[string]string{"kueue.x-k8s.io/queue-name": "lq"}
+		job.Spec.Template.Annotations = map[string]string{"muster.dev/sim-run-for": "2s"}
+		// Kueue's webhook serves a moment after Kueue is ready.
+		framework.Eventually(t, "Job "+name+" created", func(ctx context.Context) (*batchv1.Job, error) {
+			return framework.Client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
+		})
+	}
+
+	for _, name := range []string{"first", "second"} {
+		framework.Eventually(t, "Job "+name+" complete", func(ctx context.Context) (string, error) {
+			job, err := framework.Client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return "", err
+			}
+			for _, c := range job.Status.Conditions {
+				if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+					return "complete", nil
+				}
+			}
+			return "", fmt.Errorf("conditions %v", job.Status.Conditions)
+		})
+	}
+	pgs, err := framework.Client.SchedulingV1beta1().PodGroups(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pgs.Items) != 2 {
+		t.Fatalf("%d PodGroups, want the two the Job controller made", len(pgs.Items))
+	}
+	for _, pg := range pgs.Items {
+		if gang := pg.Spec.SchedulingPolicy.Gang; gang == nil || gang.MinCount != 3 {
+			t.Errorf("PodGroup %s has policy %+v, want a gang of 3", pg.Name, pg.Spec.SchedulingPolicy)
+		}
+		waitForInitiallyScheduled(t, ns, pg.Name, metav1.ConditionTrue, "Scheduled")
+	}
+	if pod := early(); pod != "" {
+		t.Errorf("the second Job, beyond the queue's quota, had pod %s before the first had completed", pod)
+	}
+}

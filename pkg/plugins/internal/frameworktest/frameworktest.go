@@ -25,6 +25,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultbinder"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/interpodaffinity"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeaffinity"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeports"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/noderesources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/podtopologyspread"
@@ -115,8 +116,9 @@ func (c *Cluster) Framework(t *testing.T, plugins ...tf.RegisterPluginFunc) fram
 }
 
 // Filters registers, at PreFilter and Filter, the default filters that
-// matter to muster's tests: resources, host ports, inter-pod affinity, and
-// topology spreading as muster's profile sets it, with no system default.
+// matter to muster's tests: node selectors and affinity, resources, host
+// ports, inter-pod affinity, and topology spreading as muster's profile
+// sets it, with no system default.
 func Filters() []tf.RegisterPluginFunc {
 	fit := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		return noderesources.NewFit(ctx, &config.NodeResourcesFitArgs{ScoringStrategy: &config.ScoringStrategy{
@@ -131,7 +133,11 @@ func Filters() []tf.RegisterPluginFunc {
 	spread := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		return podtopologyspread.New(ctx, &config.PodTopologySpreadArgs{DefaultingType: config.ListDefaulting}, h, feature.Features{})
 	}
+	selector := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return nodeaffinity.New(ctx, &config.NodeAffinityArgs{}, h, feature.Features{})
+	}
 	return []tf.RegisterPluginFunc{
+		tf.RegisterPluginAsExtensions(nodeaffinity.Name, selector, "PreFilter", "Filter"),
 		tf.RegisterPluginAsExtensions(noderesources.Name, fit, "PreFilter", "Filter"),
 		tf.RegisterPluginAsExtensions(nodeports.Name, ports, "PreFilter", "Filter"),
 		tf.RegisterPluginAsExtensions(interpodaffinity.Name, affinity, "PreFilter", "Filter"),
