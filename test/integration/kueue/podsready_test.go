@@ -20,11 +20,11 @@ import (
 // startOperators starts training-operator and the JobSet controller once
 // for the package.
 var startOperators = sync.OnceValue(func() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := framework.Cluster().StartTrainingOperator(ctx, framework.BinDir()); err != nil {
+	if err := framework.StartTrainingOperator(); err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	return framework.Cluster().StartJobSet(ctx, framework.BinDir())
 })
 

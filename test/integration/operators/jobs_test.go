@@ -54,7 +54,7 @@ spec:
 // namespace and the pods' times.
 func runJob(t *testing.T, manifest, resource, derived string) (string, *framework.Timeline) {
 	t.Helper()
-	if err := startTrainingOperator(); err != nil {
+	if err := framework.StartTrainingOperator(); err != nil {
 		t.Fatalf("starting training-operator: %v", err)
 	}
 	ns := framework.NewNamespace(t)
@@ -367,7 +367,7 @@ func createElasticPyTorchJob(t *testing.T, ns string) (workers func(want int64))
 // at want.
 func createElasticJob(t *testing.T, ns, manifest, resource string) (workers func(want int64)) {
 	t.Helper()
-	if err := startTrainingOperator(); err != nil {
+	if err := framework.StartTrainingOperator(); err != nil {
 		t.Fatalf("starting training-operator: %v", err)
 	}
 	job := &unstructured.Unstructured{}

@@ -32,7 +32,7 @@ type queuedOperatorJob struct {
 // configured for muster beyond what training-operator is started with.
 func runQueuedOperatorJobs(t *testing.T, job queuedOperatorJob) {
 	t.Helper()
-	if err := startTrainingOperator(); err != nil {
+	if err := framework.StartTrainingOperator(); err != nil {
 		t.Fatalf("starting training-operator: %v", err)
 	}
 	ns := framework.QueuedNamespace(t, 0, "", "3")
