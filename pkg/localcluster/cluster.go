@@ -149,6 +149,9 @@ type Cluster struct {
 	// Detached is true when its programs outlive the process that started
 	// them (Options.Detach), as operators started later do too.
 	Detached bool `json:"detached,omitempty"`
+	// Ports are the ports reserved for the cluster's programs (ports.go);
+	// Down releases them.
+	Ports []int `json:"ports,omitempty"`
 	// locks are the machine-wide locks the cluster holds while it runs.
 	locks []*os.File
 }
@@ -261,6 +264,9 @@ func (c *Cluster) Down() error {
 	}
 	for _, lock := range c.locks {
 		lock.Close()
+	}
+	if err := c.releasePorts(c.Ports); err != nil {
+		return err
 	}
 	if err := os.RemoveAll(c.Dir); err != nil {
 		return fmt.Errorf("removing %s: %w", c.Dir, err)

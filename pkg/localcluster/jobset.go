@@ -13,7 +13,7 @@ import (
 // on loopback: its internal certificate management is off and it serves a
 // certificate of the cluster's CA from a directory of the cluster's own.
 func (c *Cluster) StartJobSet(ctx context.Context, binDir string) error {
-	ports, err := freePorts(2)
+	ports, err := c.reservePorts(2)
 	if err != nil {
 		return err
 	}

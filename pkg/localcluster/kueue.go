@@ -74,7 +74,7 @@ func (c *Cluster) StartKueue(ctx context.Context, binDir string, opts KueueOptio
 	if _, err := c.createNamespace(ctx, KueueNamespace); err != nil {
 		return err
 	}
-	ports, err := freePorts(2)
+	ports, err := c.reservePorts(2)
 	if err != nil {
 		return err
 	}

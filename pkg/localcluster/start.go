@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,7 +72,7 @@ func (s *starter) run(ctx context.Context) error {
 		return err
 	}
 	replicas := max(s.opts.ControllerReplicas, 1)
-	free, err := freePorts(6 + 3*replicas)
+	free, err := s.cluster.reservePorts(6 + 3*replicas)
 	if err != nil {
 		return err
 	}
@@ -647,18 +646,4 @@ func (s *starter) schedulerConfig() (string, error) {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	return path, nil
-}
-
-// freePorts asks the kernel for n distinct loopback ports that are free now.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

@@ -20,7 +20,7 @@ func (c *Cluster) StartTrainer(ctx context.Context, binDir string) error {
 			return err
 		}
 	}
-	ports, err := freePorts(2)
+	ports, err := c.reservePorts(2)
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ const (
 // the files its rotator waits for are written where the kubelet would
 // mount them; Down removes them.
 func (c *Cluster) StartTrainingOperator(ctx context.Context, binDir string, schemes ...string) error {
-	ports, err := freePorts(3)
+	ports, err := c.reservePorts(3)
 	if err != nil {
 		return err
 	}
