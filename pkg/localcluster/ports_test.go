@@ -10,12 +10,15 @@ import (
 )
 
 // isolatedReservations points the machine-wide reservations directory at a
-// directory of this test's own.
+// directory of this test's own, and creates it.
 func isolatedReservations(t *testing.T) string {
 	t.Helper()
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
-	return reservationsDir()
+	t.Setenv("TMPDIR", t.TempDir())
+	dir := reservationsDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func clusterIn(t *testing.T) *Cluster {
@@ -98,9 +101,6 @@ func TestTwoClustersNeverShareAPortAndDownReleasesThem(t *testing.T) {
 
 func TestAReservationIsKeptWhileItsClusterExistsAndTakenOverOnceItIsGone(t *testing.T) {
 	dir := isolatedReservations(t)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	port := unusedPort(t)
 	path := filepath.Join(dir, strconv.Itoa(port))
 	holder := t.TempDir()
@@ -126,9 +126,6 @@ func TestAReservationIsKeptWhileItsClusterExistsAndTakenOverOnceItIsGone(t *test
 
 func TestAPortSomethingListensOnIsNeverReserved(t *testing.T) {
 	dir := isolatedReservations(t)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -147,9 +144,6 @@ func TestAPortSomethingListensOnIsNeverReserved(t *testing.T) {
 
 func TestReleaseLeavesAnotherClustersReservationAlone(t *testing.T) {
 	dir := isolatedReservations(t)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	port := unusedPort(t)
 	path := filepath.Join(dir, strconv.Itoa(port))
 	if err := os.WriteFile(path, []byte("/another/cluster"), 0o644); err != nil {
