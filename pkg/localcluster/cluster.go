@@ -167,8 +167,14 @@ func Up(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolving --dir %q: %w", opts.Dir, err)
 	}
-	if existing, err := Load(dir); err == nil && existing.anyRunning() {
-		return nil, fmt.Errorf("a cluster already runs in %s; stop it first with: muster-local down --dir %s", dir, opts.Dir)
+	if existing, err := Load(dir); err == nil {
+		if existing.anyRunning() {
+			return nil, fmt.Errorf("a cluster already runs in %s; stop it first with: muster-local down --dir %s", dir, opts.Dir)
+		}
+		// A cluster left stopped in dir, whose ports this one may take.
+		if err := existing.releasePorts(existing.Ports); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("clearing %s: %w", dir, err)

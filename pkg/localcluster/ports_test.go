@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -169,4 +170,30 @@ func unusedPort(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return port
+}
+
+func TestUpOverAStoppedClusterReleasesItsPorts(t *testing.T) {
+	dir := isolatedReservations(t)
+	stopped := clusterIn(t)
+	ports, err := stopped.reservePorts(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stopped.save(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Its programs are empty files: the new cluster fails at its first
+	// program, after it has taken the directory over.
+	if _, err := Up(context.Background(), DefaultOptions(stopped.Dir, fakeBinDir(t))); err == nil {
+		t.Fatal("Up with empty programs succeeded")
+	}
+	for _, port := range ports {
+		if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(port))); !os.IsNotExist(err) {
+			t.Errorf("port %d of the stopped cluster is still reserved: %v", port, err)
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 { // the lock
+		t.Errorf("reservations left after the failed Up: %v", left)
+	}
 }
