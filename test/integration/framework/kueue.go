@@ -164,6 +164,20 @@ func CreateObject(t *testing.T, namespace, manifest string) {
 	})
 }
 
+// WaitForAPodOf waits until the namespace has a pod of the label selector:
+// a queued job's first pod, so that a job created after it is queued after
+// it (Kueue orders by creation time, to the second).
+func WaitForAPodOf(t *testing.T, namespace, selector string) {
+	t.Helper()
+	Eventually(t, "a pod of "+selector, func(ctx context.Context) (int, error) {
+		pods, err := Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil || len(pods.Items) == 0 {
+			return 0, fmt.Errorf("no pod yet (%v)", err)
+		}
+		return len(pods.Items), nil
+	})
+}
+
 // WatchNoneBefore watches the namespace's pods, in the order the API server
 // committed them, for a pod that later selects seen before any pod that
 // done selects: a job Kueue should have held back until another ended. It

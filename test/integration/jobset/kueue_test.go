@@ -149,13 +149,7 @@ func TestATrainJobWaitsInKueueThenRunsItsNodesAsAGang(t *testing.T) {
 	manifest := strings.Replace(torchTrainJob, "kind: TrainJob\nmetadata:\n  name: torch\n", queuedJob, 1)
 	createTrainJob(t, ns, manifest)
 	// Kueue admits in the order the jobs were created.
-	framework.Eventually(t, "a pod of TrainJob torch", func(ctx context.Context) (int, error) {
-		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.JobSetNameLabel + "=torch"})
-		if err != nil || len(pods.Items) == 0 {
-			return 0, fmt.Errorf("no pod yet (%v)", err)
-		}
-		return len(pods.Items), nil
-	})
+	framework.WaitForAPodOf(t, ns, topology.JobSetNameLabel+"=torch")
 	second := manifest[strings.LastIndex(manifest, "\n---\n")+len("\n---\n"):]
 	createTrainJob(t, ns, strings.Replace(second, "  name: torch\n", "  name: torch-2\n", 1))
 

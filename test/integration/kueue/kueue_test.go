@@ -132,13 +132,7 @@ func TestABatchJobWaitsInKueueThenRunsAsAGang(t *testing.T) {
 			return framework.Client.BatchV1().Jobs(ns).Create(ctx, queuedJob(ns, name), metav1.CreateOptions{})
 		})
 		if name == "first" {
-			framework.Eventually(t, "a pod of Job first", func(ctx context.Context) (int, error) {
-				pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=first"})
-				if err != nil || len(pods.Items) == 0 {
-					return 0, fmt.Errorf("no pod yet (%v)", err)
-				}
-				return len(pods.Items), nil
-			})
+			framework.WaitForAPodOf(t, ns, topology.GroupLabel+"=first")
 		}
 	}
 	for _, name := range []string{"first", "second"} {

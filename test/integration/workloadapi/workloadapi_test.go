@@ -855,6 +855,10 @@ func TestAJobWithAGangPolicyWaitsInKueueThenRunsAsAGang(t *testing.T) {
 		framework.Eventually(t, "Job "+name+" created", func(ctx context.Context) (*batchv1.Job, error) {
 			return framework.Client.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
 		})
+		// Created in one second, the two would be queued in either order.
+		if name == "first" {
+			framework.WaitForAPodOf(t, ns, batchv1.JobNameLabel+"=first")
+		}
 	}
 
 	for _, name := range []string{"first", "second"} {
