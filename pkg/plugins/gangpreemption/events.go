@@ -2,13 +2,16 @@ package gangpreemption
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
@@ -76,22 +79,31 @@ func victimList(names []string) string {
 	return list
 }
 
-// tellVictimGang records on a victim's gang, if it has one, what was
-// taken of it: the whole gang, a member above its elastic min, or a member
-// of a gang whose disruptionMode is single. It is
-// called for each victim pod; the event recorder folds the same note
-// about one gang into one event.
-func (pl *GangPreemption) tellVictimGang(victim *corev1.Pod, victims []*corev1.Pod, preemptor string, priority int32) {
-	key, taken, shrink, grouped := pl.takenFrom(victim, victims)
+// tellVictimGang records on a gang what was taken of it: the whole gang,
+// members above its elastic min, or members of a gang whose
+// disruptionMode is single. The event recorder folds the same note about
+// one gang into one event.
+func (pl *GangPreemption) tellVictimGang(key types.NamespacedName, taken []*corev1.Pod, preemptor preemption.ExecutorPreemptor) {
+	shrink, ok := pl.takenFrom(key, taken)
 	pg := pl.groups.PodGroup(key)
-	if !grouped || pg == nil {
+	if !ok || pg == nil || len(taken) == 0 {
 		return
 	}
-	note := fmt.Sprintf("all %d members preempted by %s (priority %d): a gang is taken whole, never left below its minMember", taken, preemptor, priority)
+	by := fmt.Sprintf("%s %s/%s (priority %d)", preemptor.Type(), preemptor.GetNamespace(), preemptor.GetName(), preemptor.Priority())
+	note := fmt.Sprintf("all %d members preempted by %s: a gang is taken whole, never left below its minMember", len(taken), by)
 	if shrink {
-		note = fmt.Sprintf("member %s preempted by %s (priority %d), one by one as its PodGroup's disruptionMode single allows", victim.Name, preemptor, priority)
+		members := "member " + taken[0].Name
+		if len(taken) > 1 {
+			names := make([]string, len(taken))
+			for i, v := range taken {
+				names[i] = v.Name
+			}
+			slices.Sort(names)
+			members = "members " + victimList(names)
+		}
+		note = fmt.Sprintf("%s preempted by %s, one by one as its PodGroup's disruptionMode single allows", members, by)
 		if topo, err := pl.groups.Topology(key); err == nil && topo != nil && topo.Elastic != nil {
-			note = fmt.Sprintf("member %s above the elastic min preempted by %s (priority %d)", victim.Name, preemptor, priority)
+			note = fmt.Sprintf("%s above the elastic min preempted by %s", members, by)
 		}
 	}
 	pl.recordEvent(pg, corev1.EventTypeWarning, ReasonPreempted, "Preempted", note)

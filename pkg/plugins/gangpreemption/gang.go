@@ -553,21 +553,7 @@ func (pl *GangPreemption) actuate(logger klog.Logger, pg *v1alpha1.PodGroup, pod
 	// The victims go with the scheduler's parallelism, as kube-scheduler's
 	// own executor sends them: a gang may take a thousand pods, and as many
 	// calls at once would flood the API server and its watchers.
-	go func() {
-		ctx := klog.NewContext(context.Background(), logger)
-		pl.handle.Parallelizer().Until(ctx, len(victims), func(i int) {
-			victim := victims[i]
-			c := &gangCandidate{node: victim.Spec.NodeName, victims: &extenderv1.Victims{Pods: victims}}
-			inMemory, err := pl.executor.PreemptPod(ctx, c, preemptor, victim, Name)
-			if err != nil {
-				logger.Error(err, "Preempting a victim", "pod", klog.KObj(victim), "podGroup", klog.KObj(pg))
-			}
-			// No deletion will tell the gang this victim is gone.
-			if err != nil || inMemory {
-				pl.gone(victim.UID)
-			}
-		}, Name)
-	}()
+	go pl.sendVictims(klog.NewContext(context.Background(), logger), pg, preemptor, victims)
 	unitNames := names(search.taken)
 	reportPreemption(len(search.taken), len(victims))
 	logger.V(2).Info("Preempting for a gang", "podGroup", klog.KObj(pg), "priority", preemptor.priority, "victims", unitNames)
@@ -582,6 +568,38 @@ func (pl *GangPreemption) actuate(logger klog.Logger, pg *v1alpha1.PodGroup, pod
 		pl.nominate(logger, p.member, p.node)
 	}
 	return node
+}
+
+// sendVictims preempts the victims taken for the gang, with the
+// scheduler's parallelism, then tells each victim gang once what it lost:
+// a gang taking a thousand members one by one would otherwise write a
+// thousand events meanwhile.
+func (pl *GangPreemption) sendVictims(ctx context.Context, pg *v1alpha1.PodGroup, preemptor *gangPreemptor, victims []*corev1.Pod) {
+	logger := klog.FromContext(ctx)
+	byGang := victimsByGang(victims)
+	evicted := make([]bool, len(victims))
+	pl.handle.Parallelizer().Until(ctx, len(victims), func(i int) {
+		victim := victims[i]
+		c := &gangCandidate{node: victim.Spec.NodeName, victims: &extenderv1.Victims{Pods: victims}, byGang: byGang}
+		inMemory, err := pl.executor.PreemptPod(ctx, c, preemptor, victim, Name)
+		if err != nil {
+			logger.Error(err, "Preempting a victim", "pod", klog.KObj(victim), "podGroup", klog.KObj(pg))
+		}
+		evicted[i] = err == nil
+		// No deletion will tell the gang this victim is gone.
+		if err != nil || inMemory {
+			pl.gone(victim.UID)
+		}
+	}, Name)
+	var gone []*corev1.Pod
+	for i, victim := range victims {
+		if evicted[i] {
+			gone = append(gone, victim)
+		}
+	}
+	for key, taken := range victimsByGang(gone) {
+		pl.tellVictimGang(key, taken, preemptor)
+	}
 }
 
 // nominate records the node a sibling's room is made on, as the framework
@@ -640,10 +658,12 @@ func (g *gangPreemptor) Pods() map[string]*corev1.Pod {
 	return pods
 }
 
-// gangCandidate is a victim's node and every victim of the preemption.
+// gangCandidate is a victim's node and every victim of the preemption,
+// also sorted by their gang.
 type gangCandidate struct {
 	node    string
 	victims *extenderv1.Victims
+	byGang  map[types.NamespacedName][]*corev1.Pod
 }
 
 func (c *gangCandidate) Name() string                 { return c.node }

@@ -3,11 +3,13 @@ package gangpreemption
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -185,4 +187,59 @@ func TestAGangWithABoundMemberFreesRoomOnlyInThatMembersDomain(t *testing.T) {
 	require.NotNil(t, result)
 	assert.Equal(t, "a2", result.NominatingInfo.NominatedNodeName)
 	assert.Equal(t, []string{"va2"}, s.deleted(t, 1), "rack-b's cheaper pods are of no use to a gang bound in rack-a")
+}
+
+// TestEachVictimGangIsToldOnceWhatItLost: the victims of one gang's
+// preemption are told by one event on each victim gang, naming what it
+// lost, however many of its members went.
+func TestEachVictimGangIsToldOnceWhatItLost(t *testing.T) {
+	tests := []struct {
+		name    string
+		group   *v1alpha1.PodGroup
+		pods    []*corev1.Pod
+		victims []string
+		want    string
+	}{
+		{
+			name:    "a gang taken whole",
+			group:   podGroup("old", 3),
+			pods:    []*corev1.Pod{boundMember("old", "old-0", "n0", "3"), boundMember("old", "old-1", "n1", "3"), boundMember("old", "old-2", "n2", "3")},
+			victims: []string{"old-0", "old-1", "old-2"},
+			want:    "Warning Preempted all 3 members preempted by gang ns/new (priority 10): a gang is taken whole",
+		},
+		{
+			name:    "workers above an elastic min",
+			group:   elastic(podGroup("el", 1), "3", "1:3"),
+			pods:    []*corev1.Pod{worker("el", 0, "n0", "3"), worker("el", 1, "n1", "3"), worker("el", 2, "n2", "3")},
+			victims: []string{"el-2", "el-1"},
+			want:    "Warning Preempted members el-1, el-2 above the elastic min preempted by gang ns/new (priority 10)",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nodes := []*corev1.Node{node("n0", "4"), node("n1", "4"), node("n2", "4")}
+			preemptorGroup := podGroup("new", 1)
+			member := gangMember("new", "new-0", "3").Priority(high).Obj()
+			s := newSearch(t, nodes, append(slices.Clone(tt.pods), member), []*v1alpha1.PodGroup{tt.group, preemptorGroup})
+			var victims []*corev1.Pod
+			for _, p := range tt.pods {
+				if slices.Contains(tt.victims, p.Name) {
+					victims = append(victims, p)
+				}
+			}
+
+			s.pl.sendVictims(s.ctx, preemptorGroup, &gangPreemptor{pg: preemptorGroup, pod: member, members: []*corev1.Pod{member}, priority: high}, victims)
+
+			assert.Len(t, s.deleted(t, len(victims)), len(victims))
+			var told []string
+			recorder := s.fw.EventRecorder().(*events.FakeRecorder)
+			for len(recorder.Events) > 0 {
+				if e := <-recorder.Events; strings.HasPrefix(e, "Warning Preempted") {
+					told = append(told, e)
+				}
+			}
+			require.Len(t, told, 1, "one event for the victim gang: %q", told)
+			assert.True(t, strings.HasPrefix(told[0], tt.want), "the gang was told %q; want it to start %q", told[0], tt.want)
+		})
+	}
 }

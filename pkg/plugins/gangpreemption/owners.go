@@ -52,32 +52,49 @@ func (o *owners) shrink(ctx context.Context, victim *corev1.Pod, index int32) er
 	})
 }
 
-// takenFrom says what the victims take of the victim's gang: how many of
-// its members, and whether some of its placed members stay, which makes
-// the victim a member above an elastic min rather than part of a gang
-// taken whole. Victims already deleted are not asked about, so the answer
-// holds while they go. A pod of no group, or of a gang gone, is neither.
-func (pl *GangPreemption) takenFrom(victim *corev1.Pod, victims []*corev1.Pod) (key types.NamespacedName, taken int, shrink bool, ok bool) {
-	key, grouped := topology.GroupOf(victim)
-	if !grouped || pl.groups.PodGroup(key) == nil {
-		return key, 0, false, false
+// victimsByGang sorts the victims by their gang; pods of no group are left
+// out.
+func victimsByGang(victims []*corev1.Pod) map[types.NamespacedName][]*corev1.Pod {
+	byGang := map[types.NamespacedName][]*corev1.Pod{}
+	for _, v := range victims {
+		if key, grouped := topology.GroupOf(v); grouped {
+			byGang[key] = append(byGang[key], v)
+		}
+	}
+	return byGang
+}
+
+// victimsOfGang returns the candidate's victims in the gang: sorted once
+// for a gang's preemption, whose victims may be a thousand.
+func victimsOfGang(c preemption.Candidate, key types.NamespacedName) []*corev1.Pod {
+	if gc, ok := c.(*gangCandidate); ok {
+		return gc.byGang[key]
+	}
+	return victimsByGang(c.Victims().Pods)[key]
+}
+
+// takenFrom says whether some of the gang's placed members stay when the
+// victims taken of it go, which makes those members above an elastic min
+// rather than part of a gang taken whole. Victims already deleted are not
+// asked about, so the answer holds while they go. A gang gone is neither.
+func (pl *GangPreemption) takenFrom(key types.NamespacedName, taken []*corev1.Pod) (shrink bool, ok bool) {
+	if pl.groups.PodGroup(key) == nil {
+		return false, false
 	}
 	taking := sets.New[types.UID]()
-	for _, v := range victims {
-		if k, in := topology.GroupOf(v); in && k == key {
-			taking.Insert(v.UID)
-		}
+	for _, v := range taken {
+		taking.Insert(v.UID)
 	}
 	members, err := pl.groups.Members(key)
 	if err != nil {
-		return key, 0, false, false
+		return false, false
 	}
 	for _, m := range members {
 		if topology.IsActiveMember(m) && !taking.Has(m.UID) && (m.Spec.NodeName != "" || pl.handle.GetWaitingPod(m.UID) != nil) {
 			shrink = true
 		}
 	}
-	return key, taking.Len(), shrink, true
+	return shrink, true
 }
 
 // preemptPodFunc is the type of the framework executor's PreemptPod.
@@ -88,15 +105,21 @@ type preemptPodFunc = func(ctx context.Context, c preemption.Candidate, preempto
 // and the victim's gang is told what it lost.
 func (pl *GangPreemption) preemptPod(evict preemptPodFunc) preemptPodFunc {
 	return func(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *corev1.Pod, pluginName string) (bool, error) {
-		key, _, shrink, grouped := pl.takenFrom(victim, c.Victims().Pods)
-		if grouped && shrink {
-			if err := pl.shrinkOwner(ctx, key, victim); err != nil {
-				return false, fmt.Errorf("shrinking the owner of %s/%s, a member above its elastic min: %w", victim.Namespace, victim.Name, err)
+		key, grouped := topology.GroupOf(victim)
+		var taken []*corev1.Pod
+		if grouped {
+			taken = victimsOfGang(c, key)
+			if shrink, ok := pl.takenFrom(key, taken); ok && shrink {
+				if err := pl.shrinkOwner(ctx, key, victim); err != nil {
+					return false, fmt.Errorf("shrinking the owner of %s/%s, a member above its elastic min: %w", victim.Namespace, victim.Name, err)
+				}
 			}
 		}
 		inMemory, err := evict(ctx, c, preemptor, victim, pluginName)
-		if err == nil {
-			pl.tellVictimGang(victim, c.Victims().Pods, fmt.Sprintf("%s %s/%s", preemptor.Type(), preemptor.GetNamespace(), preemptor.GetName()), preemptor.Priority())
+		// A gang's preemption tells each victim gang once, when its
+		// victims have gone (gang.go).
+		if _, forGang := c.(*gangCandidate); err == nil && grouped && !forGang {
+			pl.tellVictimGang(key, taken, preemptor)
 		}
 		return inMemory, err
 	}
