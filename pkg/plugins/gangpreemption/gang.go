@@ -576,11 +576,14 @@ func (pl *GangPreemption) actuate(logger klog.Logger, pg *v1alpha1.PodGroup, pod
 // thousand events meanwhile.
 func (pl *GangPreemption) sendVictims(ctx context.Context, pg *v1alpha1.PodGroup, preemptor *gangPreemptor, victims []*corev1.Pod) {
 	logger := klog.FromContext(ctx)
-	byGang := victimsByGang(victims)
+	shrinks := map[types.NamespacedName]bool{}
+	for key, taken := range victimsByGang(victims) {
+		shrinks[key], _ = pl.takenFrom(key, taken)
+	}
 	evicted := make([]bool, len(victims))
 	pl.handle.Parallelizer().Until(ctx, len(victims), func(i int) {
 		victim := victims[i]
-		c := &gangCandidate{node: victim.Spec.NodeName, victims: &extenderv1.Victims{Pods: victims}, byGang: byGang}
+		c := &gangCandidate{node: victim.Spec.NodeName, victims: &extenderv1.Victims{Pods: victims}, shrinks: shrinks}
 		inMemory, err := pl.executor.PreemptPod(ctx, c, preemptor, victim, Name)
 		if err != nil {
 			logger.Error(err, "Preempting a victim", "pod", klog.KObj(victim), "podGroup", klog.KObj(pg))
@@ -659,11 +662,11 @@ func (g *gangPreemptor) Pods() map[string]*corev1.Pod {
 }
 
 // gangCandidate is a victim's node and every victim of the preemption,
-// also sorted by their gang.
+// with each victim gang's shrinks (owners.go).
 type gangCandidate struct {
 	node    string
 	victims *extenderv1.Victims
-	byGang  map[types.NamespacedName][]*corev1.Pod
+	shrinks map[types.NamespacedName]bool
 }
 
 func (c *gangCandidate) Name() string                 { return c.node }

@@ -64,13 +64,15 @@ func victimsByGang(victims []*corev1.Pod) map[types.NamespacedName][]*corev1.Pod
 	return byGang
 }
 
-// victimsOfGang returns the candidate's victims in the gang: sorted once
-// for a gang's preemption, whose victims may be a thousand.
-func victimsOfGang(c preemption.Candidate, key types.NamespacedName) []*corev1.Pod {
+// shrinks says whether the candidate's victims leave placed members of the
+// gang: decided once for a gang's preemption, whose victims may be a
+// thousand of one gang, before any of them goes.
+func (pl *GangPreemption) shrinks(c preemption.Candidate, key types.NamespacedName) bool {
 	if gc, ok := c.(*gangCandidate); ok {
-		return gc.byGang[key]
+		return gc.shrinks[key]
 	}
-	return victimsByGang(c.Victims().Pods)[key]
+	shrink, _ := pl.takenFrom(key, victimsByGang(c.Victims().Pods)[key])
+	return shrink
 }
 
 // takenFrom says whether some of the gang's placed members stay when the
@@ -106,20 +108,16 @@ type preemptPodFunc = func(ctx context.Context, c preemption.Candidate, preempto
 func (pl *GangPreemption) preemptPod(evict preemptPodFunc) preemptPodFunc {
 	return func(ctx context.Context, c preemption.Candidate, preemptor preemption.ExecutorPreemptor, victim *corev1.Pod, pluginName string) (bool, error) {
 		key, grouped := topology.GroupOf(victim)
-		var taken []*corev1.Pod
-		if grouped {
-			taken = victimsOfGang(c, key)
-			if shrink, ok := pl.takenFrom(key, taken); ok && shrink {
-				if err := pl.shrinkOwner(ctx, key, victim); err != nil {
-					return false, fmt.Errorf("shrinking the owner of %s/%s, a member above its elastic min: %w", victim.Namespace, victim.Name, err)
-				}
+		if grouped && pl.shrinks(c, key) {
+			if err := pl.shrinkOwner(ctx, key, victim); err != nil {
+				return false, fmt.Errorf("shrinking the owner of %s/%s, a member above its elastic min: %w", victim.Namespace, victim.Name, err)
 			}
 		}
 		inMemory, err := evict(ctx, c, preemptor, victim, pluginName)
 		// A gang's preemption tells each victim gang once, when its
 		// victims have gone (gang.go).
 		if _, forGang := c.(*gangCandidate); err == nil && grouped && !forGang {
-			pl.tellVictimGang(key, taken, preemptor)
+			pl.tellVictimGang(key, victimsByGang(c.Victims().Pods)[key], preemptor)
 		}
 		return inMemory, err
 	}
