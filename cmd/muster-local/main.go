@@ -120,7 +120,7 @@ Stop it:
 	flags.IntVar(&opts.RacksPerBlock, "racks-per-block", 0, "group the racks into blocks of this many, under "+localcluster.BlockLabel+"; 0 for none")
 	flags.StringVar(&opts.BinDir, "bin-dir", opts.BinDir, "directory holding etcd, kube-apiserver, kube-controller-manager, kwok and muster-scheduler")
 	flags.IntVar(&opts.ControllerReplicas, "controller-replicas", 1, "muster-controller replicas; several elect a leader and serve the webhooks behind a front, as a Service would")
-	flags.BoolVar(&opts.WorkloadAPI, "workload-api", false, "serve upstream's scheduling.k8s.io/v1beta1 Workloads and PodGroups (GenericWorkload, WorkloadWithJob and TopologyAwareWorkloadScheduling on), whose PodGroups muster-scheduler also reads as groups")
+	flags.BoolVar(&opts.WorkloadAPI, "workload-api", false, "serve upstream's scheduling.k8s.io/v1beta1 Workloads and PodGroups (GenericWorkload, WorkloadWithJob, TopologyAwareWorkloadScheduling and DRAWorkloadResourceClaims on), whose PodGroups muster-scheduler also reads as groups")
 	flags.BoolVar(&kueue, "kueue", false, "run Kueue (bin/kueue, built by 'make tools') in front of muster-scheduler, its webhooks served on loopback, its integrations for batch/Job, pod groups, JobSet, the Kubeflow jobs and TrainJob on")
 	flags.StringVar(&kueueOpts.WaitForPodsReady, "kueue-wait-for-pods-ready", "", "Kueue's waitForPodsReady timeout (a Go duration such as 5m); off when empty")
 	flags.StringVar(&schedulerConfig, "scheduler-config", "", "KubeSchedulerConfiguration for muster-scheduler (default: the embedded manifests/scheduler-config.yaml)")

@@ -174,9 +174,11 @@ func (s *starter) startEtcd(ctx context.Context) error {
 }
 
 // workloadAPIGates turn on upstream's Workload API, the Job controller's
-// use of it, and the topology constraints of its PodGroups, which the API
-// server drops without TopologyAwareWorkloadScheduling.
-const workloadAPIGates = "--feature-gates=GenericWorkload=true,WorkloadWithJob=true,TopologyAwareWorkloadScheduling=true"
+// use of it, and the topology constraints and shared claims of its
+// PodGroups, which the API server drops without
+// TopologyAwareWorkloadScheduling and DRAWorkloadResourceClaims: a cluster
+// that serves them is one muster must answer clearly (docs/dra.md).
+const workloadAPIGates = "--feature-gates=GenericWorkload=true,WorkloadWithJob=true,TopologyAwareWorkloadScheduling=true,DRAWorkloadResourceClaims=true"
 
 func (s *starter) startAPIServer(ctx context.Context) error {
 	port := s.ports.apiServer

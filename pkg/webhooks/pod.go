@@ -281,7 +281,8 @@ func markAdded(pod *corev1.Pod, what string) {
 
 // podGroup reads the group's PodGroup in the one shape: scheduler-plugins'
 // when its members are labelled, else scheduling.k8s.io's
-// (topology.FromUpstream), whose members must have its priority. It is
+// (topology.FromUpstream), whose members must be ones muster can run
+// (topology.RefusedMember). It is
 // NotFound when missing, and when the cluster does not serve upstream's
 // API.
 func (d *PodDefaulter) podGroup(ctx context.Context, pod *corev1.Pod, key types.NamespacedName, labelled bool) (*v1alpha1.PodGroup, error) {
@@ -296,8 +297,8 @@ func (d *PodDefaulter) podGroup(ctx context.Context, pod *corev1.Pod, key types.
 	if err := d.read(ctx, key, upstream); err != nil {
 		return nil, err
 	}
-	if mismatch := topology.PriorityMismatch(pod, upstream); mismatch != "" {
-		return nil, invalidPod(pod, field.ErrorList{field.Invalid(field.NewPath("spec", "priorityClassName"), pod.Spec.PriorityClassName, mismatch)})
+	if refused := topology.RefusedMember(pod, upstream); refused != nil {
+		return nil, invalidPod(pod, field.ErrorList{refused})
 	}
 	return topology.FromUpstream(upstream), nil
 }

@@ -3,7 +3,6 @@
 package podgroup
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -121,7 +120,9 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		memberMessage := message
 		// Gang's PreEnqueue keeps such a member out for good.
 		if upstream != nil {
-			memberMessage = cmp.Or(topology.PriorityMismatch(&members[i], upstream), message)
+			if refused := topology.RefusedMember(&members[i], upstream); refused != nil {
+				memberMessage = refused.Detail
+			}
 		}
 		changed, err := r.markMember(ctx, &members[i], memberMessage)
 		if err != nil {

@@ -114,8 +114,8 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	}
 	if topology.IsUpstream(pg) {
 		if upstream := g.groups.UpstreamPodGroup(key); upstream != nil {
-			if mismatch := topology.PriorityMismatch(pod, upstream); mismatch != "" {
-				return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, mismatch)
+			if refused := topology.RefusedMember(pod, upstream); refused != nil {
+				return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, refused.Detail)
 			}
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -186,6 +187,106 @@ func TestAnUpstreamGangRunsAtItsPodGroupsPriority(t *testing.T) {
 	})
 	if framework.IsBound(got) {
 		t.Errorf("the member created at priority 1000 before its PodGroup of priority 100 was bound to %s", got.Spec.NodeName)
+	}
+}
+
+// TestAMemberOfAPodGroupsTemplateClaimIsRefused: a claim a member
+// declares exactly as its PodGroup's spec.resourceClaims declares one from
+// a template is made for the PodGroup, which muster-scheduler cannot
+// allocate (docs/dra.md). Such a member is refused, naming the claim to
+// change; one created before its PodGroup, which the webhook could not
+// check, is told why it is never scheduled.
+func TestAMemberOfAPodGroupsTemplateClaimIsRefused(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "2")
+	framework.CreateDeviceClaimTemplate(t, ns)
+	early := framework.ClaimOneDevice(upstreamMember(ns, "train", 0))
+	framework.CreatePods(t, early)
+
+	pg := upstreamGang(ns, "train", 1)
+	pg.Spec.ResourceClaims = []schedulingv1beta1.PodGroupResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To(framework.DeviceClaimTemplate)}}
+	created, err := framework.Client.SchedulingV1beta1().PodGroups(ns).Create(context.Background(), pg, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating PodGroup %s/train: %v", ns, err)
+	}
+	if len(created.Spec.ResourceClaims) == 0 {
+		t.Fatal("the API server dropped the PodGroup's spec.resourceClaims: muster-local runs it with DRAWorkloadResourceClaims on")
+	}
+
+	pod := framework.ClaimOneDevice(upstreamMember(ns, "train", 1))
+	_, err = framework.Client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
+	says := fmt.Sprintf(`the pod's claim "gpu" is made for its PodGroup %s/train from ResourceClaimTemplate %s`, ns, framework.DeviceClaimTemplate)
+	if want := `spec.resourceClaims[0]: Invalid value: "gpu": ` + says; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("creating a member that declares its PodGroup's claim: got %v, want an error saying %q", err, want)
+	}
+	got := framework.WaitForPod(t, ns, early.Name, "told why it waits", func(pod *corev1.Pod) bool {
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled && strings.HasPrefix(c.Message, says) {
+				return true
+			}
+		}
+		return false
+	})
+	if framework.IsBound(got) {
+		t.Errorf("the member created with its PodGroup's claim before the PodGroup was bound to %s", got.Spec.NodeName)
+	}
+}
+
+// TestAPodGroupsNamedClaimIsAllocatedOnceForItsGang: a PodGroup whose
+// spec.resourceClaims names one ResourceClaim, which its three members
+// name alike, on 2 nodes of one device each: the claim is allocated once,
+// to one device, the gang is bound whole on that device's node, and the
+// claim is reserved for each member, as muster reserves any claim a gang
+// shares (docs/dra.md).
+func TestAPodGroupsNamedClaimIsAllocatedOnceForItsGang(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	ns := framework.NewNamespace(t)
+	framework.DevicePool(t, ns, 2, "4", 1)
+	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}, Spec: resourcev1.ResourceClaimSpec{
+		Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: localcluster.DeviceClassName}}}},
+	}}
+	if _, err := framework.Client.ResourceV1().ResourceClaims(ns).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pg := upstreamGang(ns, "train", 3)
+	pg.Spec.ResourceClaims = []schedulingv1beta1.PodGroupResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("shared")}}
+	createPodGroup(t, pg)
+	bound := watchBound(t, ns)
+	var members []*corev1.Pod
+	for i := range 3 {
+		pod := framework.ClaimOneDevice(upstreamMember(ns, "train", i))
+		pod.Spec.ResourceClaims[0].ResourceClaimTemplateName, pod.Spec.ResourceClaims[0].ResourceClaimName = nil, ptr.To("shared")
+		members = append(members, pod)
+	}
+	framework.CreatePods(t, members...)
+	bound.waitFor(t, 3)
+
+	got, err := framework.Client.ResourceV1().ResourceClaims(ns).Get(context.Background(), "shared", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Allocation == nil || len(got.Status.Allocation.Devices.Results) != 1 {
+		t.Fatalf("the PodGroup's claim is allocated %v, want one device", got.Status.Allocation)
+	}
+	device := got.Status.Allocation.Devices.Results[0]
+	reserved := sets.New[types.UID]()
+	for _, consumer := range got.Status.ReservedFor {
+		if consumer.Resource == "pods" {
+			reserved.Insert(consumer.UID)
+		}
+	}
+	for _, member := range members {
+		pod, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), member.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pod.Spec.NodeName != device.Pool {
+			t.Errorf("%s is bound to %s, but the device its PodGroup's claim holds is %s/%s", pod.Name, pod.Spec.NodeName, device.Pool, device.Device)
+		}
+		if !reserved.Has(pod.UID) {
+			t.Errorf("the PodGroup's claim is not reserved for %s: %v", pod.Name, got.Status.ReservedFor)
+		}
 	}
 }
 
