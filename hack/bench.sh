@@ -103,8 +103,14 @@ if [[ -n $upstream_profile && " $upstream " == *" $upstream_profile "* ]]; then
 		"$out/log-profile-upstream.txt" -muster-cpu-profile "$out/cpu-muster-upstream.pprof"
 fi
 
+# The page names the command that made it, with every setting that was
+# given, so that running that command makes the page again.
+settings="BENCH_ROUNDS=$rounds BENCH_LABELS=$labels"
+for name in BENCH_CASES BENCH_UPSTREAM BENCH_UPSTREAM_PROFILE BENCH_PROFILE_CASE BENCH_DOC BENCH_FINDINGS BENCH_TITLE; do
+	[[ -v $name ]] && settings+=" $name=\"${!name}\""
+done
 cd "$root"
 go run ./hack/benchtable -in "$out/results.txt" "${profile[@]}" -findings "$findings" -title "${BENCH_TITLE:-Benchmarks}" \
 	-out "$doc" \
-	-command "make $([[ $labels == quick ]] && echo bench-quick || echo bench) (BENCH_ROUNDS=$rounds BENCH_LABELS=$labels${BENCH_CASES+ BENCH_CASES=\"$cases\"}${BENCH_DOC:+ BENCH_DOC=$doc})"
+	-command "hack/bench.sh ($settings)"
 echo "wrote $doc from $out/results.txt" >&2
