@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/dynamic-resource-allocation/structured"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 	"sigs.k8s.io/yaml"
@@ -22,7 +23,8 @@ import (
 
 // Upstream's own gang benchmarks, run unmodified: the test cases of
 // k8s.io/kubernetes's scheduler_perf/podgroup/gangscheduling,
-// podgroup/tas and workload_preemption are read from the module cache, with their templates,
+// podgroup/tas, workload_preemption and dra/workloadresourceclaims are
+// read from the module cache, with their templates,
 // which the harness resolves against the working directory. Each runs
 // twice:
 //   - `default`, as upstream wrote it: the harness's scheduler with
@@ -66,6 +68,19 @@ func BenchmarkUpstreamWorkloadPreemption(b *testing.B) {
 // PodGroups whose schedulingConstraints keep each gang in one rack.
 func BenchmarkUpstreamTopology(b *testing.B) {
 	runUpstream(b, "podgroup/tas")
+}
+
+// BenchmarkUpstreamWorkloadResourceClaims runs upstream's benchmarks of
+// claims a PodGroup shares (DRAWorkloadResourceClaims). As upstream's own
+// benchmark does, the harness's scheduler allocates devices with the
+// incubating allocator only; muster-scheduler, a process of its own, picks
+// its allocator as it ships. Only the case whose PodGroups name their
+// claim (SharedPodGroupResourceClaim) can run under muster: it refuses a
+// PodGroup's claim made from a template (docs/dra.md).
+func BenchmarkUpstreamWorkloadResourceClaims(b *testing.B) {
+	structured.EnableAllocators("incubating")
+	defer structured.EnableAllocators()
+	runUpstream(b, "dra/workloadresourceclaims")
 }
 
 func runUpstream(b *testing.B, dir string) {
