@@ -177,17 +177,20 @@ func TestAnUpstreamGangRunsAtItsPodGroupsPriority(t *testing.T) {
 	// The PodGroup's creation woke the early member before this one was
 	// created, and there is room for both.
 	says := fmt.Sprintf("the pod's priority 1000 differs from the priority 100 of its PodGroup %s/train", ns)
-	got := framework.WaitForPod(t, ns, early.Name, "told why it waits", func(pod *corev1.Pod) bool {
-		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodScheduled && strings.HasPrefix(c.Message, says) {
-				return true
-			}
-		}
-		return false
-	})
+	got := waitToldWhy(t, ns, early.Name, says)
 	if framework.IsBound(got) {
 		t.Errorf("the member created at priority 1000 before its PodGroup of priority 100 was bound to %s", got.Spec.NodeName)
 	}
+}
+
+// waitToldWhy waits until the pod's PodScheduled condition says why it
+// waits, starting with says, and returns the pod.
+func waitToldWhy(t *testing.T, namespace, name, says string) *corev1.Pod {
+	t.Helper()
+	return framework.WaitForPod(t, namespace, name, "told why it waits", func(pod *corev1.Pod) bool {
+		c := framework.Condition(pod, corev1.PodScheduled)
+		return c != nil && strings.HasPrefix(c.Message, says)
+	})
 }
 
 // TestAMemberOfAPodGroupsTemplateClaimIsRefused: a claim a member
@@ -220,14 +223,7 @@ func TestAMemberOfAPodGroupsTemplateClaimIsRefused(t *testing.T) {
 	if want := `spec.resourceClaims[0]: Invalid value: "gpu": ` + says; err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("creating a member that declares its PodGroup's claim: got %v, want an error saying %q", err, want)
 	}
-	got := framework.WaitForPod(t, ns, early.Name, "told why it waits", func(pod *corev1.Pod) bool {
-		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodScheduled && strings.HasPrefix(c.Message, says) {
-				return true
-			}
-		}
-		return false
-	})
+	got := waitToldWhy(t, ns, early.Name, says)
 	if framework.IsBound(got) {
 		t.Errorf("the member created with its PodGroup's claim before the PodGroup was bound to %s", got.Spec.NodeName)
 	}
