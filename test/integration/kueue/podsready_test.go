@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -126,6 +127,13 @@ func TestAPodsReadyTimeoutMustCoverTheLaunchOrder(t *testing.T) {
 		// The controllers' webhooks serve a moment after they are ready.
 		framework.Eventually(t, obj.GetKind()+" "+job.name+" created", func(ctx context.Context) (*unstructured.Unstructured, error) {
 			return jobs.Create(ctx, obj, metav1.CreateOptions{})
+		})
+		// Before the pool's nodes go with the namespace's pods: a job
+		// left running makes its operator create its pods again.
+		t.Cleanup(func() {
+			if err := jobs.Delete(context.Background(), job.name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting %s %s: %v", obj.GetKind(), job.name, err)
+			}
 		})
 	}
 
