@@ -24,6 +24,10 @@
 //   - A gang whose attempt fails leaves nothing: DynamicResources restores
 //     the claim's cached copy as the first member is unreserved, and any
 //     copy lent after that is restored at the next PreFilter (loans.go).
+//   - PreBind then gives any pod that names a claim, of a gang or of
+//     none, the claim's turn to write it: one pod at a time adds itself to
+//     a claim's reservations, and gives the turn back once bound or
+//     unreserved (writers.go).
 package sharedclaims
 
 import (
@@ -49,6 +53,8 @@ const Name = "SharedClaims"
 var (
 	_ fwk.PreFilterPlugin   = &SharedClaims{}
 	_ fwk.PreBindPlugin     = &SharedClaims{}
+	_ fwk.ReservePlugin     = &SharedClaims{}
+	_ fwk.PostBindPlugin    = &SharedClaims{}
 	_ fwk.EnqueueExtensions = &SharedClaims{}
 )
 
@@ -63,11 +69,12 @@ type Gangs interface {
 }
 
 // SharedClaims lends a gang member's allocation in flight to the members
-// sharing its claim.
+// sharing its claim, and has one pod at a time write a claim.
 type SharedClaims struct {
-	gangs Gangs
-	dra   fwk.SharedDRAManager
-	loans *loans
+	gangs   Gangs
+	dra     fwk.SharedDRAManager
+	loans   *loans
+	writers *claimWriters
 	// writeTimeout bounds how long a member waits at PreBind for the
 	// allocation it was lent to be written.
 	writeTimeout time.Duration
@@ -86,7 +93,7 @@ func New(_ context.Context, _ runtime.Object, handle fwk.Handle, groups *group.M
 // NewWithGangs builds the plugin over the gangs and the scheduler's DRA
 // manager (nil when it allocates no devices); unit tests build it this way.
 func NewWithGangs(gangs Gangs, dra fwk.SharedDRAManager, timeout time.Duration) *SharedClaims {
-	return &SharedClaims{gangs: gangs, dra: dra, loans: newLoans(), writeTimeout: timeout}
+	return &SharedClaims{gangs: gangs, dra: dra, loans: newLoans(), writers: newClaimWriters(), writeTimeout: timeout}
 }
 
 // Name returns the plugin's name.
@@ -120,7 +127,7 @@ func (s *SharedClaims) PreFilter(ctx context.Context, state fwk.CycleState, pod 
 	logger := klog.FromContext(ctx)
 	claims := s.dra.ResourceClaims()
 	s.loans.restoreEnded(logger, claims)
-	if !namesAClaim(pod) {
+	if len(namedClaims(pod)) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	key, grouped := group.KeyIn(state, pod)
@@ -167,17 +174,6 @@ func (s *SharedClaims) PreFilter(ctx context.Context, state fwk.CycleState, pod 
 // pods.
 func (s *SharedClaims) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-// namesAClaim reports whether the pod names a ResourceClaim, which others
-// may name too.
-func namesAClaim(pod *corev1.Pod) bool {
-	for _, podClaim := range pod.Spec.ResourceClaims {
-		if podClaim.ResourceClaimName != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // reservedSharer returns the name of a member of the gang, other than the
 // pod, that names the claim and holds a reservation: the one whose Reserve
 // allocated it.
@@ -199,19 +195,51 @@ func (s *SharedClaims) reservedSharer(key types.NamespacedName, pod *corev1.Pod,
 	return "", false
 }
 
-// PreBindPreFlight takes part in the binding of a member that was lent an
-// allocation only.
-func (s *SharedClaims) PreBindPreFlight(_ context.Context, state fwk.CycleState, _ *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	if len(borrowedIn(state)) == 0 {
+// PreBindPreFlight takes part in the binding of a pod that names a claim
+// only.
+func (s *SharedClaims) PreBindPreFlight(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if s.dra == nil || len(namedClaims(pod)) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return nil, nil
 }
 
 // PreBind waits until the member that allocated each claim lent to this
-// one has written the allocation. If that member failed to bind, this one
-// fails too, and is scheduled again.
+// one has written the allocation, then for the turn of each claim the pod
+// names. If that member failed to bind, this one fails too, and is
+// scheduled again.
 func (s *SharedClaims) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
+	if status := s.awaitLoans(ctx, state, pod); !status.IsSuccess() {
+		return status
+	}
+	held, err := s.writers.take(ctx, namedClaims(pod))
+	if err != nil {
+		return fwk.AsStatus(fmt.Errorf("waiting for another pod to finish writing a ResourceClaim %s names: %w", pod.Name, err))
+	}
+	state.Write(writingKey, held)
+	return nil
+}
+
+// Reserve does nothing: SharedClaims takes part in Reserve for its
+// Unreserve.
+func (s *SharedClaims) Reserve(context.Context, fwk.CycleState, *corev1.Pod, string) *fwk.Status {
+	return nil
+}
+
+// Unreserve gives back the claims' turns of a pod whose binding failed.
+func (s *SharedClaims) Unreserve(_ context.Context, state fwk.CycleState, _ *corev1.Pod, _ string) {
+	s.writers.giveBack(writingIn(state))
+}
+
+// PostBind gives back the claims' turns of a bound pod: its reservations
+// are written.
+func (s *SharedClaims) PostBind(_ context.Context, state fwk.CycleState, _ *corev1.Pod, _ string) {
+	s.writers.giveBack(writingIn(state))
+}
+
+// awaitLoans waits until the member that allocated each claim lent to the
+// pod has written the allocation.
+func (s *SharedClaims) awaitLoans(ctx context.Context, state fwk.CycleState, pod *corev1.Pod) *fwk.Status {
 	claims := s.dra.ResourceClaims()
 	for _, l := range borrowedIn(state) {
 		var written *resourcev1.ResourceClaim

@@ -211,12 +211,6 @@ func TestPreBindFailsWhenTheCopyLentOutlivedTheAllocation(t *testing.T) {
 	assert.False(t, status.IsSuccess(), "b took the copy lent, which no one wrote, for the claim written")
 }
 
-func TestPreBindOfAMemberLentNothingIsSkipped(t *testing.T) {
-	s, _, _ := sharing(t)
-	_, status := s.PreBindPreFlight(context.Background(), framework.NewCycleState(), member("job", "a", "shared"), "n1")
-	assert.Equal(t, fwk.Skip, status.Code())
-}
-
 func TestPreBindGivesUpAfterItsTimeout(t *testing.T) {
 	s, _, _ := sharing(t)
 	s.writeTimeout = 50 * time.Millisecond

@@ -348,6 +348,44 @@ func TestAGangWhoseMembersShareAClaimIsBoundWithOneAllocation(t *testing.T) {
 	}
 }
 
+// TestFortyMembersSharingAClaimEachWriteItOnce: a gang of 40 naming one
+// ResourceClaim is admitted whole, and its members bind at once, each
+// adding itself to the claim's reservations. One member at a time writes
+// the claim (SharedClaims' turns): no binding fails on another member's
+// write, and the claim ends reserved for all 40.
+func TestFortyMembersSharingAClaimEachWriteItOnce(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.DevicePool(t, ns, 1, "64", 1)
+	var mu sync.Mutex
+	var failed []string
+	framework.WatchPods(t, ns, func(_, pod *corev1.Pod) {
+		if c := framework.Condition(pod, corev1.PodScheduled); c != nil && c.Reason == corev1.PodReasonSchedulerError {
+			mu.Lock()
+			defer mu.Unlock()
+			failed = append(failed, pod.Name+": "+c.Message)
+		}
+	})
+	createSharedClaim(t, ns, "shared")
+	framework.CreatePodGroup(t, ns, "job", 40, nil)
+	createSharingGang(t, ns, "job", 40, "shared")
+
+	pods := waitForBound(t, ns, "job", 40)
+	claim, err := framework.Client.ResourceV1().ResourceClaims(ns).Get(context.Background(), "shared", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range pods {
+		if !reservedFor(claim, pod) {
+			t.Errorf("the shared claim is not reserved for %s: %v", pod.Name, claim.Status.ReservedFor)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(failed) > 0 {
+		t.Errorf("%d bindings failed, each to be scheduled again: %s", len(failed), strings.Join(failed, "; "))
+	}
+}
+
 // TestAGangSharingAClaimWhereItCannotFitLeavesTheClaimUnallocated: three
 // members of a gang naming one ResourceClaim, on 2 nodes of one device and
 // room for two members each: the claim's device is on one node, which the
