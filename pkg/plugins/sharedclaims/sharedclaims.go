@@ -24,6 +24,8 @@
 //   - A gang whose attempt fails leaves nothing: DynamicResources restores
 //     the claim's cached copy as the first member is unreserved, and any
 //     copy lent after that is restored at the next PreFilter (loans.go).
+//   - A claim holds at most 256 consumers: PreFilter turns away a pod,
+//     or a gang, that would be more (consumers.go).
 //   - PreBind then gives any pod that names a claim, of a gang or of
 //     none, the claim's turn to write it: one pod at a time adds itself to
 //     a claim's reservations, and gives the turn back once bound or
@@ -119,7 +121,9 @@ func (b borrowed) Clone() fwk.StateData { return b }
 // PreFilter restores the claims lent to an attempt that has failed, then
 // lends the member the allocations in flight of the claims it shares with
 // a reserved member of its gang. A pod of another gang, or of none, that
-// names a claim lent waits until its allocation is written.
+// names a claim lent waits until its allocation is written. A pod that
+// the claim has no room to reserve for, or whose gang would need more of
+// its consumers than it holds, is turned away (consumers.go).
 func (s *SharedClaims) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if s.dra == nil {
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -139,6 +143,9 @@ func (s *SharedClaims) PreFilter(ctx context.Context, state fwk.CycleState, pod 
 		claim, err := claims.Get(pod.Namespace, *podClaim.ResourceClaimName)
 		if err != nil {
 			continue // DynamicResources says that the claim is missing
+		}
+		if shortfall := s.consumerShortfall(state, pod, claim); shortfall != "" {
+			return nil, fwk.NewStatus(fwk.Unschedulable, shortfall)
 		}
 		if l, ok := s.loans.current(claims, claim); ok {
 			if !grouped || l.gang != key {
