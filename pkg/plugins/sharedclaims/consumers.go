@@ -33,7 +33,8 @@ func (s *SharedClaims) consumerShortfall(state fwk.CycleState, pod *corev1.Pod, 
 		return fmt.Sprintf("ResourceClaim %s has %d consumers in status.reservedFor, the most it holds: %s waits for one of them to finish", klog.KObj(claim), len(claim.Status.ReservedFor), pod.Name)
 	}
 	cycle, ok := group.CycleOf(state)
-	if !ok || cycle.PodGroup == nil {
+	if !ok || cycle.PodGroup == nil || int(cycle.PodGroup.Spec.MinMember) <= free {
+		// The whole quorum fits: the members need not be counted.
 		return ""
 	}
 	members, err := s.gangs.Members(cycle.Key)

@@ -116,3 +116,25 @@ func TestAMemberTheModelDoesNotSeeYetCountsItself(t *testing.T) {
 	require.Equal(t, fwk.Unschedulable, status.Code(), "the member asking was not counted")
 	assert.Contains(t, status.Message(), "needs 2 more consumers")
 }
+
+// countingGangs counts the reads of a gang's members.
+type countingGangs struct {
+	*gangs
+	reads int
+}
+
+func (c *countingGangs) Members(key types.NamespacedName) ([]*corev1.Pod, error) {
+	c.reads++
+	return c.gangs.Members(key)
+}
+
+func TestAGangWhoseQuorumFitsTheClaimIsNotCounted(t *testing.T) {
+	members := membersNaming(3, "shared")
+	g, pg := gangOf(3, members...)
+	counting := &countingGangs{gangs: g}
+	s := claimWithConsumers(&gangs{}, maxConsumers-3)
+	s.gangs = counting
+	status := preFilterInGang(s, pg, members[0])
+	require.True(t, status.IsSuccess(), status.AsError())
+	assert.Zero(t, counting.reads, "each member of a gang the claim has room for scanned its members")
+}
