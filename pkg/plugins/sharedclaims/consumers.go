@@ -69,16 +69,6 @@ func newConsumersOf(claim *resourcev1.ResourceClaim, pod *corev1.Pod, members []
 	return newConsumers, others
 }
 
-// names reports whether the pod names the claim.
-func names(pod *corev1.Pod, claim string) bool {
-	for _, named := range namedClaims(pod) {
-		if named.Name == claim {
-			return true
-		}
-	}
-	return false
-}
-
 // isConsumer reports whether the claim is reserved for the pod, as
 // DynamicResources reads it in muster-scheduler: for the pod itself, never
 // for its PodGroup (DRAWorkloadResourceClaims needs GenericWorkload, which

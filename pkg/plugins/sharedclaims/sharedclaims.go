@@ -35,6 +35,8 @@ package sharedclaims
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -181,6 +183,30 @@ func (s *SharedClaims) PreFilter(ctx context.Context, state fwk.CycleState, pod 
 // pods.
 func (s *SharedClaims) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
+// namedClaims are the claims the pod names (resourceClaimName), which
+// other pods may name too, in the order of their names, each once. A claim
+// made from a template is the pod's alone.
+func namedClaims(pod *corev1.Pod) []types.NamespacedName {
+	var claims []types.NamespacedName
+	for _, podClaim := range pod.Spec.ResourceClaims {
+		if podClaim.ResourceClaimName != nil {
+			claims = append(claims, types.NamespacedName{Namespace: pod.Namespace, Name: *podClaim.ResourceClaimName})
+		}
+	}
+	slices.SortFunc(claims, func(a, b types.NamespacedName) int { return strings.Compare(a.Name, b.Name) })
+	return slices.Compact(claims)
+}
+
+// names reports whether the pod names the claim.
+func names(pod *corev1.Pod, claim string) bool {
+	for _, podClaim := range pod.Spec.ResourceClaims {
+		if podClaim.ResourceClaimName != nil && *podClaim.ResourceClaimName == claim {
+			return true
+		}
+	}
+	return false
+}
+
 // reservedSharer returns the name of a member of the gang, other than the
 // pod, that names the claim and holds a reservation: the one whose Reserve
 // allocated it.
@@ -190,13 +216,8 @@ func (s *SharedClaims) reservedSharer(key types.NamespacedName, pod *corev1.Pod,
 		return "", false
 	}
 	for _, member := range members {
-		if member.UID == pod.UID || !s.gangs.IsReserved(key, member.UID) {
-			continue
-		}
-		for _, podClaim := range member.Spec.ResourceClaims {
-			if podClaim.ResourceClaimName != nil && *podClaim.ResourceClaimName == claimName {
-				return member.Name, true
-			}
+		if member.UID != pod.UID && s.gangs.IsReserved(key, member.UID) && names(member, claimName) {
+			return member.Name, true
 		}
 	}
 	return "", false

@@ -2,11 +2,8 @@ package sharedclaims
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 )
@@ -82,20 +79,6 @@ func (cw *claimWriters) giveBack(held writing) {
 			close(turn)
 		}
 	}
-}
-
-// namedClaims are the claims the pod names (resourceClaimName), which
-// other pods may name too, in the order of their names, each once. A claim
-// made from a template is the pod's alone.
-func namedClaims(pod *corev1.Pod) []types.NamespacedName {
-	var claims []types.NamespacedName
-	for _, podClaim := range pod.Spec.ResourceClaims {
-		if podClaim.ResourceClaimName != nil {
-			claims = append(claims, types.NamespacedName{Namespace: pod.Namespace, Name: *podClaim.ResourceClaimName})
-		}
-	}
-	slices.SortFunc(claims, func(a, b types.NamespacedName) int { return strings.Compare(a.Name, b.Name) })
-	return slices.Compact(claims)
 }
 
 // writingIn reads the turns PreBind took.
