@@ -18,7 +18,7 @@
 #   BENCH_UPSTREAM upstream's test cases to run, each Case or Case/Workload
 #                  (default: the issue's two GangScheduling workloads at
 #                  5000 nodes, every workload_preemption case,
-#                  dra/workloadresourceclaims' SharedPodGroupResourceClaim
+#                  dra/workloadresourceclaims' two cases
 #                  and the six TopologyAwareScheduling workloads at 5000
 #                  nodes); none with BENCH_LABELS=quick
 #   BENCH_UPSTREAM_PROFILE the upstream Case/Workload of muster-scheduler's
@@ -35,9 +35,8 @@ rounds=${BENCH_ROUNDS:-3}
 labels=${BENCH_LABELS:-performance}
 cases=${BENCH_CASES-SchedulingBasic GangFit3 GangFit10 GangFitDevices10 GangFit64 GangSize10 GangSize100 GangSize1000 GangSize5000 GangContention10 Mixed10 LaunchOrder9 LaunchOrder9Ready2s LaunchOrder9Paced LateLauncher9 PreemptionBasic GangPreemption50}
 upstream_default="GangScheduling/5000Nodes_1000Gangs_3000Pods GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup GangPreemptionBasic GangPreemptionPodGroups GangPreemptionAffinity"
-# Upstream's PodGroups sharing named claims; the same with claims made from
-# templates is not run, muster refuses those (docs/dra.md).
-upstream_default+=" SharedPodGroupResourceClaim"
+# Upstream's PodGroups sharing a claim, named or made from a template.
+upstream_default+=" SharedPodGroupResourceClaim SharedPodGroupResourceClaimTemplate"
 # Upstream's topology-aware gangs, its 5,000-node workloads: the in-tree
 # profile takes about two minutes on each.
 for tas in 750Gangs_3000Pods 1500Gangs_6000Pods 2250Gangs_9000Pods 3Gangs_3000Pods_1000PerGroup 6Gangs_6000Pods_1000PerGroup 9Gangs_9000Pods_1000PerGroup; do

@@ -11,6 +11,7 @@ import (
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/plugins/launchorder"
 	"github.com/muster-dev/muster/pkg/plugins/placement"
+	"github.com/muster-dev/muster/pkg/plugins/podgroupdra"
 	"github.com/muster-dev/muster/pkg/plugins/sharedclaims"
 )
 
@@ -26,6 +27,7 @@ func Registry() frameworkruntime.Registry {
 		heldrooms.Name:      models.Plugin(heldrooms.New),
 		launchorder.Name:    models.Plugin(launchorder.New),
 		placement.Name:      models.Plugin(placement.New),
+		podgroupdra.Name:    models.Plugin(podgroupdra.New),
 		sharedclaims.Name:   models.Plugin(sharedclaims.New),
 	}
 }

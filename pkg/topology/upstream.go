@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 )
 
@@ -88,36 +87,6 @@ func PriorityMismatch(pod *corev1.Pod, pg *schedulingv1beta1.PodGroup) string {
 	return fmt.Sprintf("the pod's priority %d differs from the priority %d of its PodGroup %s/%s (%s); a gang runs at its PodGroup's priority: %s", own, group, pg.Namespace, pg.Name, UpstreamGroupField, fix)
 }
 
-// PodGroupClaim says why a member of an upstream PodGroup may not run
-// with one of its claims, and which one (its index in the pod's
-// spec.resourceClaims), or "" when it may. A claim the pod declares
-// exactly as its PodGroup's spec.resourceClaims does is the PodGroup's
-// (DRAWorkloadResourceClaims; the match is upstream's own,
-// resourceclaim.BindTo). One named by resourceClaimName is a claim the
-// members share, which muster-scheduler allocates once and reserves for
-// each member (docs/dra.md). One made from a template is made for the
-// PodGroup and owned by it, and kube-scheduler's DynamicResources takes
-// such a claim only in its PodGroup cycle, which muster-scheduler runs off
-// (GenericWorkload).
-func PodGroupClaim(pod *corev1.Pod, pg *schedulingv1beta1.PodGroup) (int, string) {
-	for i := range pod.Spec.ResourceClaims {
-		claim := &pod.Spec.ResourceClaims[i]
-		if claim.ResourceClaimTemplateName == nil {
-			continue
-		}
-		bindTo, err := resourceclaim.BindTo(pod, pg, claim)
-		if err != nil || bindTo.Resource != "podgroups" {
-			continue
-		}
-		return i, fmt.Sprintf("the pod's claim %q is made for its PodGroup %s/%s from ResourceClaimTemplate %s (the PodGroup's spec.resourceClaims declares it alike), "+
-			"a claim owned by the PodGroup, which muster-scheduler does not allocate: it runs kube-scheduler's PodGroup cycle off (GenericWorkload); "+
-			"to share devices, create one ResourceClaim from the template and name it in the PodGroup's and each member's spec.resourceClaims[].resourceClaimName, "+
-			"or give each member a claim of its own by leaving the claim out of the PodGroup's spec.resourceClaims",
-			claim.Name, pg.Namespace, pg.Name, *claim.ResourceClaimTemplateName)
-	}
-	return -1, ""
-}
-
 // RefusedMember says why a member of an upstream PodGroup may not run,
 // naming the pod's field to fix, or nil when it may: the one rule the
 // webhook refuses a member by, Gang's PreEnqueue keeps out one created
@@ -125,9 +94,6 @@ func PodGroupClaim(pod *corev1.Pod, pg *schedulingv1beta1.PodGroup) (int, string
 func RefusedMember(pod *corev1.Pod, pg *schedulingv1beta1.PodGroup) *field.Error {
 	if mismatch := PriorityMismatch(pod, pg); mismatch != "" {
 		return field.Invalid(field.NewPath("spec", "priorityClassName"), pod.Spec.PriorityClassName, mismatch)
-	}
-	if i, why := PodGroupClaim(pod, pg); why != "" {
-		return field.Invalid(field.NewPath("spec", "resourceClaims").Index(i), pod.Spec.ResourceClaims[i].Name, why)
 	}
 	return nil
 }

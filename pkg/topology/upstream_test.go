@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,64 +30,11 @@ func TestPriorityMismatch(t *testing.T) {
 	assert.Contains(t, PriorityMismatch(member(ptr.To[int32](5)), group(nil, "")), "remove the pod's spec.priorityClassName, or give the PodGroup the pod's")
 }
 
-// TestPodGroupClaim: a member's claim declared exactly as its PodGroup's
-// spec.resourceClaims declares one from a template is made for the
-// PodGroup, and refused; one named alike is a claim the members share; a
-// claim that differs in any field, or a pod of another group, is the
-// pod's own.
-func TestPodGroupClaim(t *testing.T) {
-	group := &schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train", UID: "uid-train"},
-		Spec: schedulingv1beta1.PodGroupSpec{ResourceClaims: []schedulingv1beta1.PodGroupResourceClaim{
-			{Name: "gpus", ResourceClaimTemplateName: ptr.To("eight-gpus")},
-			{Name: "fabric", ResourceClaimName: ptr.To("rack-fabric")},
-		}},
-	}
-	member := func(groupName string, claims ...corev1.PodResourceClaim) *corev1.Pod {
-		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
-			Spec:       corev1.PodSpec{SchedulingGroup: &corev1.PodSchedulingGroup{PodGroupName: ptr.To(groupName)}, ResourceClaims: claims},
-		}
-	}
-	tests := []struct {
-		name      string
-		pod       *corev1.Pod
-		wantIndex int
-	}{
-		{"no claims", member("train"), -1},
-		{"a template claim declared alike", member("train",
-			corev1.PodResourceClaim{Name: "own", ResourceClaimTemplateName: ptr.To("one-gpu")},
-			corev1.PodResourceClaim{Name: "gpus", ResourceClaimTemplateName: ptr.To("eight-gpus")}), 1},
-		{"a named claim declared alike", member("train", corev1.PodResourceClaim{Name: "fabric", ResourceClaimName: ptr.To("rack-fabric")}), -1},
-		{"the group's template under another name", member("train", corev1.PodResourceClaim{Name: "mine", ResourceClaimTemplateName: ptr.To("eight-gpus")}), -1},
-		{"the group's claim name from another template", member("train", corev1.PodResourceClaim{Name: "gpus", ResourceClaimTemplateName: ptr.To("one-gpu")}), -1},
-		{"the group's named claim, named as a template", member("train", corev1.PodResourceClaim{Name: "fabric", ResourceClaimTemplateName: ptr.To("rack-fabric")}), -1},
-		{"a pod of another group", member("other", corev1.PodResourceClaim{Name: "gpus", ResourceClaimTemplateName: ptr.To("eight-gpus")}), -1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			index, why := PodGroupClaim(tt.pod, group)
-			assert.Equal(t, tt.wantIndex, index)
-			refused := RefusedMember(tt.pod, group)
-			if tt.wantIndex < 0 {
-				assert.Empty(t, why)
-				assert.Nil(t, refused)
-				return
-			}
-			name := tt.pod.Spec.ResourceClaims[tt.wantIndex].Name
-			assert.Contains(t, why, fmt.Sprintf("the pod's claim %q is made for its PodGroup ns/train from ResourceClaimTemplate eight-gpus", name))
-			assert.Contains(t, why, "name it in the PodGroup's and each member's spec.resourceClaims[].resourceClaimName")
-			require.NotNil(t, refused)
-			assert.Equal(t, fmt.Sprintf("spec.resourceClaims[%d]", tt.wantIndex), refused.Field)
-			assert.Equal(t, why, refused.Detail)
-		})
-	}
-}
-
-// TestRefusedMemberNamesThePriorityFirst: a member refused for two
-// reasons is told one field to fix at a time, its priority first, then its
-// claim.
-func TestRefusedMemberNamesThePriorityFirst(t *testing.T) {
+// TestAMemberDeclaringItsPodGroupsClaimIsNotRefused: a member at its
+// PodGroup's priority that declares the PodGroup's claim made from a
+// template, as upstream's members do, may run: muster-scheduler reserves
+// such a claim for the PodGroup (docs/dra.md).
+func TestAMemberDeclaringItsPodGroupsClaimIsNotRefused(t *testing.T) {
 	group := &schedulingv1beta1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train"},
 		Spec: schedulingv1beta1.PodGroupSpec{Priority: ptr.To[int32](10), ResourceClaims: []schedulingv1beta1.PodGroupResourceClaim{
@@ -103,12 +49,10 @@ func TestRefusedMemberNamesThePriorityFirst(t *testing.T) {
 		},
 	}
 	refused := RefusedMember(pod, group)
-	require.NotNil(t, refused)
+	require.NotNil(t, refused, "a member off its PodGroup's priority was let run")
 	assert.Equal(t, "spec.priorityClassName", refused.Field)
 	pod.Spec.Priority = ptr.To[int32](10)
-	refused = RefusedMember(pod, group)
-	require.NotNil(t, refused)
-	assert.Equal(t, "spec.resourceClaims[0]", refused.Field)
+	assert.Nil(t, RefusedMember(pod, group), "a member declaring its PodGroup's claim was refused")
 }
 
 // TestDisruptedOneByOne: disruptionMode single, or none (the API's

@@ -95,9 +95,9 @@ func TestPodDefaulter(t *testing.T) {
 			Spec:       schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 3}}},
 		},
 		&schedulingv1beta1.PodGroup{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "upstream-shared"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "upstream-shared", Annotations: mpi},
 			Spec: schedulingv1beta1.PodGroupSpec{
-				SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 2}},
+				SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 3}},
 				ResourceClaims:   []schedulingv1beta1.PodGroupResourceClaim{{Name: "gpus", ResourceClaimTemplateName: ptr.To("eight-gpus")}},
 			},
 		},
@@ -145,10 +145,9 @@ func TestPodDefaulter(t *testing.T) {
 		{"a member of a scheduling.k8s.io MPI group", upstreamMember("upstream-mpi").Label(topology.RoleLabel, "launcher").Label(topology.IndexLabel, "0").Obj(), true, true, ""},
 		{"not at its scheduling.k8s.io PodGroup's priority", upstreamMember("upstream-gang").Priority(1000).Obj(), false, false,
 			`spec.priorityClassName: Invalid value: "": the pod's priority 1000 differs from the priority 0 of its PodGroup team-a/upstream-gang`},
-		{"with a claim its scheduling.k8s.io PodGroup shares", upstreamMember("upstream-shared").PodResourceClaims(
+		{"with a claim its scheduling.k8s.io PodGroup shares", upstreamMember("upstream-shared").Label(topology.RoleLabel, "launcher").Label(topology.IndexLabel, "0").PodResourceClaims(
 			corev1.PodResourceClaim{Name: "scratch", ResourceClaimTemplateName: ptr.To("one-gpu")},
-			corev1.PodResourceClaim{Name: "gpus", ResourceClaimTemplateName: ptr.To("eight-gpus")}).Obj(), false, false,
-			`spec.resourceClaims[1]: Invalid value: "gpus": the pod's claim "gpus" is made for its PodGroup team-a/upstream-shared from ResourceClaimTemplate eight-gpus (the PodGroup's spec.resourceClaims declares it alike), a claim owned by the PodGroup, which muster-scheduler does not allocate`},
+			corev1.PodResourceClaim{Name: "gpus", ResourceClaimTemplateName: ptr.To("eight-gpus")}).Obj(), true, true, ""},
 		{"no scheduling.k8s.io PodGroup yet, with a role", upstreamMember("upstream-later").Label(topology.RoleLabel, "worker").Label(topology.IndexLabel, "0").Obj(), false, false,
 			`spec.schedulingGroup.podGroupName: Invalid value: "upstream-later": PodGroup team-a/upstream-later does not exist`},
 	}

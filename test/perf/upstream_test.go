@@ -74,9 +74,8 @@ func BenchmarkUpstreamTopology(b *testing.B) {
 // claims a PodGroup shares (DRAWorkloadResourceClaims). As upstream's own
 // benchmark does, the harness's scheduler allocates devices with the
 // incubating allocator only; muster-scheduler, a process of its own, picks
-// its allocator as it ships. Only the case whose PodGroups name their
-// claim (SharedPodGroupResourceClaim) can run under muster: it refuses a
-// PodGroup's claim made from a template (docs/dra.md).
+// its allocator as it ships, and reserves a PodGroup's claims for the
+// PodGroup, as the harness's scheduler does (podgroupdra, docs/dra.md).
 func BenchmarkUpstreamWorkloadResourceClaims(b *testing.B) {
 	structured.EnableAllocators("incubating")
 	defer structured.EnableAllocators()

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -13,7 +14,9 @@ import (
 )
 
 // A claim holds at most 256 consumers (status.reservedFor), and
-// muster-scheduler reserves a claim for each pod that names it. A pod past
+// muster-scheduler reserves a claim for each pod that names it, but for a
+// claim a PodGroup declares, which it reserves once, for the PodGroup
+// (podgroupdra). A pod past
 // that would pass every filter and fail only at DynamicResources' PreBind,
 // on the API server's validation, at every try; the members of a gang past
 // it would leave the gang bound in part, to be evicted past its schedule
@@ -22,15 +25,19 @@ import (
 const maxConsumers = resourcev1.ResourceClaimReservedForMaxSize
 
 // consumerShortfall says why the pod cannot become a consumer of the claim,
-// or "" when it can: the claim needs a free entry for it and, for a member
-// of a gang, one for each member naming it that the gang's quorum needs.
-func (s *SharedClaims) consumerShortfall(state fwk.CycleState, pod *corev1.Pod, claim *resourcev1.ResourceClaim) string {
+// or "" when it can: the claim needs a free entry for it, or for its
+// PodGroup, and, for a member of a gang reserving it each, one for each
+// member naming it that the gang's quorum needs.
+func (s *SharedClaims) consumerShortfall(state fwk.CycleState, pod *corev1.Pod, podGroup *schedulingv1beta1.PodGroup, claim *resourcev1.ResourceClaim, shared sharedClaim) string {
 	if isConsumer(claim, pod) {
 		return ""
 	}
 	free := maxConsumers - len(claim.Status.ReservedFor)
 	if free < 1 {
 		return fmt.Sprintf("ResourceClaim %s has %d consumers in status.reservedFor, the most it holds: %s waits for one of them to finish", klog.KObj(claim), len(claim.Status.ReservedFor), pod.Name)
+	}
+	if shared.forGroup != nil {
+		return "" // one entry holds the PodGroup, whatever its size
 	}
 	cycle, ok := group.CycleOf(state)
 	if !ok || cycle.PodGroup == nil || int(cycle.PodGroup.Spec.MinMember) <= free {
@@ -41,7 +48,7 @@ func (s *SharedClaims) consumerShortfall(state fwk.CycleState, pod *corev1.Pod, 
 	if err != nil {
 		return ""
 	}
-	newConsumers, others := newConsumersOf(claim, pod, members)
+	newConsumers, others := newConsumersOf(claim, pod, podGroup, members)
 	needed := min(newConsumers, int(cycle.PodGroup.Spec.MinMember)-others)
 	if needed <= free {
 		return ""
@@ -51,13 +58,14 @@ func (s *SharedClaims) consumerShortfall(state fwk.CycleState, pod *corev1.Pod, 
 		cycle.Key, needed, klog.KObj(claim), cycle.PodGroup.Spec.MinMember, free, maxConsumers, maxConsumers)
 }
 
-// newConsumersOf counts the gang's members, the pod among them, that name
-// the claim and are not its consumers yet, and the others.
-func newConsumersOf(claim *resourcev1.ResourceClaim, pod *corev1.Pod, members []*corev1.Pod) (newConsumers, others int) {
+// newConsumersOf counts the gang's members, the pod among them, that
+// would each be reserved the claim and are not its consumers yet, and the
+// others.
+func newConsumersOf(claim *resourcev1.ResourceClaim, pod *corev1.Pod, podGroup *schedulingv1beta1.PodGroup, members []*corev1.Pod) (newConsumers, others int) {
 	seen := false
 	for _, member := range members {
 		seen = seen || member.UID == pod.UID
-		if names(member, claim.Name) && !isConsumer(claim, member) {
+		if shared, ok := sharedClaimNamed(member, podGroup, claim.Name); ok && shared.forGroup == nil && !isConsumer(claim, member) {
 			newConsumers++
 		} else {
 			others++
@@ -70,9 +78,8 @@ func newConsumersOf(claim *resourcev1.ResourceClaim, pod *corev1.Pod, members []
 }
 
 // isConsumer reports whether the claim is reserved for the pod, as
-// DynamicResources reads it in muster-scheduler: for the pod itself, never
-// for its PodGroup (DRAWorkloadResourceClaims needs GenericWorkload, which
-// muster-scheduler runs off).
+// DynamicResources reads it in muster-scheduler: for the pod itself, or for
+// its PodGroup (podgroupdra).
 func isConsumer(claim *resourcev1.ResourceClaim, pod *corev1.Pod) bool {
-	return resourceclaim.IsReservedForPod(pod, claim, false)
+	return resourceclaim.IsReservedForPod(pod, claim, true)
 }

@@ -2,6 +2,7 @@ package sharedclaims
 
 import (
 	"fmt"
+	"slices"
 
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,10 +35,17 @@ type loans struct {
 func newLoans() *loans { return &loans{byClaim: map[types.UID]loan{}} }
 
 // lend puts in the claim cache a copy of the claim with the allocation in
-// flight.
-func (ls *loans) lend(claims fwk.ResourceClaimTracker, gang types.NamespacedName, claim *resourcev1.ResourceClaim, allocation *resourcev1.AllocationResult, allocator string) (loan, error) {
+// flight and, for a claim reserved for the PodGroup (forGroup), that
+// reservation, which the allocating member writes with the allocation: a
+// member lent the copy then writes nothing to the claim. Were it to add the
+// PodGroup itself, from a copy without it, its write would conflict, and
+// the write it retried would name the PodGroup twice.
+func (ls *loans) lend(claims fwk.ResourceClaimTracker, gang types.NamespacedName, claim *resourcev1.ResourceClaim, allocation *resourcev1.AllocationResult, forGroup *resourcev1.ResourceClaimConsumerReference, allocator string) (loan, error) {
 	lent := claim.DeepCopy()
 	lent.Status.Allocation = allocation.DeepCopy()
+	if forGroup != nil && !slices.Contains(lent.Status.ReservedFor, *forGroup) {
+		lent.Status.ReservedFor = append(lent.Status.ReservedFor, *forGroup)
+	}
 	if err := claims.AssumeClaimAfterAPICall(lent); err != nil {
 		return loan{}, fmt.Errorf("assuming the claim allocated: %w", err)
 	}

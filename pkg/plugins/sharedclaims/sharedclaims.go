@@ -1,7 +1,7 @@
 // Package sharedclaims implements the SharedClaims scheduler plugin: the
 // members of a gang that name one ResourceClaim (spec.resourceClaims[].
-// resourceClaimName, or a PodGroup's spec.resourceClaims by name) share one
-// allocation of it, made once for the gang.
+// resourceClaimName, or a claim a PodGroup's spec.resourceClaims declares)
+// share one allocation of it, made once for the gang.
 //
 // kube-scheduler's DynamicResources allocates a claim at the Reserve of the
 // first pod that needs it, keeps the allocation in flight, and writes it
@@ -25,22 +25,23 @@
 //     the claim's cached copy as the first member is unreserved, and any
 //     copy lent after that is restored at the next PreFilter (loans.go).
 //   - A claim holds at most 256 consumers: PreFilter turns away a pod,
-//     or a gang, that would be more (consumers.go).
-//   - PreBind then gives any pod that names a claim, of a gang or of
-//     none, the claim's turn to write it: one pod at a time adds itself to
-//     a claim's reservations, and gives the turn back once bound or
-//     unreserved (writers.go).
+//     or a gang, that would be more (consumers.go). A PodGroup's claim is
+//     reserved once, for the PodGroup (podgroupdra): the copy lent holds
+//     that reservation too, so that the members lent it write nothing.
+//   - PreBind then gives any pod that names a claim reserved for each
+//     pod, of a gang or of none, the claim's turn to write it: one pod at
+//     a time adds itself to a claim's reservations, and gives the turn back
+//     once bound or unreserved (writers.go).
 package sharedclaims
 
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -70,6 +71,9 @@ type Gangs interface {
 	// IsReserved reports whether the member holds a reservation in its
 	// gang's attempt.
 	IsReserved(key types.NamespacedName, uid types.UID) bool
+	// UpstreamPodGroupOf is the scheduling.k8s.io PodGroup the pod names,
+	// or nil.
+	UpstreamPodGroupOf(pod *corev1.Pod) *schedulingv1beta1.PodGroup
 }
 
 // SharedClaims lends a gang member's allocation in flight to the members
@@ -133,20 +137,19 @@ func (s *SharedClaims) PreFilter(ctx context.Context, state fwk.CycleState, pod 
 	logger := klog.FromContext(ctx)
 	claims := s.dra.ResourceClaims()
 	s.loans.restoreEnded(logger, claims)
-	if len(namedClaims(pod)) == 0 {
+	podGroup := s.gangs.UpstreamPodGroupOf(pod)
+	shared := sharedClaimsOf(pod, podGroup)
+	if len(shared) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	key, grouped := group.KeyIn(state, pod)
 	var lent borrowed
-	for _, podClaim := range pod.Spec.ResourceClaims {
-		if podClaim.ResourceClaimName == nil {
-			continue // a claim made from a template is the pod's alone
-		}
-		claim, err := claims.Get(pod.Namespace, *podClaim.ResourceClaimName)
+	for _, sc := range shared {
+		claim, err := claims.Get(pod.Namespace, sc.name)
 		if err != nil {
 			continue // DynamicResources says that the claim is missing
 		}
-		if shortfall := s.consumerShortfall(state, pod, claim); shortfall != "" {
+		if shortfall := s.consumerShortfall(state, pod, podGroup, claim, sc); shortfall != "" {
 			return nil, fwk.NewStatus(fwk.Unschedulable, shortfall)
 		}
 		if l, ok := s.loans.current(claims, claim); ok {
@@ -162,11 +165,11 @@ func (s *SharedClaims) PreFilter(ctx context.Context, state fwk.CycleState, pod 
 		if !grouped || claim.Status.Allocation != nil || allocation == nil {
 			continue
 		}
-		allocator, ok := s.reservedSharer(key, pod, claim.Name)
+		allocator, ok := s.reservedSharer(key, pod, podGroup, claim.Name)
 		if !ok {
 			continue // in flight for a pod of another gang, or of none
 		}
-		l, err := s.loans.lend(claims, key, claim, allocation, allocator)
+		l, err := s.loans.lend(claims, key, claim, allocation, sc.forGroup, allocator)
 		if err != nil {
 			return nil, fwk.AsStatus(fmt.Errorf("lending member %s's allocation of ResourceClaim %s: %w", allocator, klog.KObj(claim), err))
 		}
@@ -183,50 +186,29 @@ func (s *SharedClaims) PreFilter(ctx context.Context, state fwk.CycleState, pod 
 // pods.
 func (s *SharedClaims) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-// namedClaims are the claims the pod names (resourceClaimName), which
-// other pods may name too, in the order of their names, each once. A claim
-// made from a template is the pod's alone.
-func namedClaims(pod *corev1.Pod) []types.NamespacedName {
-	var claims []types.NamespacedName
-	for _, podClaim := range pod.Spec.ResourceClaims {
-		if podClaim.ResourceClaimName != nil {
-			claims = append(claims, types.NamespacedName{Namespace: pod.Namespace, Name: *podClaim.ResourceClaimName})
-		}
-	}
-	slices.SortFunc(claims, func(a, b types.NamespacedName) int { return strings.Compare(a.Name, b.Name) })
-	return slices.Compact(claims)
-}
-
-// names reports whether the pod names the claim.
-func names(pod *corev1.Pod, claim string) bool {
-	for _, podClaim := range pod.Spec.ResourceClaims {
-		if podClaim.ResourceClaimName != nil && *podClaim.ResourceClaimName == claim {
-			return true
-		}
-	}
-	return false
-}
-
 // reservedSharer returns the name of a member of the gang, other than the
-// pod, that names the claim and holds a reservation: the one whose Reserve
-// allocated it.
-func (s *SharedClaims) reservedSharer(key types.NamespacedName, pod *corev1.Pod, claimName string) (string, bool) {
+// pod, that shares the claim and holds a reservation: the one whose
+// Reserve allocated it.
+func (s *SharedClaims) reservedSharer(key types.NamespacedName, pod *corev1.Pod, podGroup *schedulingv1beta1.PodGroup, claimName string) (string, bool) {
 	members, err := s.gangs.Members(key)
 	if err != nil {
 		return "", false
 	}
 	for _, member := range members {
-		if member.UID != pod.UID && s.gangs.IsReserved(key, member.UID) && names(member, claimName) {
+		if member.UID == pod.UID || !s.gangs.IsReserved(key, member.UID) {
+			continue
+		}
+		if _, shares := sharedClaimNamed(member, podGroup, claimName); shares {
 			return member.Name, true
 		}
 	}
 	return "", false
 }
 
-// PreBindPreFlight takes part in the binding of a pod that names a claim
+// PreBindPreFlight takes part in the binding of a pod that shares a claim
 // only.
 func (s *SharedClaims) PreBindPreFlight(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	if s.dra == nil || len(namedClaims(pod)) == 0 {
+	if s.dra == nil || len(sharedClaimsOf(pod, s.gangs.UpstreamPodGroupOf(pod))) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return nil, nil
@@ -234,13 +216,13 @@ func (s *SharedClaims) PreBindPreFlight(_ context.Context, _ fwk.CycleState, pod
 
 // PreBind waits until the member that allocated each claim lent to this
 // one has written the allocation, then for the turn of each claim the pod
-// names. If that member failed to bind, this one fails too, and is
-// scheduled again.
+// names that is reserved for each pod. If that member failed to bind, this
+// one fails too, and is scheduled again.
 func (s *SharedClaims) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
 	if status := s.awaitLoans(ctx, state, pod); !status.IsSuccess() {
 		return status
 	}
-	held, err := s.writers.take(ctx, namedClaims(pod))
+	held, err := s.writers.take(ctx, reservedForEachPod(pod, s.gangs.UpstreamPodGroupOf(pod)))
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("waiting for another pod to finish writing a ResourceClaim %s names: %w", pod.Name, err))
 	}

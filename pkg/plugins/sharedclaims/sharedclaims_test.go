@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -22,14 +23,19 @@ import (
 
 const ns = "team"
 
-// gangs is a table of gangs: their members, and those reserved.
+// gangs is a table of gangs: their members, those reserved, and the
+// scheduling.k8s.io PodGroups, by name.
 type gangs struct {
-	members  map[types.NamespacedName][]*corev1.Pod
-	reserved sets.Set[types.UID]
+	members   map[types.NamespacedName][]*corev1.Pod
+	reserved  sets.Set[types.UID]
+	podGroups map[string]*schedulingv1beta1.PodGroup
 }
 
 func (g *gangs) Members(key types.NamespacedName) ([]*corev1.Pod, error) { return g.members[key], nil }
 func (g *gangs) IsReserved(_ types.NamespacedName, uid types.UID) bool   { return g.reserved.Has(uid) }
+func (g *gangs) UpstreamPodGroupOf(pod *corev1.Pod) *schedulingv1beta1.PodGroup {
+	return g.podGroups[topology.UpstreamGroupName(pod)]
+}
 
 // member is a pod of the gang that names the claim.
 func member(gang, name, claim string) *corev1.Pod {

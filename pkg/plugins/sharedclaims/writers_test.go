@@ -124,7 +124,7 @@ func TestAPodThatStopsWaitingHoldsNoTurn(t *testing.T) {
 func TestTurnsAreTakenInTheOrderOfTheClaimsNames(t *testing.T) {
 	pod := naming("x", "zeta", "alpha", "zeta")
 	pod.Spec.ResourceClaims = append(pod.Spec.ResourceClaims, corev1.PodResourceClaim{Name: "own", ResourceClaimTemplateName: ptr.To("gpu")})
-	assert.Equal(t, []types.NamespacedName{{Namespace: ns, Name: "alpha"}, {Namespace: ns, Name: "zeta"}}, namedClaims(pod),
+	assert.Equal(t, []types.NamespacedName{{Namespace: ns, Name: "alpha"}, {Namespace: ns, Name: "zeta"}}, reservedForEachPod(pod, nil),
 		"two pods naming two claims in opposite orders could each hold one and wait for the other")
 }
 

@@ -394,7 +394,7 @@ func TestFortyMembersSharingAClaimEachWriteItOnce(t *testing.T) {
 func TestAGangOfMoreMembersThanAClaimHoldsBindsNone(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.DevicePool(t, ns, 3, "100", 0)
-	publishNetworkDevice(t, ns)
+	framework.PublishNetworkDevice(t, ns)
 	watch := watchBinds(t, ns)
 	createSharedClaim(t, ns, "shared")
 	framework.CreatePodGroup(t, ns, "job", 257, nil)
@@ -407,32 +407,6 @@ func TestAGangOfMoreMembersThanAClaimHoldsBindsNone(t *testing.T) {
 	if n := watch.everBound(); n != 0 {
 		t.Fatalf("%d members of a gang the claim cannot hold were bound", n)
 	}
-}
-
-// publishNetworkDevice publishes one device reachable from every node of
-// the test's pool, as a network-attached device is: the 257 pods sharing
-// it need more than one node's 110.
-func publishNetworkDevice(t *testing.T, namespace string) {
-	t.Helper()
-	slice := &resourcev1.ResourceSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: namespace + "-network"},
-		Spec: resourcev1.ResourceSliceSpec{
-			Driver: localcluster.DeviceDriver,
-			Pool:   resourcev1.ResourcePool{Name: namespace + "-network", Generation: 1, ResourceSliceCount: 1},
-			NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
-				{Key: framework.PoolLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{namespace}},
-			}}}},
-			Devices: []resourcev1.Device{{Name: "gpu-0"}},
-		},
-	}
-	if _, err := framework.Client.ResourceV1().ResourceSlices().Create(context.Background(), slice, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := framework.Client.ResourceV1().ResourceSlices().Delete(context.Background(), slice.Name, metav1.DeleteOptions{}); err != nil {
-			t.Errorf("deleting ResourceSlice %s: %v", slice.Name, err)
-		}
-	})
 }
 
 // TestAGangSharingAClaimWhereItCannotFitLeavesTheClaimUnallocated: three

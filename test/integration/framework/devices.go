@@ -46,3 +46,29 @@ func ClaimOneDevice(pod *corev1.Pod) *corev1.Pod {
 	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
 	return pod
 }
+
+// PublishNetworkDevice publishes one device reachable from every node of
+// the namespace's pool, as a network-attached device is: for more pods
+// sharing it than one node's 110.
+func PublishNetworkDevice(t testing.TB, namespace string) {
+	t.Helper()
+	slice := &resourcev1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: namespace + "-network"},
+		Spec: resourcev1.ResourceSliceSpec{
+			Driver: localcluster.DeviceDriver,
+			Pool:   resourcev1.ResourcePool{Name: namespace + "-network", Generation: 1, ResourceSliceCount: 1},
+			NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: PoolLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{namespace}},
+			}}}},
+			Devices: []resourcev1.Device{{Name: "gpu-0"}},
+		},
+	}
+	if _, err := Client.ResourceV1().ResourceSlices().Create(context.Background(), slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := Client.ResourceV1().ResourceSlices().Delete(context.Background(), slice.Name, metav1.DeleteOptions{}); err != nil {
+			t.Errorf("deleting ResourceSlice %s: %v", slice.Name, err)
+		}
+	})
+}

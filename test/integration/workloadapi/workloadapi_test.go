@@ -21,6 +21,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -193,39 +194,69 @@ func waitToldWhy(t *testing.T, namespace, name, says string) *corev1.Pod {
 	})
 }
 
-// TestAMemberOfAPodGroupsTemplateClaimIsRefused: a claim a member
-// declares exactly as its PodGroup's spec.resourceClaims declares one from
-// a template is made for the PodGroup, which muster-scheduler cannot
-// allocate (docs/dra.md). Such a member is refused, naming the claim to
-// change; one created before its PodGroup, which the webhook could not
-// check, is told why it is never scheduled.
-func TestAMemberOfAPodGroupsTemplateClaimIsRefused(t *testing.T) {
+// TestAPodGroupsTemplateClaimIsMadeOnceAndReservedForIt: a PodGroup whose
+// spec.resourceClaims declares a claim from a template, which its three
+// members declare alike, one of them created before the PodGroup, on 2
+// nodes of one device each. kube-controller-manager makes one claim, for
+// the PodGroup; muster-scheduler allocates it once, to one device, binds
+// the gang whole on that device's node, and reserves the claim for the
+// PodGroup, as upstream does (docs/dra.md).
+func TestAPodGroupsTemplateClaimIsMadeOnceAndReservedForIt(t *testing.T) {
 	framework.LogTailOnFailure(t, "muster-scheduler")
 	ns := framework.NewNamespace(t)
-	framework.NodePool(t, ns, 1, "2")
+	framework.DevicePool(t, ns, 2, "4", 1)
 	framework.CreateDeviceClaimTemplate(t, ns)
-	early := framework.ClaimOneDevice(upstreamMember(ns, "train", 0))
-	framework.CreatePods(t, early)
+	bound := watchBound(t, ns)
+	var members []*corev1.Pod
+	for i := range 3 {
+		members = append(members, framework.ClaimOneDevice(upstreamMember(ns, "train", i)))
+	}
+	framework.CreatePods(t, members[0])
 
-	pg := upstreamGang(ns, "train", 1)
+	pg := upstreamGang(ns, "train", 3)
 	pg.Spec.ResourceClaims = []schedulingv1beta1.PodGroupResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To(framework.DeviceClaimTemplate)}}
-	created, err := framework.Client.SchedulingV1beta1().PodGroups(ns).Create(context.Background(), pg, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating PodGroup %s/train: %v", ns, err)
-	}
-	if len(created.Spec.ResourceClaims) == 0 {
-		t.Fatal("the API server dropped the PodGroup's spec.resourceClaims: muster-local runs it with DRAWorkloadResourceClaims on")
-	}
+	created := createPodGroupAsServed(t, pg)
+	framework.CreatePods(t, members[1:]...)
+	bound.waitFor(t, 3)
 
-	pod := framework.ClaimOneDevice(upstreamMember(ns, "train", 1))
-	_, err = framework.Client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
-	says := fmt.Sprintf(`the pod's claim "gpu" is made for its PodGroup %s/train from ResourceClaimTemplate %s`, ns, framework.DeviceClaimTemplate)
-	if want := `spec.resourceClaims[0]: Invalid value: "gpu": ` + says; err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("creating a member that declares its PodGroup's claim: got %v, want an error saying %q", err, want)
+	claims, err := framework.Client.ResourceV1().ResourceClaims(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	got := waitToldWhy(t, ns, early.Name, says)
-	if framework.IsBound(got) {
-		t.Errorf("the member created with its PodGroup's claim before the PodGroup was bound to %s", got.Spec.NodeName)
+	if len(claims.Items) != 1 {
+		t.Fatalf("%d ResourceClaims in the namespace, want the one made for the PodGroup", len(claims.Items))
+	}
+	claim := claims.Items[0]
+	if owner := metav1.GetControllerOf(&claim); owner == nil || owner.Kind != "PodGroup" || owner.UID != created.UID {
+		t.Errorf("ResourceClaim %s is owned by %v, not by the PodGroup", claim.Name, owner)
+	}
+	checkReservedForTheGroup(t, &claim, created, members, true)
+}
+
+// checkReservedForTheGroup checks that the claim is allocated one device,
+// that its only consumer is the PodGroup and, for a device of one node,
+// that every member is bound on that node.
+func checkReservedForTheGroup(t *testing.T, claim *resourcev1.ResourceClaim, pg *schedulingv1beta1.PodGroup, members []*corev1.Pod, nodeLocal bool) {
+	t.Helper()
+	if claim.Status.Allocation == nil || len(claim.Status.Allocation.Devices.Results) != 1 {
+		t.Fatalf("the PodGroup's claim is allocated %v, want one device", claim.Status.Allocation)
+	}
+	want := []resourcev1.ResourceClaimConsumerReference{{APIGroup: schedulingv1beta1.GroupName, Resource: "podgroups", Name: pg.Name, UID: pg.UID}}
+	if !apiequality.Semantic.DeepEqual(claim.Status.ReservedFor, want) {
+		t.Errorf("the PodGroup's claim is reserved for %v, want the PodGroup alone", claim.Status.ReservedFor)
+	}
+	if !nodeLocal {
+		return
+	}
+	device := claim.Status.Allocation.Devices.Results[0]
+	for _, member := range members {
+		pod, err := framework.Client.CoreV1().Pods(member.Namespace).Get(context.Background(), member.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pod.Spec.NodeName != device.Pool {
+			t.Errorf("%s is bound to %s, but the device its PodGroup's claim holds is %s/%s", pod.Name, pod.Spec.NodeName, device.Pool, device.Device)
+		}
 	}
 }
 
@@ -233,28 +264,17 @@ func TestAMemberOfAPodGroupsTemplateClaimIsRefused(t *testing.T) {
 // spec.resourceClaims names one ResourceClaim, which its three members
 // name alike, on 2 nodes of one device each: the claim is allocated once,
 // to one device, the gang is bound whole on that device's node, and the
-// claim is reserved for each member, as muster reserves any claim a gang
-// shares (docs/dra.md).
+// claim is reserved once, for the PodGroup (docs/dra.md).
 func TestAPodGroupsNamedClaimIsAllocatedOnceForItsGang(t *testing.T) {
 	framework.LogTailOnFailure(t, "muster-scheduler")
 	ns := framework.NewNamespace(t)
 	framework.DevicePool(t, ns, 2, "4", 1)
-	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}, Spec: resourcev1.ResourceClaimSpec{
-		Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: localcluster.DeviceClassName}}}},
-	}}
-	if _, err := framework.Client.ResourceV1().ResourceClaims(ns).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createNamedClaim(t, ns, "shared")
 	pg := upstreamGang(ns, "train", 3)
 	pg.Spec.ResourceClaims = []schedulingv1beta1.PodGroupResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("shared")}}
-	createPodGroup(t, pg)
+	created := createPodGroupAsServed(t, pg)
 	bound := watchBound(t, ns)
-	var members []*corev1.Pod
-	for i := range 3 {
-		pod := framework.ClaimOneDevice(upstreamMember(ns, "train", i))
-		pod.Spec.ResourceClaims[0].ResourceClaimTemplateName, pod.Spec.ResourceClaims[0].ResourceClaimName = nil, ptr.To("shared")
-		members = append(members, pod)
-	}
+	members := membersNamingClaim(ns, "train", 3, "shared")
 	framework.CreatePods(t, members...)
 	bound.waitFor(t, 3)
 
@@ -262,28 +282,70 @@ func TestAPodGroupsNamedClaimIsAllocatedOnceForItsGang(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status.Allocation == nil || len(got.Status.Allocation.Devices.Results) != 1 {
-		t.Fatalf("the PodGroup's claim is allocated %v, want one device", got.Status.Allocation)
+	checkReservedForTheGroup(t, got, created, members, true)
+}
+
+// TestThreeHundredMembersShareTheirPodGroupsClaim: a gang of 300 whose
+// PodGroup declares one ResourceClaim, of a device every node reaches, is
+// bound whole: a claim holds at most 256 consumers, and it has one, the
+// PodGroup.
+func TestThreeHundredMembersShareTheirPodGroupsClaim(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	ns := framework.NewNamespace(t)
+	framework.DevicePool(t, ns, 4, "100", 0)
+	framework.PublishNetworkDevice(t, ns)
+	createNamedClaim(t, ns, "shared")
+	pg := upstreamGang(ns, "train", 300)
+	pg.Spec.ResourceClaims = []schedulingv1beta1.PodGroupResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("shared")}}
+	created := createPodGroupAsServed(t, pg)
+	bound := watchBound(t, ns)
+	members := membersNamingClaim(ns, "train", 300, "shared")
+	framework.CreatePods(t, members...)
+	bound.waitFor(t, 300)
+
+	got, err := framework.Client.ResourceV1().ResourceClaims(ns).Get(context.Background(), "shared", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	device := got.Status.Allocation.Devices.Results[0]
-	reserved := sets.New[types.UID]()
-	for _, consumer := range got.Status.ReservedFor {
-		if consumer.Resource == "pods" {
-			reserved.Insert(consumer.UID)
-		}
+	checkReservedForTheGroup(t, got, created, members, false)
+}
+
+// createNamedClaim makes a ResourceClaim of one device of the pool's
+// class.
+func createNamedClaim(t *testing.T, namespace, name string) {
+	t.Helper()
+	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: resourcev1.ResourceClaimSpec{
+		Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: localcluster.DeviceClassName}}}},
+	}}
+	if _, err := framework.Client.ResourceV1().ResourceClaims(namespace).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	for _, member := range members {
-		pod, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), member.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pod.Spec.NodeName != device.Pool {
-			t.Errorf("%s is bound to %s, but the device its PodGroup's claim holds is %s/%s", pod.Name, pod.Spec.NodeName, device.Pool, device.Device)
-		}
-		if !reserved.Has(pod.UID) {
-			t.Errorf("the PodGroup's claim is not reserved for %s: %v", pod.Name, got.Status.ReservedFor)
-		}
+}
+
+// createPodGroupAsServed creates the PodGroup and returns it as the API
+// server keeps it, which must be with its claims.
+func createPodGroupAsServed(t *testing.T, pg *schedulingv1beta1.PodGroup) *schedulingv1beta1.PodGroup {
+	t.Helper()
+	created, err := framework.Client.SchedulingV1beta1().PodGroups(pg.Namespace).Create(context.Background(), pg, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating PodGroup %s/%s: %v", pg.Namespace, pg.Name, err)
 	}
+	if len(created.Spec.ResourceClaims) != len(pg.Spec.ResourceClaims) {
+		t.Fatal("the API server dropped the PodGroup's spec.resourceClaims: muster-local runs it with DRAWorkloadResourceClaims on")
+	}
+	return created
+}
+
+// membersNamingClaim are count members of the upstream group that declare
+// the claim as "gpu" by name.
+func membersNamingClaim(namespace, group string, count int, claim string) []*corev1.Pod {
+	var members []*corev1.Pod
+	for i := range count {
+		pod := framework.ClaimOneDevice(upstreamMember(namespace, group, i))
+		pod.Spec.ResourceClaims[0].ResourceClaimTemplateName, pod.Spec.ResourceClaims[0].ResourceClaimName = nil, ptr.To(claim)
+		members = append(members, pod)
+	}
+	return members
 }
 
 // TestAnUpstreamGangsDisruptionModeDecidesItsVictims: on two nodes of one

@@ -22,10 +22,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 )
 
-// FilterPlugin is the profile's Filter plugin for device claims, which a
-// dry run that counts devices here skips.
-const FilterPlugin = "DynamicResources"
-
 // Room is the cluster's devices as one preemption's dry run sees them:
 // those allocated now, which of them each pod's going would free, the pods
 // the search has taken already, and the devices it gave to pods it placed

@@ -418,6 +418,31 @@ func (m *Model) UpstreamPodGroup(key types.NamespacedName) *schedulingv1beta1.Po
 	return upstream
 }
 
+// UpstreamPodGroups reads scheduling.k8s.io's PodGroups by the name a
+// pod gives in spec.schedulingGroup, as kube-scheduler's DynamicResources
+// reads them to reserve a PodGroup's claims for the PodGroup; nil when the
+// API server does not serve them. Unlike UpstreamPodGroup, it does not
+// defer to scheduler-plugins' PodGroup of the same name: the pod names
+// this one.
+func (m *Model) UpstreamPodGroups() schedulingv1beta1listers.PodGroupLister {
+	return m.upstream
+}
+
+// UpstreamPodGroupOf returns the scheduling.k8s.io PodGroup the pod
+// names in spec.schedulingGroup, whose claims DynamicResources reserves
+// for it (podgroupdra), or nil.
+func (m *Model) UpstreamPodGroupOf(pod *corev1.Pod) *schedulingv1beta1.PodGroup {
+	name := topology.UpstreamGroupName(pod)
+	if m.upstream == nil || name == "" {
+		return nil
+	}
+	pg, err := m.upstream.PodGroups(pod.Namespace).Get(name)
+	if err != nil {
+		return nil
+	}
+	return pg
+}
+
 // Members returns the group's members that the scheduler sees: the pods
 // that name it, but those NotAMember leaves out.
 func (m *Model) Members(key types.NamespacedName) ([]*corev1.Pod, error) {
