@@ -325,7 +325,7 @@ func TestAGangKeptInOneRackGetsItsDevicesThere(t *testing.T) {
 func TestAGangWhoseMembersShareAClaimIsBoundWithOneAllocation(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.DevicePool(t, ns, 2, "4", 1)
-	createSharedClaim(t, ns, "shared")
+	framework.CreateDeviceClaim(t, ns, "shared")
 	framework.CreatePodGroup(t, ns, "job", 3, nil)
 	createSharingGang(t, ns, "job", 3, "shared")
 
@@ -365,7 +365,7 @@ func TestFortyMembersSharingAClaimEachWriteItOnce(t *testing.T) {
 			failed = append(failed, pod.Name+": "+c.Message)
 		}
 	})
-	createSharedClaim(t, ns, "shared")
+	framework.CreateDeviceClaim(t, ns, "shared")
 	framework.CreatePodGroup(t, ns, "job", 40, nil)
 	createSharingGang(t, ns, "job", 40, "shared")
 
@@ -396,7 +396,7 @@ func TestAGangOfMoreMembersThanAClaimHoldsBindsNone(t *testing.T) {
 	framework.DevicePool(t, ns, 3, "100", 0)
 	framework.PublishNetworkDevice(t, ns)
 	watch := watchBinds(t, ns)
-	createSharedClaim(t, ns, "shared")
+	framework.CreateDeviceClaim(t, ns, "shared")
 	framework.CreatePodGroup(t, ns, "job", 257, nil)
 	createSharingGang(t, ns, "job", 257, "shared")
 
@@ -421,7 +421,7 @@ func TestAGangSharingAClaimWhereItCannotFitLeavesTheClaimUnallocated(t *testing.
 	framework.CreateDeviceClaimTemplate(t, ns)
 	watch := watchBinds(t, ns)
 	allocated := watchAllocations(t, ns)
-	createSharedClaim(t, ns, "shared")
+	framework.CreateDeviceClaim(t, ns, "shared")
 	framework.CreatePodGroup(t, ns, "job", 3, nil)
 	createSharingGang(t, ns, "job", 3, "shared")
 
@@ -447,16 +447,6 @@ func TestAGangSharingAClaimWhereItCannotFitLeavesTheClaimUnallocated(t *testing.
 	}
 	for i := range 2 {
 		framework.WaitForPod(t, ns, fmt.Sprintf("solo-%d", i), "bound", framework.IsBound)
-	}
-}
-
-func createSharedClaim(t *testing.T, namespace, name string) {
-	t.Helper()
-	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: resourcev1.ResourceClaimSpec{
-		Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: localcluster.DeviceClassName}}}},
-	}}
-	if _, err := framework.Client.ResourceV1().ResourceClaims(namespace).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
 	}
 }
 

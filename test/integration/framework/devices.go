@@ -39,6 +39,18 @@ func CreateDeviceClaimTemplate(t testing.TB, namespace string) {
 	}
 }
 
+// CreateDeviceClaim makes, in the namespace, a ResourceClaim of one device
+// of the class DevicePool's nodes publish, for pods to name.
+func CreateDeviceClaim(t testing.TB, namespace, name string) {
+	t.Helper()
+	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: resourcev1.ResourceClaimSpec{
+		Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: localcluster.DeviceClassName}}}},
+	}}
+	if _, err := Client.ResourceV1().ResourceClaims(namespace).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // ClaimOneDevice makes the pod's first container claim one device through
 // DeviceClaimTemplate, and returns the pod.
 func ClaimOneDevice(pod *corev1.Pod) *corev1.Pod {

@@ -269,20 +269,7 @@ func TestAPodGroupsNamedClaimIsAllocatedOnceForItsGang(t *testing.T) {
 	framework.LogTailOnFailure(t, "muster-scheduler")
 	ns := framework.NewNamespace(t)
 	framework.DevicePool(t, ns, 2, "4", 1)
-	createNamedClaim(t, ns, "shared")
-	pg := upstreamGang(ns, "train", 3)
-	pg.Spec.ResourceClaims = []schedulingv1beta1.PodGroupResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("shared")}}
-	created := createPodGroupAsServed(t, pg)
-	bound := watchBound(t, ns)
-	members := membersNamingClaim(ns, "train", 3, "shared")
-	framework.CreatePods(t, members...)
-	bound.waitFor(t, 3)
-
-	got, err := framework.Client.ResourceV1().ResourceClaims(ns).Get(context.Background(), "shared", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkReservedForTheGroup(t, got, created, members, true)
+	bindGangSharingItsPodGroupsClaim(t, ns, 3, true)
 }
 
 // TestThreeHundredMembersShareTheirPodGroupsClaim: a gang of 300 whose
@@ -294,32 +281,29 @@ func TestThreeHundredMembersShareTheirPodGroupsClaim(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.DevicePool(t, ns, 4, "100", 0)
 	framework.PublishNetworkDevice(t, ns)
-	createNamedClaim(t, ns, "shared")
-	pg := upstreamGang(ns, "train", 300)
+	bindGangSharingItsPodGroupsClaim(t, ns, 300, false)
+}
+
+// bindGangSharingItsPodGroupsClaim makes the ResourceClaim "shared", the
+// PodGroup "train" of that many members declaring it by name, and its
+// members naming it alike; it waits until all are bound and checks that
+// the claim is the PodGroup's alone (checkReservedForTheGroup).
+func bindGangSharingItsPodGroupsClaim(t *testing.T, namespace string, size int, nodeLocal bool) {
+	t.Helper()
+	framework.CreateDeviceClaim(t, namespace, "shared")
+	pg := upstreamGang(namespace, "train", int32(size))
 	pg.Spec.ResourceClaims = []schedulingv1beta1.PodGroupResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("shared")}}
 	created := createPodGroupAsServed(t, pg)
-	bound := watchBound(t, ns)
-	members := membersNamingClaim(ns, "train", 300, "shared")
+	bound := watchBound(t, namespace)
+	members := membersNamingClaim(namespace, "train", size, "shared")
 	framework.CreatePods(t, members...)
-	bound.waitFor(t, 300)
+	bound.waitFor(t, size)
 
-	got, err := framework.Client.ResourceV1().ResourceClaims(ns).Get(context.Background(), "shared", metav1.GetOptions{})
+	got, err := framework.Client.ResourceV1().ResourceClaims(namespace).Get(context.Background(), "shared", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkReservedForTheGroup(t, got, created, members, false)
-}
-
-// createNamedClaim makes a ResourceClaim of one device of the pool's
-// class.
-func createNamedClaim(t *testing.T, namespace, name string) {
-	t.Helper()
-	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: resourcev1.ResourceClaimSpec{
-		Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: localcluster.DeviceClassName}}}},
-	}}
-	if _, err := framework.Client.ResourceV1().ResourceClaims(namespace).Create(context.Background(), claim, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	checkReservedForTheGroup(t, got, created, members, nodeLocal)
 }
 
 // createPodGroupAsServed creates the PodGroup and returns it as the API
