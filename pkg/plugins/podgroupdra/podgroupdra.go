@@ -65,10 +65,23 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle, groups *gro
 	return plugin{built.(*dynamicresources.DynamicResources)}, nil
 }
 
-// plugin is DynamicResources under this plugin's name.
+// plugin is DynamicResources under this plugin's name, at every extension
+// point DynamicResources implements.
 type plugin struct {
 	*dynamicresources.DynamicResources
 }
+
+var (
+	_ fwk.PreEnqueuePlugin  = plugin{}
+	_ fwk.PreFilterPlugin   = plugin{}
+	_ fwk.FilterPlugin      = plugin{}
+	_ fwk.PostFilterPlugin  = plugin{}
+	_ fwk.ScorePlugin       = plugin{}
+	_ fwk.ReservePlugin     = plugin{}
+	_ fwk.PreBindPlugin     = plugin{}
+	_ fwk.EnqueueExtensions = plugin{}
+	_ fwk.SignPlugin        = plugin{}
+)
 
 func (plugin) Name() string { return Name }
 

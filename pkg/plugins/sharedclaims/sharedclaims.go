@@ -137,6 +137,9 @@ func (s *SharedClaims) PreFilter(ctx context.Context, state fwk.CycleState, pod 
 	logger := klog.FromContext(ctx)
 	claims := s.dra.ResourceClaims()
 	s.loans.restoreEnded(logger, claims)
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
 	podGroup := s.gangs.UpstreamPodGroupOf(pod)
 	shared := sharedClaimsOf(pod, podGroup)
 	if len(shared) == 0 {
@@ -208,7 +211,7 @@ func (s *SharedClaims) reservedSharer(key types.NamespacedName, pod *corev1.Pod,
 // PreBindPreFlight takes part in the binding of a pod that shares a claim
 // only.
 func (s *SharedClaims) PreBindPreFlight(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	if s.dra == nil || len(sharedClaimsOf(pod, s.gangs.UpstreamPodGroupOf(pod))) == 0 {
+	if s.dra == nil || len(pod.Spec.ResourceClaims) == 0 || len(sharedClaimsOf(pod, s.gangs.UpstreamPodGroupOf(pod))) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return nil, nil
