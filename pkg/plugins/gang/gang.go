@@ -359,7 +359,10 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 	}
 	reason := fitsNowhere + ", and no lower-priority victims would make room for all the members the gang lacks"
 	backoff, ending := g.args.backoff(), group.FoundNoRoom
-	if d, chosen := g.attempts.Domain(key); chosen {
+	if failed, ok := group.SearchFailedIn(state); ok {
+		// An error is not an answer: the gang is told it, whatever its domain.
+		reason = fmt.Sprintf("%s, and the search for lower-priority victims failed: %v", fitsNowhere, failed.Err)
+	} else if d, chosen := g.attempts.Domain(key); chosen {
 		switch {
 		case d.Unplaceable != "":
 			// Placement found no topology domain for the gang: that says more.

@@ -2,6 +2,7 @@ package gang
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -465,6 +466,47 @@ func TestPermitWaitsForTheGroupTimeout(t *testing.T) {
 	assert.Equal(t, 42*time.Second, timeout)
 	_, timeout = f.gang.Permit(f.ctx, framework.NewCycleState(), member("own", "b").Obj(), "node-1")
 	assert.Equal(t, 7*time.Second, timeout)
+}
+
+// TestARejectedGangIsToldWhatItsPreemptionFound: a search that found no
+// victims and one that failed are told apart on the gang, in its event and
+// its members' message.
+func TestARejectedGangIsToldWhatItsPreemptionFound(t *testing.T) {
+	tests := []struct {
+		name string
+		// left is what GangPreemption left in the cycle, nil for nothing.
+		left fwk.StateData
+		want string
+	}{
+		{
+			name: "no victims would make room",
+			want: "member p1 fits on no node, and no lower-priority victims would make room for all the members the gang lacks",
+		},
+		{
+			name: "the search failed with an error",
+			left: &group.SearchFailed{Err: errors.New("no corresponding pod el-5 in pods of node n2")},
+			want: "member p1 fits on no node, and the search for lower-priority victims failed: no corresponding pod el-5 in pods of node n2",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj()}
+			f := newFixture(t, Args{BackoffSeconds: ptr.To[int64](10)}, []*v1alpha1.PodGroup{podGroup("job", 2).Obj()}, members)
+			state := framework.NewCycleState()
+			_, status := f.gang.PreFilter(f.ctx, state, members[1], nil)
+			require.True(t, status.IsSuccess())
+			if tt.left != nil {
+				state.Write(group.SearchFailedKey, tt.left)
+			}
+
+			_, status = f.gang.PostFilter(f.ctx, state, members[1], nil)
+			assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
+			assert.Contains(t, status.Message(), tt.want)
+			events := f.drainEvents()
+			require.Len(t, events, 1)
+			assert.True(t, strings.HasPrefix(events[0], "Warning GangRejected "+tt.want), events[0])
+		})
+	}
 }
 
 func TestPostFilterBeforeQuorumRejectsTheGroup(t *testing.T) {

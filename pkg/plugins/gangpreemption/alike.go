@@ -3,6 +3,7 @@ package gangpreemption
 import (
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 )
@@ -50,12 +51,21 @@ func (a *alike) resultsFor(signature fwk.PodSignature) *alikeResults {
 	return r
 }
 
-// changed forgets every result on the node.
+// changed forgets every result on the node: its Filter codes, and the
+// candidates on it or with a victim on it. A candidate's victims reach
+// beyond its node where it takes a gang whole, or an elastic group's
+// workers above the one it frees the node of: one of those the search
+// has taken since, or placed a member beside, is stale.
 func (a *alike) changed(node string) {
 	for _, r := range a.bySignature {
 		delete(r.failed, node)
-		r.candidates = slices.DeleteFunc(r.candidates, func(c preemption.Candidate) bool { return c.Name() == node })
+		r.candidates = slices.DeleteFunc(r.candidates, func(c preemption.Candidate) bool { return c.Name() == node || hasVictimOn(c, node) })
 	}
+}
+
+// hasVictimOn reports whether one of the candidate's victims is on the node.
+func hasVictimOn(c preemption.Candidate, node string) bool {
+	return slices.ContainsFunc(c.Victims().Pods, func(p *corev1.Pod) bool { return p.Spec.NodeName == node })
 }
 
 // forget forgets every result on every node.

@@ -4,9 +4,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
 )
 
 func candidatesOn(nodes ...string) []preemption.Candidate {
@@ -84,4 +86,20 @@ func TestAPodTheFrameworkCannotSignReusesNothing(t *testing.T) {
 	assert.False(t, ok)
 	assert.Empty(t, r.reusableCandidates())
 	assert.Empty(t, a.bySignature)
+}
+
+// TestACandidateIsDroppedWhenANodeOfItsVictimsChanges: an elastic group's
+// candidate on n1 takes the workers above n1's, on n2 too; once the search
+// changes n2, reusing it would take a worker already taken there.
+func TestACandidateIsDroppedWhenANodeOfItsVictimsChanges(t *testing.T) {
+	a := newAlike()
+	r := a.resultsFor(fwk.PodSignature("worker"))
+	onN1 := &gangCandidate{node: "n1", victims: &extenderv1.Victims{Pods: []*corev1.Pod{
+		st.MakePod().Name("el-3").Node("n1").Obj(), st.MakePod().Name("el-5").Node("n2").Obj(),
+	}}}
+	onN3 := &gangCandidate{node: "n3", victims: &extenderv1.Victims{Pods: []*corev1.Pod{st.MakePod().Name("solo").Node("n3").Obj()}}}
+	r.keepCandidates([]preemption.Candidate{onN1, onN3})
+
+	a.changed("n2")
+	assert.Equal(t, []string{"n3"}, namesOf(r.candidates), "the candidate with a victim on n2 is dropped")
 }

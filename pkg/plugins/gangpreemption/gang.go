@@ -81,12 +81,14 @@ type gangSearch struct {
 // preemptForGang makes room for the members the gang lacks, or takes
 // nothing. It never ends the chain: Gang's PostFilter ends the attempt,
 // with no backoff when room was made (group.RoomMade in the state). An
-// error is logged and ends only the preemption, never the teardown.
+// error is logged and left for Gang to tell on the gang
+// (group.SearchFailed); it ends only the preemption, never the teardown.
 func (pl *GangPreemption) preemptForGang(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, m fwk.NodeToStatusReader, key types.NamespacedName, pg *v1alpha1.PodGroup) (*fwk.PostFilterResult, *fwk.Status) {
 	result, status := pl.makeRoomForGang(ctx, state, pod, m, key, pg)
 	if status.Code() == fwk.Error {
 		klog.FromContext(ctx).Error(status.AsError(), "Preempting for a gang", "podGroup", key)
-		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: "+status.Message())
+		state.Write(group.SearchFailedKey, &group.SearchFailed{Err: status.AsError()})
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption failed: "+status.Message())
 	}
 	return result, status
 }

@@ -80,38 +80,67 @@ func TestAVictimGangIsTakenWhole(t *testing.T) {
 // higher one too, and the search counts them as victims rather than
 // leaving them to go unseen.
 func TestAnElasticGroupShrinksFromItsHighestWorker(t *testing.T) {
+	threeNodes := func(cpu string) []*corev1.Node {
+		return []*corev1.Node{node("n0", cpu), node("n1", cpu), node("n2", cpu)}
+	}
 	tests := []struct {
-		name     string
-		pods     []*corev1.Pod
-		wantNode string
-		want     []string
+		name  string
+		nodes []*corev1.Node
+		group *v1alpha1.PodGroup
+		pods  []*corev1.Pod
+		// members is the preempting gang's size, each member of memberCPU.
+		members   int
+		memberCPU string
+		wantNode  string
+		want      []string
 	}{
 		{
-			name:     "the highest worker alone where its node is freed by it",
-			pods:     []*corev1.Pod{worker("el", 0, "n0", "3"), worker("el", 1, "n1", "3"), worker("el", 2, "n2", "3")},
+			name:  "the highest worker alone where its node is freed by it",
+			nodes: threeNodes("4"), group: elastic(podGroup("el", 1), "3", "1:3"),
+			pods:    []*corev1.Pod{worker("el", 0, "n0", "3"), worker("el", 1, "n1", "3"), worker("el", 2, "n2", "3")},
+			members: 1, memberCPU: "3",
 			wantNode: "n2", want: []string{"el-2"},
 		},
 		{
-			name: "a lower worker with every higher one",
+			name:  "a lower worker with every higher one",
+			nodes: threeNodes("4"), group: elastic(podGroup("el", 1), "3", "1:3"),
 			pods: []*corev1.Pod{
 				worker("el", 0, "n0", "3"), worker("el", 1, "n1", "3"), worker("el", 2, "n2", "1"),
 				// n2 cannot be freed: its other pod is as dear as the preemptor.
 				running("dear", "n2", high, "3").Obj(),
 			},
+			members: 1, memberCPU: "3",
 			wantNode: "n1", want: []string{"el-1", "el-2"},
+		},
+		{
+			// A worker taken for one member is on another node than the
+			// candidates kept for the members after it, whose victims
+			// include it: they must not take it again.
+			name:  "down to its min for a gang of several members",
+			nodes: threeNodes("2"), group: elastic(podGroup("el", 2), "6", "2:6"),
+			pods: []*corev1.Pod{
+				worker("el", 0, "n0", "1"), worker("el", 1, "n0", "1"), worker("el", 2, "n1", "1"),
+				worker("el", 3, "n1", "1"), worker("el", 4, "n2", "1"), worker("el", 5, "n2", "1"),
+			},
+			members: 4, memberCPU: "1",
+			want: []string{"el-2", "el-3", "el-4", "el-5"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			nodes := []*corev1.Node{node("n0", "4"), node("n1", "4"), node("n2", "4")}
-			el, preemptor := elastic(podGroup("el", 1), "3", "1:3"), podGroup("new", 1)
-			member := gangMember("new", "new-0", "3").Obj()
-			s := newSearch(t, nodes, append(slices.Clone(tt.pods), member), []*v1alpha1.PodGroup{el, preemptor})
+			preemptor := podGroup("new", int32(tt.members))
+			var members []*corev1.Pod
+			for i := range tt.members {
+				members = append(members, gangMember("new", fmt.Sprintf("new-%d", i), tt.memberCPU).Obj())
+			}
+			s := newSearch(t, tt.nodes, append(slices.Clone(tt.pods), members...), []*v1alpha1.PodGroup{tt.group, preemptor})
 
-			result, status := s.postFilter(t, member, preemptor)
+			result, status := s.postFilter(t, members[0], preemptor)
 			require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
-			require.NotNil(t, result)
-			assert.Equal(t, tt.wantNode, result.NominatingInfo.NominatedNodeName)
+			require.NotNil(t, result, status.Message())
+			if tt.wantNode != "" {
+				assert.Equal(t, tt.wantNode, result.NominatingInfo.NominatedNodeName)
+			}
 			assert.Equal(t, tt.want, s.deleted(t, len(tt.want)), "the group keeps its min")
 		})
 	}

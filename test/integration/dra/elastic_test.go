@@ -25,7 +25,7 @@ func TestAnElasticGroupGrowsOnlyIntoFreeDevices(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.DevicePool(t, ns, 1, "8", 3)
 	framework.CreateDeviceClaimTemplate(t, ns)
-	framework.CreateElasticSet(t, ns, "e", 4, 1, nil, func(pod *corev1.Pod) { framework.ClaimOneDevice(pod) })
+	framework.CreateElasticSet(t, ns, "e", 1, 4, 1, nil, func(pod *corev1.Pod) { framework.ClaimOneDevice(pod) })
 	sized := func(want int32) {
 		t.Helper()
 		framework.Eventually(t, fmt.Sprintf("the set at %d replicas, all bound", want), func(ctx context.Context) (bool, error) {

@@ -14,20 +14,20 @@ import (
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
-// CreateElasticSet creates an elastic group of 1 to max workers of one
-// CPU whose workers are the pods of a StatefulSet at replicas, its
-// PodGroup with the annotations given besides. The set is named
+// CreateElasticSet creates an elastic group of min to max workers of one
+// CPU, its minMember min, whose workers are the pods of a StatefulSet at
+// replicas, its PodGroup with the annotations given besides. The set is named
 // <group>-worker and its service <group>, so that its pods' names are the
 // hostnames muster gives the group's workers. shape changes the pod
 // template further.
-func CreateElasticSet(t *testing.T, namespace, group string, max, replicas int32, annotations map[string]string, shape ...func(*corev1.Pod)) {
+func CreateElasticSet(t *testing.T, namespace, group string, min, max, replicas int32, annotations map[string]string, shape ...func(*corev1.Pod)) {
 	t.Helper()
 	pgAnnotations := map[string]string{
 		topology.RolesAnnotation:   fmt.Sprintf("worker=%d", max),
-		topology.ElasticAnnotation: fmt.Sprintf("1:%d", max),
+		topology.ElasticAnnotation: fmt.Sprintf("%d:%d", min, max),
 	}
 	maps.Copy(pgAnnotations, annotations)
-	CreatePodGroup(t, namespace, group, 1, pgAnnotations)
+	CreatePodGroup(t, namespace, group, min, pgAnnotations)
 	template := InPool(MemberPod(namespace, group, 0, "1").Label(topology.RoleLabel, "worker").Obj(), namespace)
 	for _, change := range shape {
 		change(template)

@@ -153,8 +153,8 @@ func TestElasticStatefulSetsGrowAndShrinkThroughTheirScale(t *testing.T) {
 	filler := plainPod(ns, "plain-0", "4")
 	framework.CreatePods(t, filler)
 	framework.WaitForPod(t, ns, filler.Name, "bound", framework.IsBound)
-	framework.CreateElasticSet(t, ns, "a", 4, 1, nil)
-	framework.CreateElasticSet(t, ns, "b", 4, 1, nil)
+	framework.CreateElasticSet(t, ns, "a", 1, 4, 1, nil)
+	framework.CreateElasticSet(t, ns, "b", 1, 4, 1, nil)
 	sized := func(want int32) {
 		t.Helper()
 		framework.Eventually(t, fmt.Sprintf("both sets at %d replicas, all bound", want), func(ctx context.Context) (bool, error) {

@@ -171,7 +171,7 @@ func TestAnElasticVictimsOwnerIsShrunk(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.NodePool(t, ns, 1, "4")
 	high := framework.PriorityClass(t, ns, 1000)
-	framework.CreateElasticSet(t, ns, "e", 4, 4, nil)
+	framework.CreateElasticSet(t, ns, "e", 1, 4, 4, nil)
 	waitForBound(t, ns, "e", 4)
 	createPriorityGang(t, ns, "high", 2, "1", high)
 	waitForBound(t, ns, "high", 2)
@@ -194,6 +194,39 @@ func TestAnElasticVictimsOwnerIsShrunk(t *testing.T) {
 		}
 		return true, nil
 	})
+}
+
+// TestAGangShrinksAnElasticSetFillingEveryNodeToItsMin: an elastic group
+// of 2 to 6, a StatefulSet at 6 one-CPU replicas, fills three nodes of 2
+// CPUs; a high-priority gang of four 1-CPU members takes workers 2 to 5,
+// on two nodes, through the set, which runs 2 replicas after. The search
+// once took a worker a second time, for the member after the one it was
+// taken for, failed, and told the gang no victims would make room.
+func TestAGangShrinksAnElasticSetFillingEveryNodeToItsMin(t *testing.T) {
+	framework.LogTailOnFailure(t, "muster-scheduler")
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 3, "2")
+	high := framework.PriorityClass(t, ns, 1000)
+	framework.CreateElasticSet(t, ns, "e", 2, 6, 6, nil)
+	waitForBound(t, ns, "e", 6)
+	createPriorityGang(t, ns, "high", 4, "1", high)
+	waitForBound(t, ns, "high", 4)
+	framework.Eventually(t, "the set shrunk to its min, 2, its pods 0 and 1 alone", func(ctx context.Context) (bool, error) {
+		set, err := framework.Client.AppsV1().StatefulSets(ns).Get(ctx, "e-worker", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		bound := boundPods(t, ns, "e")
+		if *set.Spec.Replicas != 2 || strings.Join(bound, ",") != "e-worker-0,e-worker-1" {
+			return false, fmt.Errorf("the set runs %d replicas, and the group has %v bound", *set.Spec.Replicas, bound)
+		}
+		return true, nil
+	})
+	for _, note := range eventNotes(t, ns, "high", "GangRejected") {
+		if strings.Contains(note, "would make room") || strings.Contains(note, "failed") {
+			t.Errorf("the gang was told its search found nothing, or failed: %q", note)
+		}
+	}
 }
 
 // TestAGangWhosePodDisruptionBudgetAllowsNoDisruptionIsTakenLast: of two

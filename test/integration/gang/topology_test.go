@@ -174,7 +174,7 @@ func TestAnElasticGroupInOneRackGrowsOnlyIntoItsRack(t *testing.T) {
 	ns := framework.NewNamespace(t)
 	framework.RackPool(t, ns, map[string]int{"rack-a": 1, "rack-b": 1}, "2")
 	framework.AddRackNode(t, ns, ns+"-2", "2", "rack-b")
-	framework.CreateElasticSet(t, ns, "e", 4, 1, inOneRack)
+	framework.CreateElasticSet(t, ns, "e", 1, 4, 1, inOneRack)
 	grown := framework.WaitForEvent(t, ns, "e", podgroup.ReasonElasticGrown)
 	if want := fmt.Sprintf("scaled StatefulSet %s/e-worker worker replicas 1 → 2 into idle room; fulfillment 0.00 → 0.33", ns); grown != want {
 		t.Errorf("%s says %q; want %q", podgroup.ReasonElasticGrown, grown, want)

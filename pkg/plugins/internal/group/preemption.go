@@ -106,3 +106,22 @@ func (r *RoomMade) Clone() fwk.StateData { return r }
 func RoomMadeIn(state fwk.CycleState) (*RoomMade, bool) {
 	return fromCycle[*RoomMade](state, RoomMadeKey)
 }
+
+// SearchFailedKey is where the preemption plugin tells Gang, in the cycle
+// of a gang's failed member, that its search for victims failed with an
+// error rather than finding none: Gang's PostFilter then says so on the
+// gang, not that no victims would make room.
+const SearchFailedKey fwk.StateKey = "muster.dev/search-failed"
+
+// SearchFailed is the error the preemption plugin's search ended with.
+type SearchFailed struct {
+	Err error
+}
+
+// Clone returns the same record: it is never changed.
+func (f *SearchFailed) Clone() fwk.StateData { return f }
+
+// SearchFailedIn returns the record the preemption plugin left in the cycle.
+func SearchFailedIn(state fwk.CycleState) (*SearchFailed, bool) {
+	return fromCycle[*SearchFailed](state, SearchFailedKey)
+}
