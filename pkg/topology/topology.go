@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/resources"
 )
@@ -55,6 +56,23 @@ const (
 	// required one, whose one value the members share if they fit in one.
 	DomainPreferredAnnotation = "muster.dev/topology-preferred"
 )
+
+// QuorumReachedAnnotation is muster-scheduler's record, on a
+// scheduler-plugins PodGroup, that its gang was admitted with its quorum:
+// the time, written once. Such a gang is admitted for good, through a
+// restart or a change of leader: a minMember raised later never makes it
+// partly bound. An upstream PodGroup's PodGroupInitiallyScheduled
+// condition says the same. It is a record muster writes, not a setting
+// it reads, so it is outside AnnotationPrefix: the topology's checks pass
+// over it, and writing it wakes no member.
+const QuorumReachedAnnotation = "scheduling.muster.dev/quorum-reached"
+
+// ReachedQuorum reports whether the PodGroup records that its gang was
+// admitted with its quorum (QuorumReachedAnnotation).
+func ReachedQuorum(pg *v1alpha1.PodGroup) bool {
+	_, reached := pg.Annotations[QuorumReachedAnnotation]
+	return reached
+}
 
 // Annotations lists every topology annotation, in the order the design
 // documents them.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
 
@@ -232,5 +233,84 @@ func TestStatusOnlyWritesCauseNoSchedulingAttempt(t *testing.T) {
 	time.Sleep(12 * time.Second)
 	if now := scheduleAttempts(t); now != settled {
 		t.Errorf("status-only writes caused %v scheduling attempts", now-settled)
+	}
+}
+
+// TestARaisedMinMemberNeverEvictsAGangAdmittedBeforeARestart: a gang
+// admitted whole has its minMember raised while muster-scheduler runs,
+// which then restarts, as a rollout or a change of leader does, and members
+// that cannot fit come. The gang once had its quorum, which its PodGroup
+// records, so it is never evicted. A control gang that never had its
+// quorum, bound after, with the same schedule timeout, is evicted: by
+// then the admitted gang's deadline has passed too.
+func TestARaisedMinMemberNeverEvictsAGangAdmittedBeforeARestart(t *testing.T) {
+	tests := []struct {
+		name          string
+		bound, raised int32
+		waitingBefore int
+		waitingAfter  int
+	}{
+		{name: "2 raised to 3, a member that cannot fit added after the restart", bound: 2, raised: 3, waitingAfter: 1},
+		{name: "4 raised to 6 with members waiting already", bound: 4, raised: 6, waitingBefore: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			framework.LogTailOnFailure(t, "muster-scheduler")
+			ns := framework.NewNamespace(t)
+			framework.NodePool(t, ns, 1, "8")
+			createTimedPodGroup(t, ns, "a", tt.bound, 5)
+			for i := range tt.bound {
+				framework.CreatePods(t, framework.InPool(framework.MemberPod(ns, "a", int(i), "1").Obj(), ns))
+			}
+			for i := range tt.bound {
+				framework.WaitForPod(t, ns, fmt.Sprintf("a-%d", i), "bound", framework.IsBound)
+			}
+			framework.Eventually(t, "gang a's admission recorded on its PodGroup", func(ctx context.Context) (bool, error) {
+				pg, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns).Get(ctx, "a", metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				if _, ok := pg.Annotations[topology.QuorumReachedAnnotation]; !ok {
+					return false, fmt.Errorf("PodGroup a has annotations %v", pg.Annotations)
+				}
+				return true, nil
+			})
+			// Members that need more than the node has left.
+			addWaiting := func(from, count int) {
+				for i := from; i < from+count; i++ {
+					framework.CreatePods(t, framework.InPool(framework.MemberPod(ns, "a", i, "8").Obj(), ns))
+				}
+			}
+			addWaiting(int(tt.bound), tt.waitingBefore)
+			if _, err := framework.PodGroups.SchedulingV1alpha1().PodGroups(ns).Patch(context.Background(), "a", types.MergePatchType,
+				fmt.Appendf(nil, `{"spec":{"minMember":%d}}`, tt.raised), metav1.PatchOptions{}); err != nil {
+				t.Fatalf("raising minMember: %v", err)
+			}
+			if err := framework.Cluster().Restart(context.Background(), "muster-scheduler"); err != nil {
+				t.Fatalf("restarting muster-scheduler: %v", err)
+			}
+			addWaiting(int(tt.bound)+tt.waitingBefore, tt.waitingAfter)
+
+			createTimedPodGroup(t, ns, "control", 2, 5)
+			framework.CreatePods(t, framework.InPool(framework.MemberPod(ns, "control", 0, "1").Node(ns+"-0").Obj(), ns))
+			framework.CreatePods(t, framework.InPool(framework.MemberPod(ns, "control", 1, "8").Obj(), ns))
+			framework.WaitForEvent(t, ns, "control", "GangEvicted")
+
+			for i := range tt.bound {
+				pod, err := framework.Client.CoreV1().Pods(ns).Get(context.Background(), fmt.Sprintf("a-%d", i), metav1.GetOptions{})
+				if err != nil || pod.DeletionTimestamp != nil {
+					t.Errorf("gang a's member a-%d was evicted (%v)", i, err)
+				}
+			}
+			events, err := framework.Client.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range events.Items {
+				if e.Reason == "GangEvicted" && e.Regarding.Name == "a" {
+					t.Errorf("gang a, admitted before, was evicted: %s", e.Note)
+				}
+			}
+		})
 	}
 }

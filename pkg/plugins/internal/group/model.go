@@ -59,6 +59,10 @@ type Model struct {
 	// allocates no error, as a lister's would.
 	podGroups        cache.Indexer
 	podGroupInformer cache.SharedIndexInformer
+	// podGroupClient writes what the model records on a scheduler-plugins
+	// PodGroup (RecordInitiallyScheduled); nil in unit tests that build
+	// the model without a scheduler.
+	podGroupClient schedulingclient.Interface
 	// upstream and upstreamInformer are nil when the API server does not
 	// serve scheduling.k8s.io's PodGroups.
 	upstream         schedulingv1beta1listers.PodGroupLister
@@ -189,7 +193,7 @@ func (ms *Models) For(ctx context.Context, handle fwk.Handle) (*Model, error) {
 	factory := schedulinginformers.NewSharedInformerFactory(client, 0)
 	podGroups := factory.Scheduling().V1alpha1().PodGroups()
 	m := NewModel(podGroups.Informer().GetIndexer(), podInformer.GetIndexer(), handle.ProfileName())
-	m.podGroupInformer, m.podInformer, m.activator = podGroups.Informer(), podInformer, handle
+	m.podGroupInformer, m.podInformer, m.activator, m.podGroupClient = podGroups.Informer(), podInformer, handle, client
 	if _, err := m.podGroupInformer.AddEventHandler(m.podGroupEvents()); err != nil {
 		return nil, fmt.Errorf("watching PodGroups: %w", err)
 	}
@@ -465,8 +469,10 @@ func (m *Model) isOurs(schedulerName string) bool {
 }
 
 // HadQuorum reports whether the group's gang once had its quorum: minMember
-// members bound at once, seen by this scheduler, or, for an upstream
-// PodGroup, its PodGroupInitiallyScheduled condition True. Such a gang is
+// members bound at once, seen by this scheduler, or its admission recorded
+// on its PodGroup (RecordInitiallyScheduled): a scheduler-plugins
+// PodGroup's topology.QuorumReachedAnnotation, an upstream PodGroup's
+// PodGroupInitiallyScheduled condition True. Such a gang is
 // admitted for good, as upstream's terminal condition says: a later change
 // (a raised minMember) never makes it partly bound, and never evicts what
 // runs.
@@ -477,7 +483,7 @@ func (m *Model) HadQuorum(key types.NamespacedName, pg *v1alpha1.PodGroup) bool 
 		return true
 	}
 	if !topology.IsUpstream(pg) {
-		return false
+		return topology.ReachedQuorum(pg)
 	}
 	upstream := m.UpstreamPodGroup(key)
 	return upstream != nil && upstream.UID == pg.UID && apimeta.IsStatusConditionTrue(upstream.Status.Conditions, schedulingv1beta1.PodGroupInitiallyScheduled)

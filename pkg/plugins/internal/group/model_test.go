@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -15,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	schedulingv1beta1listers "k8s.io/client-go/listers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	schedulingfake "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/fake"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -103,6 +106,8 @@ func TestInitiallyScheduled(t *testing.T) {
 	pg.Status = *admitted
 	_, changed = initiallyScheduled(pg, false, "a later attempt failed")
 	assert.False(t, changed, "once True, never False again")
+	_, changed = initiallyScheduled(pg, true, "5/4 members placed")
+	assert.False(t, changed, "a later admission writes nothing")
 }
 
 // Until the model's pod handler has seen the informer's initial list, a
@@ -362,4 +367,50 @@ func TestATopologyIsParsedAgainOnlyWhenWhatItDependsOnChanges(t *testing.T) {
 	back, err := m.TopologyOf(key, statusWrite)
 	require.NoError(t, err)
 	assert.Equal(t, first, back, "an object read before the change is parsed again from what it holds, not taken for the last one parsed")
+}
+
+// TestAnAdmittedGangIsRecordedOnItsPodGroupOnce: admission writes the
+// quorum record on a scheduler-plugins PodGroup that lacks it, never on
+// one that has it, and never for a failed attempt; HadQuorum reads it
+// with no member bound, as a restarted scheduler does.
+func TestAnAdmittedGangIsRecordedOnItsPodGroupOnce(t *testing.T) {
+	at := time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name      string
+		recorded  bool
+		scheduled bool
+		wantPatch bool
+	}{
+		{name: "an admitted gang is recorded", scheduled: true, wantPatch: true},
+		{name: "a failed attempt records nothing", scheduled: false},
+		{name: "a gang recorded before is not written again", recorded: true, scheduled: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train", UID: "pg-uid"}, Spec: v1alpha1.PodGroupSpec{MinMember: 3}}
+			if tt.recorded {
+				pg.Annotations = map[string]string{topology.QuorumReachedAnnotation: at.Format(time.RFC3339)}
+			}
+			groups := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			require.NoError(t, groups.Add(pg))
+			m := NewModel(groups, cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexName: IndexFunc}))
+			client := schedulingfake.NewSimpleClientset(pg)
+			m.podGroupClient = client
+			key := types.NamespacedName{Namespace: "ns", Name: "train"}
+			assert.Equal(t, tt.recorded, m.HadQuorum(key, pg), "with no member bound, the record alone says")
+
+			m.RecordInitiallyScheduled(klog.Background(), nil, pg, tt.scheduled, at, "3/3 members placed")
+
+			if !tt.wantPatch {
+				// Decided before any write is sent.
+				assert.Empty(t, client.Actions())
+				return
+			}
+			require.Eventually(t, func() bool { return len(client.Actions()) == 1 }, 5*time.Second, 10*time.Millisecond)
+			written, err := client.SchedulingV1alpha1().PodGroups("ns").Get(context.Background(), "train", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, "2026-12-06T05:00:00Z", written.Annotations[topology.QuorumReachedAnnotation])
+			assert.True(t, m.HadQuorum(key, written), "the record read back")
+		})
+	}
 }

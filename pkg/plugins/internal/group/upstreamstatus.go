@@ -2,10 +2,13 @@ package group
 
 import (
 	"context"
+	"encoding/json"
+	"time"
 
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/util"
@@ -14,15 +17,23 @@ import (
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
-// RecordInitiallyScheduled writes an upstream PodGroup's
-// PodGroupInitiallyScheduled condition as kube-scheduler's PodGroup cycle
-// writes it, so that the PodGroup reads the same whichever scheduler
-// placed it: True, reason Scheduled, once the gang is admitted; False,
-// reason Unschedulable, when an attempt fails. A scheduler-plugins
-// PodGroup's status is muster-controller's: nothing is written for one.
-// The patch is sent off the scheduling cycle.
-func (m *Model) RecordInitiallyScheduled(logger klog.Logger, client kubernetes.Interface, pg *v1alpha1.PodGroup, scheduled bool, message string) {
-	if !topology.IsUpstream(pg) || m.upstream == nil {
+// RecordInitiallyScheduled writes on the PodGroup whether its gang was
+// admitted, in the API, so that it outlives this scheduler: an upstream
+// PodGroup's PodGroupInitiallyScheduled condition as kube-scheduler's
+// PodGroup cycle writes it, so that the PodGroup reads the same whichever
+// scheduler placed it: True, reason Scheduled, once the gang is admitted;
+// False, reason Unschedulable, when an attempt fails. A scheduler-plugins
+// PodGroup, whose status is muster-controller's, gets
+// topology.QuorumReachedAnnotation once, when it is admitted. Each write
+// is sent off the scheduling cycle.
+func (m *Model) RecordInitiallyScheduled(logger klog.Logger, client kubernetes.Interface, pg *v1alpha1.PodGroup, scheduled bool, at time.Time, message string) {
+	if !topology.IsUpstream(pg) {
+		if scheduled {
+			m.recordQuorumReached(logger, pg, at)
+		}
+		return
+	}
+	if m.upstream == nil {
 		return
 	}
 	current, err := m.upstream.PodGroups(pg.Namespace).Get(pg.Name)
@@ -40,10 +51,35 @@ func (m *Model) RecordInitiallyScheduled(logger klog.Logger, client kubernetes.I
 	}()
 }
 
+// recordQuorumReached writes topology.QuorumReachedAnnotation, the time
+// at, on a scheduler-plugins PodGroup that lacks it, with its UID as a
+// precondition, so that a PodGroup deleted and made again under its name
+// is never given the old one's record.
+func (m *Model) recordQuorumReached(logger klog.Logger, pg *v1alpha1.PodGroup, at time.Time) {
+	if m.podGroupClient == nil || topology.ReachedQuorum(pg) {
+		return
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":         pg.UID,
+		"annotations": map[string]string{topology.QuorumReachedAnnotation: at.UTC().Format(time.RFC3339)},
+	}})
+	if err != nil {
+		logger.Error(err, "Recording that the gang reached its quorum", "podGroup", klog.KObj(pg))
+		return
+	}
+	go func() {
+		_, err := m.podGroupClient.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(context.Background(), pg.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil {
+			logger.Error(err, "Recording that the gang reached its quorum", "podGroup", klog.KObj(pg), "annotation", topology.QuorumReachedAnnotation)
+		}
+	}()
+}
+
 // initiallyScheduled is pg's status with its PodGroupInitiallyScheduled
-// condition set, and whether that changed it. Once True it never goes back
-// to False, as in kube-scheduler: a later attempt, for members beyond the
-// quorum or after a restart, does not undo the group's first placement.
+// condition set, and whether that changed it. Once True it is never
+// written again, as in kube-scheduler: a later attempt, for members beyond
+// the quorum or after a restart, neither undoes nor restates the group's
+// first placement.
 func initiallyScheduled(pg *schedulingv1beta1.PodGroup, scheduled bool, message string) (*schedulingv1beta1.PodGroupStatus, bool) {
 	condition := metav1.Condition{
 		Type:               schedulingv1beta1.PodGroupInitiallyScheduled,
@@ -55,7 +91,7 @@ func initiallyScheduled(pg *schedulingv1beta1.PodGroup, scheduled bool, message 
 	if !scheduled {
 		condition.Status, condition.Reason = metav1.ConditionFalse, schedulingv1beta1.PodGroupReasonUnschedulable
 	}
-	if existing := apimeta.FindStatusCondition(pg.Status.Conditions, condition.Type); existing != nil && existing.Status == metav1.ConditionTrue && !scheduled {
+	if existing := apimeta.FindStatusCondition(pg.Status.Conditions, condition.Type); existing != nil && existing.Status == metav1.ConditionTrue {
 		return nil, false
 	}
 	status := pg.Status.DeepCopy()
