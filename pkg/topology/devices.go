@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -22,6 +24,27 @@ import (
 type LateDevices struct {
 	DeviceClassName string `json:"deviceClassName"`
 	Count           int64  `json:"count"`
+}
+
+// Claim is the claim a pod of a late member claiming the devices will
+// have, as kube-scheduler's allocator reads it: one request of each class,
+// of its count. None when it claims none.
+func Claim(namespace, name string, uid types.UID, late []LateDevices) *resourcev1.ResourceClaim {
+	if len(late) == 0 {
+		return nil
+	}
+	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: uid}}
+	for i, d := range late {
+		claim.Spec.Devices.Requests = append(claim.Spec.Devices.Requests, resourcev1.DeviceRequest{
+			Name: fmt.Sprintf("held-%d", i),
+			Exactly: &resourcev1.ExactDeviceRequest{
+				DeviceClassName: d.DeviceClassName,
+				AllocationMode:  resourcev1.DeviceAllocationModeExactCount,
+				Count:           d.Count,
+			},
+		})
+	}
+	return claim
 }
 
 // maxLateDevices bounds a late member's count of one class: one claim is

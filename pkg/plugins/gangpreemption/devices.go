@@ -12,7 +12,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/devices"
-	"github.com/muster-dev/muster/pkg/plugins/podgroupdra"
 )
 
 // A preemptor that claims devices through Dynamic Resource Allocation has
@@ -56,7 +55,7 @@ func (pl *GangPreemption) countDevices(state fwk.CycleState, pod *corev1.Pod) (f
 // countIn makes the dry runs of this cycle state count the claims' devices
 // in the room, with the DynamicResources filter skipped.
 func countIn(state fwk.CycleState, room *devices.Room, claims []*resourcev1.ResourceClaim) {
-	state.SetSkipFilterPlugins(sets.New(podgroupdra.Name).Union(state.GetSkipFilterPlugins()))
+	devices.SkipFilter(state)
 	state.Write(deviceCountKey, &deviceCount{room: room, claims: claims})
 }
 
@@ -127,7 +126,7 @@ func (r devicesResolvable) NodesForStatusCode(lister fwk.NodeInfoLister, code fw
 // wantsDevices reports whether the status is DynamicResources' for want of
 // devices.
 func wantsDevices(status *fwk.Status) bool {
-	return status.Code() == fwk.UnschedulableAndUnresolvable && status.Plugin() == podgroupdra.Name &&
+	return status.Code() == fwk.UnschedulableAndUnresolvable && status.Plugin() == devices.FilterName &&
 		slices.Contains(status.Reasons(), noDevices)
 }
 

@@ -2,7 +2,6 @@ package heldrooms
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -110,28 +109,11 @@ func allocate(ctx context.Context, room *devices.Room, node *corev1.Node, key ty
 	if room == nil {
 		return nil, false
 	}
-	results, err := room.Allocate(ctx, node, []*resourcev1.ResourceClaim{lateClaim(key, role, late)}, nil)
+	results, err := room.Allocate(ctx, node, []*resourcev1.ResourceClaim{topology.Claim(key.Namespace, key.Name+"-"+role, uuid.NewUUID(), late)}, nil)
 	if err != nil || len(results) != 1 {
 		klog.FromContext(ctx).V(4).Info("A late member's devices do not fit on the node", "podGroup", key, "role", role, "node", node.Name, "err", err)
 		return nil, false
 	}
 	room.Take(results)
 	return results[0].Devices.Results, true
-}
-
-// lateClaim is the claim a pod of the late member will have, as the
-// allocator reads it.
-func lateClaim(key types.NamespacedName, role string, late []topology.LateDevices) *resourcev1.ResourceClaim {
-	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name + "-" + role, UID: uuid.NewUUID()}}
-	for i, d := range late {
-		claim.Spec.Devices.Requests = append(claim.Spec.Devices.Requests, resourcev1.DeviceRequest{
-			Name: fmt.Sprintf("held-%d", i),
-			Exactly: &resourcev1.ExactDeviceRequest{
-				DeviceClassName: d.DeviceClassName,
-				AllocationMode:  resourcev1.DeviceAllocationModeExactCount,
-				Count:           d.Count,
-			},
-		})
-	}
-	return claim
 }

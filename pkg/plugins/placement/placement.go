@@ -25,14 +25,18 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/devices"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -67,6 +71,7 @@ type Placement struct {
 	framework  framework.Framework
 	groups     Groups
 	partitions partitions
+	features   feature.Features
 }
 
 // New builds the plugin over the scheduler's group model.
@@ -83,7 +88,7 @@ func NewWithGroups(handle fwk.Handle, groups Groups) (*Placement, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s needs the scheduler's framework as its handle, got %T", Name, handle)
 	}
-	return &Placement{framework: fw, groups: groups}, nil
+	return &Placement{framework: fw, groups: groups, features: feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)}, nil
 }
 
 // Name returns the plugin's name.
@@ -272,13 +277,18 @@ type domain struct {
 func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.PodGroup, topo *topology.Topology, c constraint, nodes []fwk.NodeInfo) group.Domain {
 	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
 	late := p.groups.LateMembers(key)
-	members := append(lackingWith(p.groups.LackingMembers(key, pg.Spec.MinMember-late.Total()), pod), latePods(key, topo, late)...)
+	standIns, lateClaims := latePods(key, topo, late)
+	members := append(lackingWith(p.groups.LackingMembers(key, pg.Spec.MinMember-late.Total()), pod), standIns...)
+	dev, err := p.newTrialDevices(members, lateClaims)
+	if err != nil {
+		return group.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
+	}
 	// A domain where an attempt failed since is not tried again before
 	// the gang backs off: the next one is.
 	tried := p.groups.Attempts().TriedDomains(key)
 	promised := p.groups.Promises(key)
 	if c.preferred != "" {
-		found, err := p.tightest(ctx, members, domainsOf(nodes, p.partitions.of(nodes, level{c, true}), members), tried, promised)
+		found, err := p.tightest(ctx, members, dev, domainsOf(nodes, p.partitions.of(nodes, level{c, true}), members), tried, promised)
 		if err != nil {
 			return group.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
 		}
@@ -287,18 +297,18 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 		}
 	}
 	if c.required == "" {
-		return p.fewestPreferred(ctx, members, nodes, p.partitions.of(nodes, level{c, true}), c, group.Domain{}, promised)
+		return p.fewestPreferred(ctx, members, dev, nodes, p.partitions.of(nodes, level{c, true}), c, group.Domain{}, promised)
 	}
 	domains := domainsOf(nodes, p.partitions.of(nodes, level{c, false}), members)
 	if len(domains) == 0 {
 		return group.Domain{Unplaceable: fmt.Sprintf("group %s must stay in one %s domain, and no node has that label", key, c.required)}
 	}
-	found, err := p.tightest(ctx, members, domains, tried, promised)
+	found, err := p.tightest(ctx, members, dev, domains, tried, promised)
 	switch {
 	case err != nil:
 		return group.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
 	case found.fits && c.preferred != "":
-		return p.fewestPreferred(ctx, members, found.nodes, newPartition(found.nodes, c.byPreferred), c, found.domain, promised)
+		return p.fewestPreferred(ctx, members, dev, found.nodes, newPartition(found.nodes, c.byPreferred), c, found.domain, promised)
 	case found.fits:
 		return found.domain
 	case found.most < 0 && len(found.skipped) > 0:
@@ -307,13 +317,19 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 	case found.most < 0:
 		// No domain has room for the requests: the closest by them says
 		// how many members it takes.
-		placed, err := p.trial(ctx, members, domains[0].nodes, promised)
+		placed, err := p.trial(ctx, members, dev, domains[0].nodes, promised)
 		if err != nil {
 			return group.Domain{Unplaceable: fmt.Sprintf("group %s: trying %s: %v", key, domains[0].id, err)}
 		}
 		found.closest, found.most = domains[0].id, len(placed)
 	}
-	return group.Domain{Unplaceable: topology.NoDomainMessage(key, c.required, len(members), found.closest.String(), found.most)}
+	message := topology.NoDomainMessage(key, c.required, len(members), found.closest.String(), found.most)
+	if i := slices.IndexFunc(domains, func(d domain) bool { return d.id.String() == found.closest.String() }); i >= 0 {
+		if short := dev.shortfall(ctx, members, domains[i]); short != "" {
+			message += ": " + short
+		}
+	}
+	return group.Domain{Unplaceable: message}
 }
 
 // found is what a search of domains found: the domain where the members
@@ -330,7 +346,7 @@ type found struct {
 
 // tightest tries the domains, in their order, and returns the first where
 // every member passes the filters.
-func (p *Placement) tightest(ctx context.Context, members []*corev1.Pod, domains []domain, tried sets.Set[string], promised []group.Promise) (found, error) {
+func (p *Placement) tightest(ctx context.Context, members []*corev1.Pod, dev *trialDevices, domains []domain, tried sets.Set[string], promised []group.Promise) (found, error) {
 	f := found{most: -1}
 	for _, d := range domains {
 		if d.fill > 1 {
@@ -342,7 +358,7 @@ func (p *Placement) tightest(ctx context.Context, members []*corev1.Pod, domains
 			f.skipped = append(f.skipped, d.id.String())
 			continue
 		}
-		placed, err := p.trial(ctx, members, d.nodes, promised)
+		placed, err := p.trial(ctx, members, dev, d.nodes, promised)
 		if err != nil {
 			return f, fmt.Errorf("trying %s: %w", d.id, err)
 		}
@@ -364,7 +380,7 @@ func (p *Placement) tightest(ctx context.Context, members []*corev1.Pod, domains
 // last, and d keeps the nodes of the domains they took. d is as it was if
 // they do not fit after all. part is the nodes' partition by the preferred
 // label: the scheduler's kept one when nodes are all its nodes.
-func (p *Placement) fewestPreferred(ctx context.Context, members []*corev1.Pod, nodes []fwk.NodeInfo, part *partition, c constraint, d group.Domain, promised []group.Promise) group.Domain {
+func (p *Placement) fewestPreferred(ctx context.Context, members []*corev1.Pod, dev *trialDevices, nodes []fwk.NodeInfo, part *partition, c constraint, d group.Domain, promised []group.Promise) group.Domain {
 	subdomains := domainsOf(nodes, part, members)
 	slices.SortStableFunc(subdomains, func(a, b domain) int { return cmp.Compare(a.fill, b.fill) })
 	var ordered []fwk.NodeInfo
@@ -381,7 +397,7 @@ func (p *Placement) fewestPreferred(ctx context.Context, members []*corev1.Pod, 
 			unlabeled = append(unlabeled, n)
 		}
 	}
-	placed, err := p.trial(ctx, members, append(ordered, unlabeled...), promised)
+	placed, err := p.trial(ctx, members, dev, append(ordered, unlabeled...), promised)
 	if err != nil || len(placed) < len(members) {
 		return d
 	}
@@ -445,18 +461,24 @@ func lackingWith(members []*corev1.Pod, pod *corev1.Pod) []*corev1.Pod {
 
 // latePods stand for the members the group's owner creates late, whose
 // room is held in the gang's domain with it, as what their pod template
-// says they request and where they may run (topology.LateMember).
-func latePods(key types.NamespacedName, topo *topology.Topology, late group.LateMembers) []*corev1.Pod {
+// says they request, claim and where they may run (topology.LateMember);
+// the claims of those that claim devices are returned by the stand-ins'
+// UIDs.
+func latePods(key types.NamespacedName, topo *topology.Topology, late group.LateMembers) ([]*corev1.Pod, map[types.UID]*resourcev1.ResourceClaim) {
 	var pods []*corev1.Pod
+	claims := map[types.UID]*resourcev1.ResourceClaim{}
 	for _, role := range slices.Sorted(maps.Keys(late.Missing)) {
 		for i := range late.Missing[role] {
 			pod := topo.Late[role].Pod()
 			pod.Namespace, pod.Name = key.Namespace, fmt.Sprintf("%s-%s-late-%d", key.Name, role, i)
 			pod.UID = types.UID(key.String() + "/" + pod.Name)
 			pods = append(pods, pod)
+			if claim := topology.Claim(pod.Namespace, pod.Name, pod.UID, topo.Late[role].Devices); claim != nil {
+				claims[pod.UID] = claim
+			}
 		}
 	}
-	return pods
+	return pods, claims
 }
 
 // domainsOf groups the nodes by their domain in the partition of them (a
@@ -526,7 +548,8 @@ func domainsOf(nodes []fwk.NodeInfo, part *partition, members []*corev1.Pod) []d
 // need is not the gang's. Members alike (the framework signs them the
 // same) skip the nodes an earlier one failed on: a node only fills as the
 // trial goes.
-func (p *Placement) trial(ctx context.Context, members []*corev1.Pod, nodes []fwk.NodeInfo, promised []group.Promise) ([]string, error) {
+func (p *Placement) trial(ctx context.Context, members []*corev1.Pod, dev *trialDevices, nodes []fwk.NodeInfo, promised []group.Promise) ([]string, error) {
+	dev.start()
 	var place placer = newNodeCopies(nodes)
 	if readsOtherNodes(members) {
 		// Their PreFilter reads the members placed before them, on any
@@ -546,7 +569,7 @@ func (p *Placement) trial(ctx context.Context, members []*corev1.Pod, nodes []fw
 	for i, n := range nodes {
 		names[i] = n.Node().Name
 	}
-	t := trialRun{p: p, place: place, names: names, from: map[string]int{}}
+	t := trialRun{p: p, place: place, devices: dev, names: names, from: map[string]int{}}
 	for _, promise := range promised {
 		if !slices.ContainsFunc(names, promise.Nodes.Has) {
 			continue
@@ -574,9 +597,10 @@ func (p *Placement) trial(ctx context.Context, members []*corev1.Pod, nodes []fw
 
 // trialRun is one trial's placements.
 type trialRun struct {
-	p     *Placement
-	place placer
-	names []string
+	p       *Placement
+	place   placer
+	devices *trialDevices
+	names   []string
 	// from is where the next member of a signature starts looking.
 	from map[string]int
 }
@@ -589,6 +613,13 @@ func (t trialRun) placeOne(ctx context.Context, member *corev1.Pod, allowed sets
 	result, status, _ := t.p.framework.RunPreFilterPlugins(ctx, state, member)
 	if !status.IsSuccess() {
 		return "", nil
+	}
+	claims, counted, err := t.devices.claimsOf(member)
+	if err != nil {
+		return "", err
+	}
+	if counted {
+		devices.SkipFilter(state)
 	}
 	signature := string(t.p.framework.SignPod(ctx, member))
 	start := 0
@@ -606,6 +637,15 @@ func (t trialRun) placeOne(ctx context.Context, member *corev1.Pod, allowed sets
 		}
 		if !t.p.framework.RunFilterPluginsWithNominatedPods(ctx, state, member, info).IsSuccess() {
 			continue
+		}
+		if counted {
+			fit, err := t.devices.take(ctx, info.Node(), claims)
+			if err != nil {
+				return "", err
+			}
+			if !fit {
+				continue
+			}
 		}
 		if signature != "" {
 			t.from[signature] = i

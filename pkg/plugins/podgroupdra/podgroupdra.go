@@ -37,12 +37,13 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/devices"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 )
 
 // Name is the plugin's name in the registry, in scheduler configurations
 // and in the statuses of its Filter.
-const Name = "PodGroupDynamicResources"
+const Name = devices.FilterName
 
 // New builds DynamicResources with the scheduler's feature gates and
 // PodGroup claims reserved for the PodGroup when the API server serves

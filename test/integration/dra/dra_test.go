@@ -318,6 +318,33 @@ func TestAGangKeptInOneRackGetsItsDevicesThere(t *testing.T) {
 	framework.CheckInRack(t, ns, names, "rack-b")
 }
 
+// TestAGangNoRacksDevicesHoldSaysSoOnceNamingThem: three racks of 2
+// nodes with 2 devices each, and a gang of 5 that must stay in one rack,
+// each member claiming a device through a template. No rack holds it: the
+// gang is told so, naming the devices, and no rack is tried in turn, none
+// of its members reserved. Placement's trial once counted CPU alone, chose
+// each rack in turn, reserved 4 members there and failed on the fifth.
+func TestAGangNoRacksDevicesHoldSaysSoOnceNamingThem(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.RackPool(t, ns, map[string]int{"rack-a": 2, "rack-b": 2, "rack-c": 2}, "8")
+	for i := range 6 {
+		framework.PublishDevices(t, fmt.Sprintf("%s-%d", ns, i), 2)
+	}
+	framework.CreateDeviceClaimTemplate(t, ns)
+	framework.CreatePodGroup(t, ns, "job", 5, map[string]string{topology.DomainRequiredAnnotation: framework.RackLabel})
+	createClaimingGang(t, ns, "job", 5)
+
+	note := framework.WaitForEvent(t, ns, "job", "GangRejected")
+	want := fmt.Sprintf("no %s domain has room for the 5 members group %s/job lacks; the closest, rack-a, has room for 4: the claims ask for 5 devices of class %s, and 4 of rack-a's 4 are free",
+		framework.RackLabel, ns, localcluster.DeviceClassName)
+	if !strings.HasPrefix(note, want) {
+		t.Errorf("GangRejected says %q; want it to start %q", note, want)
+	}
+	if !strings.Contains(note, "released 0 reservations") {
+		t.Errorf("GangRejected says %q; want no member reserved", note)
+	}
+}
+
 // TestAGangWhoseMembersShareAClaimIsBoundWithOneAllocation: three members
 // of a gang naming one ResourceClaim, on 2 nodes of one device: the claim
 // is allocated once, to one device, and all three are bound on its node,

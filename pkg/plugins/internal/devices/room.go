@@ -22,6 +22,17 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 )
 
+// FilterName is the name of the profile's plugin that allocates devices
+// (pkg/plugins/podgroupdra, kube-scheduler's DynamicResources): the
+// plugins that count devices themselves skip its Filter.
+const FilterName = "PodGroupDynamicResources"
+
+// SkipFilter skips the profile's device Filter in the cycle state, whose
+// dry run or trial counts the devices itself.
+func SkipFilter(state fwk.CycleState) {
+	state.SetSkipFilterPlugins(sets.New(FilterName).Union(state.GetSkipFilterPlugins()))
+}
+
 // Room is the cluster's devices as one preemption's dry run sees them:
 // those allocated now, which of them each pod's going would free, the pods
 // the search has taken already, and the devices it gave to pods it placed

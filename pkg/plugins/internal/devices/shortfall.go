@@ -25,6 +25,19 @@ import (
 // of a gang reserved in the attempt that failed) count as free: the
 // failure gives them back.
 func (r *Room) Shortfall(ctx context.Context, claims []*resourcev1.ResourceClaim) string {
+	return r.shortfall(ctx, claims, nil, "its")
+}
+
+// ShortfallIn is Shortfall within one topology domain, its nodes, named
+// domain: "the claims ask for 10 devices of class gpu.example.com, and 8
+// of rack-0's 8 are free".
+func (r *Room) ShortfallIn(ctx context.Context, claims []*resourcev1.ResourceClaim, domain string, nodes sets.Set[string]) string {
+	return r.shortfall(ctx, claims, nodes, domain+"'s")
+}
+
+// shortfall counts the devices of the nodes, every node's when nil, whose
+// devices of a class are owned as whose says.
+func (r *Room) shortfall(ctx context.Context, claims []*resourcev1.ResourceClaim, nodes sets.Set[string], whose string) string {
 	asked := resources.Add(nil, nil, 1)
 	own := sets.New[structured.DeviceID]()
 	counted := sets.New[types.UID]()
@@ -45,7 +58,13 @@ func (r *Room) Shortfall(ctx context.Context, claims []*resourcev1.ResourceClaim
 	if err != nil || len(asked) == 0 {
 		return ""
 	}
-	_, free, total := resources.NewDevices(r.slices, classes, r.allocated).Count(ctx, own)
+	devices := r.slices
+	if nodes != nil {
+		devices = slices.DeleteFunc(slices.Clone(devices), func(s *resourcev1.ResourceSlice) bool {
+			return s.Spec.NodeName == nil || !nodes.Has(*s.Spec.NodeName)
+		})
+	}
+	_, free, total := resources.NewDevices(devices, classes, r.allocated.Union(r.taken)).Count(ctx, own)
 	var parts []string
 	for _, name := range slices.Sorted(maps.Keys(asked)) {
 		need, have, all := asked[name], free[name], total[name]
@@ -53,7 +72,7 @@ func (r *Room) Shortfall(ctx context.Context, claims []*resourcev1.ResourceClaim
 			continue
 		}
 		class, _ := resources.DeviceClassOf(name)
-		parts = append(parts, fmt.Sprintf("the claims ask for %s devices of class %s, and %s of its %s are free", need.String(), class, have.String(), all.String()))
+		parts = append(parts, fmt.Sprintf("the claims ask for %s devices of class %s, and %s of %s %s are free", need.String(), class, have.String(), whose, all.String()))
 	}
 	return strings.Join(parts, "; ")
 }
