@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -214,4 +216,39 @@ func editDistance(a, b string) int {
 		previous, current = current, previous
 	}
 	return previous[len(b)]
+}
+
+// MaxScheduleTimeoutSeconds is the longest schedule timeout a gang may
+// have: the scheduler framework caps a Permit wait at 15 minutes, and a
+// longer one would be cut to it without a word.
+const MaxScheduleTimeoutSeconds = 900
+
+// CheckSpec refuses what a PodGroup's spec asks that no gang could be
+// given, naming the field and the fix: a schedule timeout the scheduler
+// would not keep, and minResources no minMember members could use.
+func CheckSpec(spec v1alpha1.PodGroupSpec) field.ErrorList {
+	var errs field.ErrorList
+	if s := spec.ScheduleTimeoutSeconds; s != nil && (*s < 1 || *s > MaxScheduleTimeoutSeconds) {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "scheduleTimeoutSeconds"), *s, fmt.Sprintf(
+			"must be between 1 and %d: the scheduler caps a gang's wait for its members at 15 minutes; leave it unset for muster-scheduler's default", MaxScheduleTimeoutSeconds)))
+	}
+	path := field.NewPath("spec", "minResources")
+	for _, name := range slices.Sorted(maps.Keys(spec.MinResources)) {
+		q := spec.MinResources[name]
+		switch {
+		case q.Sign() < 0:
+			errs = append(errs, field.Invalid(path.Key(string(name)), q.String(), "a resource is never negative"))
+		case name == corev1.ResourceCPU && spec.MinMember > 0 && q.Cmp(multiply(MaxNodeCPU, spec.MinMember)) > 0:
+			most := multiply(MaxNodeCPU, spec.MinMember)
+			errs = append(errs, field.Invalid(path.Key(string(name)), q.String(), fmt.Sprintf(
+				"%d members use at most %s CPUs, no node having more than %s: the gang could never start; write what its minMember members request in all",
+				spec.MinMember, most.String(), MaxNodeCPU.String())))
+		}
+	}
+	return errs
+}
+
+// multiply is q times n.
+func multiply(q resource.Quantity, n int32) resource.Quantity {
+	return *resource.NewMilliQuantity(q.MilliValue()*int64(n), q.Format)
 }

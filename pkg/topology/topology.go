@@ -368,23 +368,87 @@ func (t *Topology) parseLate(annotations map[string]string) field.ErrorList {
 			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("names role %q, which %s does not list", role, RolesAnnotation)))
 		}
 		errs = append(errs, checkLateDevices(path, v, role, t.Late[role].Devices)...)
-		requests := t.Late[role].Requests
-		for _, name := range slices.Sorted(maps.Keys(requests)) {
-			switch q := requests[name]; {
-			case q.Sign() < 0:
-				errs = append(errs, field.Invalid(path, v, fmt.Sprintf("role %s requests %s of %s; a request is never negative", role, q.String(), name)))
-			case name == corev1.ResourceCPU && q.Cmp(maxLateCPU) > 0:
-				errs = append(errs, field.Invalid(path, v, fmt.Sprintf("role %s requests %s CPUs, more than the %s any node has: its room could never be held; write what one pod of the role requests", role, q.String(), maxLateCPU.String())))
-			}
+		for _, problem := range t.Late[role].problems() {
+			errs = append(errs, field.Invalid(path, v, fmt.Sprintf("role %s %s", role, problem)))
 		}
 	}
 	return errs
 }
 
-// maxLateCPU bounds the CPUs a late member may request: no node has more,
-// so a larger request is a mistake (a count of millicores written as
-// cores, say), not a room to hold.
-var maxLateCPU = resource.MustParse("4096")
+// The most of a resource any node has: a larger request is a mistake (a
+// count of millicores written as cores, say), not a room to hold.
+var (
+	MaxNodeCPU    = resource.MustParse("4096")
+	maxNodeMemory = resource.MustParse("64Ti")
+)
+
+// problems lists what the late member asks that no node could give, or
+// that the API server would refuse in its pod, each saying the fix: its
+// room could never be held.
+func (l LateMember) problems() []string {
+	var problems []string
+	for _, name := range slices.Sorted(maps.Keys(l.Requests)) {
+		q := l.Requests[name]
+		switch {
+		case len(validation.IsQualifiedName(string(name))) > 0:
+			problems = append(problems, fmt.Sprintf("requests %q, which is no resource name: %s", name, strings.Join(validation.IsQualifiedName(string(name)), "; ")))
+		case q.Sign() < 0:
+			problems = append(problems, fmt.Sprintf("requests %s of %s; a request is never negative", q.String(), name))
+		case name == corev1.ResourceCPU && q.Cmp(MaxNodeCPU) > 0:
+			problems = append(problems, fmt.Sprintf("requests %s CPUs, more than the %s any node has: its room could never be held; write what one pod of the role requests", q.String(), MaxNodeCPU.String()))
+		case name == corev1.ResourceMemory && q.Cmp(maxNodeMemory) > 0:
+			problems = append(problems, fmt.Sprintf("requests %s of memory, more than the %s any node has: its room could never be held; write what one pod of the role requests", q.String(), maxNodeMemory.String()))
+		case isExtended(name) && q.MilliValue()%1000 != 0:
+			problems = append(problems, fmt.Sprintf("requests %s of %s; an extended resource is counted in whole units: request a whole number", q.String(), name))
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(l.NodeSelector)) {
+		if msgs := append(validation.IsQualifiedName(key), validation.IsValidLabelValue(l.NodeSelector[key])...); len(msgs) > 0 {
+			problems = append(problems, fmt.Sprintf("has nodeSelector %q: %q, which no node label can match: %s", key, l.NodeSelector[key], strings.Join(msgs, "; ")))
+		}
+	}
+	if a := l.NodeAffinity; a != nil {
+		if a.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			if _, err := nodeaffinity.NewNodeSelector(a.RequiredDuringSchedulingIgnoredDuringExecution); err != nil {
+				problems = append(problems, fmt.Sprintf("has a required nodeAffinity the API server would refuse in its pod: %v; use the operators In, NotIn, Exists, DoesNotExist, Gt or Lt", err))
+			}
+		}
+		if _, err := nodeaffinity.NewPreferredSchedulingTerms(a.PreferredDuringSchedulingIgnoredDuringExecution); err != nil {
+			problems = append(problems, fmt.Sprintf("has a preferred nodeAffinity the API server would refuse in its pod: %v; use the operators In, NotIn, Exists, DoesNotExist, Gt or Lt", err))
+		}
+	}
+	for i, t := range l.Tolerations {
+		if problem := tolerationProblem(t); problem != "" {
+			problems = append(problems, fmt.Sprintf("has tolerations[%d] %s", i, problem))
+		}
+	}
+	return problems
+}
+
+// isExtended reports whether the resource is an extended one, counted in
+// whole units, as the API server reads a pod's requests.
+func isExtended(name corev1.ResourceName) bool {
+	n := string(name)
+	return strings.Contains(n, "/") && !strings.HasPrefix(n, corev1.ResourceDefaultNamespacePrefix) && !strings.HasPrefix(n, corev1.ResourceHugePagesPrefix)
+}
+
+// tolerationProblem says what the API server would refuse in the
+// toleration, and the fix, or "" when nothing.
+func tolerationProblem(t corev1.Toleration) string {
+	switch {
+	case t.Operator != "" && t.Operator != corev1.TolerationOpEqual && t.Operator != corev1.TolerationOpExists:
+		return fmt.Sprintf("with operator %q; use Equal or Exists", t.Operator)
+	case t.Effect != "" && t.Effect != corev1.TaintEffectNoSchedule && t.Effect != corev1.TaintEffectPreferNoSchedule && t.Effect != corev1.TaintEffectNoExecute:
+		return fmt.Sprintf("with effect %q; use NoSchedule, PreferNoSchedule or NoExecute, or none for all", t.Effect)
+	case t.Key != "" && len(validation.IsQualifiedName(t.Key)) > 0:
+		return fmt.Sprintf("with key %q, which no taint can have: %s", t.Key, strings.Join(validation.IsQualifiedName(t.Key), "; "))
+	case t.Key == "" && t.Operator != corev1.TolerationOpExists:
+		return "with no key and operator Equal; a toleration of every taint has operator Exists"
+	case t.Operator == corev1.TolerationOpExists && t.Value != "":
+		return fmt.Sprintf("with operator Exists and value %q; Exists takes no value", t.Value)
+	}
+	return ""
+}
 
 // IsLate reports whether role's pods are created only after others are
 // Ready: the group holds their room until they come.

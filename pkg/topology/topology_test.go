@@ -190,6 +190,31 @@ func TestParseErrors(t *testing.T) {
 			want:        []string{`metadata.annotations[muster.dev/late-members]: Invalid value: "{\"launcher\":{\"requests\":{\"cpu\":\"100000\"}}}": role launcher requests 100k CPUs, more than the 4096 any node has`},
 		},
 		{
+			name:        "late memory no node has",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", LateMembersAnnotation: `{"launcher":{"requests":{"memory":"100Ei"}}}`},
+			want:        []string{`of memory, more than the 64Ti any node has: its room could never be held`},
+		},
+		{
+			name:        "a late extended resource in part",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", LateMembersAnnotation: `{"launcher":{"requests":{"nvidia.com/gpu":"1.5"}}}`},
+			want:        []string{`role launcher requests 1500m of nvidia.com/gpu; an extended resource is counted in whole units: request a whole number`},
+		},
+		{
+			name:        "a late node selector key no label has",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", LateMembersAnnotation: `{"launcher":{"requests":{"cpu":"1"},"nodeSelector":{"bad key!":"x"}}}`},
+			want:        []string{`role launcher has nodeSelector "bad key!": "x", which no node label can match`},
+		},
+		{
+			name:        "a late node affinity operator the API server refuses",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", LateMembersAnnotation: `{"launcher":{"requests":{"cpu":"1"},"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"Foo","values":["a"]}]}]}}}}`},
+			want:        []string{`role launcher has a required nodeAffinity the API server would refuse in its pod`},
+		},
+		{
+			name:        "a late toleration operator the API server refuses",
+			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", LateMembersAnnotation: `{"launcher":{"requests":{"cpu":"1"},"tolerations":[{"key":"gpu","operator":"Bogus"}]}}`},
+			want:        []string{`role launcher has tolerations[0] with operator "Bogus"; use Equal or Exists`},
+		},
+		{
 			name:        "late devices of no valid class, and of no count",
 			annotations: map[string]string{FrameworkAnnotation: "mpi", RolesAnnotation: "launcher=1,worker=2", LateMembersAnnotation: `{"launcher":{"requests":{"cpu":"1"},"devices":[{"deviceClassName":"GPU_A100","count":1},{"deviceClassName":"gpu.example.com"}]}}`},
 			want: []string{

@@ -55,10 +55,14 @@ func (PodGroupValidator) ValidateDelete(context.Context, runtime.Object) (admiss
 	return nil, nil
 }
 
-// Validate lists every problem of a PodGroup: its topology, the names and
-// sizes of what muster writes for it, and a minMember its roles can meet.
+// Validate lists every problem of a PodGroup: its spec (topology.CheckSpec),
+// its topology, the names and sizes of what muster writes for it, and a
+// minMember its roles can meet.
 // muster-controller reports the same problems of a stored PodGroup.
 func Validate(pg *v1alpha1.PodGroup) field.ErrorList {
+	if errs := topology.CheckSpec(pg.Spec); len(errs) > 0 {
+		return errs
+	}
 	topo, errs := topology.FromPodGroup(pg)
 	// muster writes nothing for a derived group: no size to check.
 	if len(errs) > 0 || len(topo.Roles) == 0 || topo.DerivedFrom != "" {

@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -226,6 +227,13 @@ func TestPodGroupValidator(t *testing.T) {
 		{"an elastic group admitted at its min", admissionv1.Create, podGroup("job", 3, horovod), nil, true, ""},
 		{"an elastic group whose minMember is not its min", admissionv1.Create, podGroup("job", 5, horovod), nil, false,
 			"spec.minMember: Invalid value: 5: an elastic group is admitted at its min: 2 of role worker and every member of the other roles, 3 in all; set minMember to 3"},
+		{"a negative schedule timeout", admissionv1.Create, withSpec(podGroup("job", 5, tf), func(s *v1alpha1.PodGroupSpec) { s.ScheduleTimeoutSeconds = ptr.To[int32](-5) }), nil, false,
+			"spec.scheduleTimeoutSeconds: Invalid value: -5: must be between 1 and 900"},
+		{"a schedule timeout the scheduler would cut", admissionv1.Create, withSpec(podGroup("job", 5, tf), func(s *v1alpha1.PodGroupSpec) { s.ScheduleTimeoutSeconds = ptr.To[int32](100000) }), nil, false,
+			"spec.scheduleTimeoutSeconds: Invalid value: 100000: must be between 1 and 900"},
+		{"minResources no minMember members could use", admissionv1.Create, withSpec(podGroup("job", 5, tf), func(s *v1alpha1.PodGroupSpec) {
+			s.MinResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000000")}
+		}), nil, false, "spec.minResources[cpu]: Invalid value: \"1M\": 5 members use at most 20480 CPUs"},
 		{"a misspelt annotation", admissionv1.Create, podGroup("job", 1, map[string]string{"muster.dev/framwork": "mpi"}), nil, false, "did you mean muster.dev/framework?"},
 		{"a topology derived from the owner, given to a PodGroup with none", admissionv1.Update, podGroup("job", 3, derived), podGroup("job", 3, nil), true, ""},
 		{"a derived topology does not replace one set", admissionv1.Update, podGroup("job", 3, derived), podGroup("job", 3, map[string]string{topology.FrameworkAnnotation: "pytorch", topology.RolesAnnotation: "master=1,worker=1"}), false,
@@ -622,4 +630,10 @@ func terminating(pg *v1alpha1.PodGroup) *v1alpha1.PodGroup {
 func inUpstreamGroup(pod *corev1.Pod, name string) *corev1.Pod {
 	pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
 	return pod
+}
+
+// withSpec is the PodGroup with its spec changed.
+func withSpec(pg *v1alpha1.PodGroup, change func(*v1alpha1.PodGroupSpec)) *v1alpha1.PodGroup {
+	change(&pg.Spec)
+	return pg
 }

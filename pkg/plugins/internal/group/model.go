@@ -37,7 +37,7 @@ import (
 
 // MaxPermitWait is the framework's cap on a Permit wait: a longer timeout
 // a plugin returns is cut to it.
-const MaxPermitWait = 15 * time.Minute
+const MaxPermitWait = topology.MaxScheduleTimeoutSeconds * time.Second
 
 // DefaultScheduleTimeout is a gang's schedule timeout when neither its
 // PodGroup nor Gang's args set one.
