@@ -71,6 +71,9 @@ func validateUpstream(pg *schedulingv1beta1.PodGroup) field.ErrorList {
 			return errs
 		}
 	}
+	if errs := domainAnnotationAgrees(pg); len(errs) > 0 {
+		return errs
+	}
 	// Validate names scheduler-plugins' minMember, which is minCount here.
 	errs := Validate(topology.FromUpstream(pg))
 	for _, err := range errs {
@@ -87,4 +90,19 @@ func invalidUpstreamPodGroup(pg *schedulingv1beta1.PodGroup, errs field.ErrorLis
 		return nil
 	}
 	return apierrors.NewInvalid(schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup").GroupKind(), pg.Name, errs)
+}
+
+// domainAnnotationAgrees refuses muster.dev/topology-required on a
+// PodGroup whose spec.schedulingConstraints names the topology too, unless
+// both name the same key: the spec is what muster reads
+// (topology.FromUpstream), and an annotation saying otherwise would be
+// ignored without a word.
+func domainAnnotationAgrees(pg *schedulingv1beta1.PodGroup) field.ErrorList {
+	annotated, ok := pg.Annotations[topology.DomainRequiredAnnotation]
+	c := pg.Spec.SchedulingConstraints
+	if !ok || c == nil || len(c.Topology) == 0 || annotated == c.Topology[0].Key {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("metadata", "annotations").Key(topology.DomainRequiredAnnotation), annotated, fmt.Sprintf(
+		"disagrees with spec.schedulingConstraints.topology[0].key, %s, which muster reads; remove the annotation", c.Topology[0].Key))}
 }

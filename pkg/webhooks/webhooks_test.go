@@ -281,6 +281,11 @@ func TestUpstreamPodGroupValidator(t *testing.T) {
 	}
 	mpi := map[string]string{topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2"}
 	elastic := map[string]string{topology.RolesAnnotation: "worker=4", topology.ElasticAnnotation: "2:4"}
+	const rack, block = "topology.kubernetes.io/rack", "topology.kubernetes.io/block"
+	inRack := func(pg *schedulingv1beta1.PodGroup) *schedulingv1beta1.PodGroup {
+		pg.Spec.SchedulingConstraints = &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: rack}}}
+		return pg
+	}
 	tests := []struct {
 		name        string
 		op          admissionv1.Operation
@@ -297,6 +302,13 @@ func TestUpstreamPodGroupValidator(t *testing.T) {
 			"metadata.annotations[muster.dev/elastic]: Forbidden: needs a gang, and this PodGroup's policy is basic; set spec.schedulingPolicy.gang, or remove the annotation"},
 		{"a changed topology", admissionv1.Update, upstream("job", 3, map[string]string{topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=3"}), upstream("job", 3, mpi), false,
 			"the topology cannot change once set"},
+		{"a domain annotation agreeing with the spec", admissionv1.Create, inRack(upstream("job", 2, map[string]string{topology.DomainRequiredAnnotation: rack})), nil, true, ""},
+		{"a domain annotation disagreeing with the spec", admissionv1.Create, inRack(upstream("job", 2, map[string]string{topology.DomainRequiredAnnotation: block})), nil, false,
+			`metadata.annotations[muster.dev/topology-required]: Invalid value: "topology.kubernetes.io/block": disagrees with spec.schedulingConstraints.topology[0].key, topology.kubernetes.io/rack, which muster reads; remove the annotation`},
+		{"an invalid domain annotation beside the spec", admissionv1.Create, inRack(upstream("job", 2, map[string]string{topology.DomainRequiredAnnotation: "bad key!"})), nil, false,
+			`metadata.annotations[muster.dev/topology-required]: Invalid value: "bad key!": disagrees with spec.schedulingConstraints.topology[0].key`},
+		{"an invalid domain annotation alone", admissionv1.Create, upstream("job", 2, map[string]string{topology.DomainRequiredAnnotation: "bad key!"}), nil, false,
+			`metadata.annotations[muster.dev/topology-required]: Invalid value: "bad key!": must be a node label key`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
