@@ -215,7 +215,8 @@ func (c *Cluster) createNamespace(ctx context.Context, name string) (kubernetes.
 		return nil, err
 	}
 	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, namespace, metav1.CreateOptions{}); err != nil {
+	// Left by an earlier start that failed after it: starting again reuses it.
+	if _, err := client.CoreV1().Namespaces().Create(ctx, namespace, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating namespace %s: %w", name, err)
 	}
 	return client, nil

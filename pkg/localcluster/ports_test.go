@@ -197,3 +197,23 @@ func TestUpOverAStoppedClusterReleasesItsPorts(t *testing.T) {
 		t.Errorf("reservations left after the failed Up: %v", left)
 	}
 }
+
+// TestAPortAnotherProgramHoldsIsNotFree: mpi-operator's fixed health port
+// is checked before it starts, so that another program's answer there is
+// never taken for its own.
+func TestAPortAnotherProgramHoldsIsNotFree(t *testing.T) {
+	held, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := held.Addr().(*net.TCPAddr).Port
+	if err := portFree(port); err == nil {
+		t.Errorf("port %d is held, and portFree says it is free", port)
+	}
+	if err := held.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := portFree(port); err != nil {
+		t.Errorf("port %d was let go, and portFree says %v", port, err)
+	}
+}

@@ -367,6 +367,9 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 		case d.Unplaceable != "":
 			// Placement found no topology domain for the gang: that says more.
 			reason = d.Unplaceable
+		case d.IsSet() && g.groups.BoundCount(key) > 0:
+			// A gang with members bound has no other domain than theirs.
+			reason = fmt.Sprintf("member %s fits in no node of the gang's domain %s, where its bound members are", pod.Name, d)
 		case d.IsSet():
 			// The domain Placement chose turned out not to hold the gang
 			// (another pod came first): the next attempt tries another

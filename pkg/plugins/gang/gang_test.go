@@ -624,22 +624,51 @@ func TestAGangThatFitsNoTopologyDomainIsRejectedSayingWhichCameClosest(t *testin
 	assert.False(t, chosen, "the next attempt chooses again")
 }
 
+// TestAGangWhoseDomainTurnedOutFullTriesAnotherWithinASecond: a gang with
+// no member bound tries another domain after a second; one with members
+// bound has no other, and backs off in full.
 func TestAGangWhoseDomainTurnedOutFullTriesAnotherWithinASecond(t *testing.T) {
-	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj()}
-	f := newFixture(t, Args{BackoffSeconds: ptr.To[int64](10)}, []*v1alpha1.PodGroup{podGroup("job", 2).Obj()}, members)
-	_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[0], nil)
-	require.True(t, status.IsSuccess())
-	key := types.NamespacedName{Namespace: ns, Name: "job"}
-	f.model.Attempts().ChooseDomain(key, group.Domain{Name: "rack-a"})
+	tests := []struct {
+		name        string
+		members     []*corev1.Pod
+		want        string
+		wantBackoff string
+		// another: the next attempt tries another domain.
+		another bool
+	}{
+		{
+			name:        "no member bound: another domain within a second",
+			members:     []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj(), member("job", "p2").Obj()},
+			want:        "group team-a/job rejected: member p2 fits in no node of the gang's domain rack-a; trying another",
+			wantBackoff: "retrying in 1s", another: true,
+		},
+		{
+			name:        "a member bound: no other domain, the full backoff",
+			members:     []*corev1.Pod{member("job", "p0").Node("node-1").Obj(), member("job", "p1").Obj(), member("job", "p2").Obj()},
+			want:        "group team-a/job rejected: member p2 fits in no node of the gang's domain rack-a, where its bound members are",
+			wantBackoff: "retrying in 10s",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, Args{BackoffSeconds: ptr.To[int64](10)}, []*v1alpha1.PodGroup{podGroup("job", 3).Obj()}, tt.members)
+			_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), tt.members[1], nil)
+			require.True(t, status.IsSuccess())
+			key := types.NamespacedName{Namespace: ns, Name: "job"}
+			f.model.Attempts().ChooseDomain(key, group.Domain{Name: "rack-a"})
 
-	_, status = f.gang.PostFilter(f.ctx, nil, members[1], nil)
-	assert.Equal(t, "group team-a/job rejected: member p1 fits in no node of the gang's domain rack-a; trying another", status.Message())
-	events := f.drainEvents()
-	require.Len(t, events, 1)
-	assert.True(t, strings.HasSuffix(events[0], "retrying in 1s"), "not the full 10s: %s", events[0])
-	assert.ElementsMatch(t, []string{"rack-a"}, f.model.Attempts().TriedDomains(key).UnsortedList())
-	f.clock.Step(anotherDomainBackoff)
-	assert.ElementsMatch(t, []string{"team-a/p0", "team-a/p1"}, f.activator.Activated, "woken for the next domain")
+			_, status = f.gang.PostFilter(f.ctx, nil, tt.members[2], nil)
+			assert.Equal(t, tt.want, status.Message())
+			events := f.drainEvents()
+			require.Len(t, events, 1)
+			assert.True(t, strings.HasSuffix(events[0], tt.wantBackoff), "%s: %s", tt.wantBackoff, events[0])
+			if tt.another {
+				assert.ElementsMatch(t, []string{"rack-a"}, f.model.Attempts().TriedDomains(key).UnsortedList())
+				f.clock.Step(anotherDomainBackoff)
+				assert.ElementsMatch(t, []string{"team-a/p0", "team-a/p1", "team-a/p2"}, f.activator.Activated, "woken for the next domain")
+			}
+		})
+	}
 }
 
 func TestPostFilterAfterQuorumLeavesTheGroupAlone(t *testing.T) {
