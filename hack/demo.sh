@@ -475,8 +475,6 @@ say "While the teams' first jobs run: Kueue's workloads, and the pods that exist
 kubectl get workloads.kueue.x-k8s.io --all-namespaces -o custom-columns='NAMESPACE:.metadata.namespace,WORKLOAD:.metadata.name,QUEUE:.spec.queueName,ADMITTED:.status.conditions[?(@.type=="Admitted")].status'
 kubectl get pods --namespace muster-team-a --sort-by .metadata.creationTimestamp \
 	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.training\.kubeflow\.org/job-role,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
-early=$(kubectl get pods --namespace muster-team-a --selector training.kubeflow.org/job-name=second -o name)
-early+=$(kubectl get pods --namespace muster-team-b --selector training.kubeflow.org/job-name=second -o name)
 for _ in $(seq 600); do
 	[[ -n $(launcher_of muster-team-a second) && -n $(launcher_of muster-team-b second) ]] && break
 	sleep 0.2
@@ -486,10 +484,22 @@ kubectl get pods --namespace muster-team-a --selector training.kubeflow.org/job-
 	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.training\.kubeflow\.org/job-role,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
 events muster-team-a '$2 ~ /^Admitted|^QuotaReserved|^Pending|^GangAdmitted/'
 launcher=$(kubectl get pods --namespace muster-team-a --selector training.kubeflow.org/job-name=second,training.kubeflow.org/job-role=launcher -o jsonpath='{.items[0].metadata.name}')
-if [[ -n $early || -z $launcher || -z $(launcher_of muster-team-b second) ]]; then
-	echo "the second jobs had pods [$early] while the first ran, and team a's launcher is [$launcher]: want none, then each launcher bound" >&2
+if [[ -z $launcher || -z $(launcher_of muster-team-b second) ]]; then
+	echo "team a's second launcher is [$launcher] and team b's is bound to [$(launcher_of muster-team-b second)]: want each bound" >&2
 	exit 1
 fi
+# Order by the objects' own times, not by when this script looked: a team's
+# second job has no pod created before its first job finished.
+for ns in muster-team-a muster-team-b; do
+	finished=$(kubectl get mpijobs.kubeflow.org first --namespace "$ns" -o jsonpath='{.status.completionTime}')
+	created=$(kubectl get pods --namespace "$ns" --selector training.kubeflow.org/job-name=second --sort-by .metadata.creationTimestamp \
+		-o jsonpath='{.items[0].metadata.name} {.items[0].metadata.creationTimestamp}')
+	if [[ -z $finished || ${created#* } < $finished ]]; then
+		echo "in $ns, job first finished at [$finished], and job second's first pod, ${created% *}, was created at ${created#* }: want it created after" >&2
+		exit 1
+	fi
+	echo "$ns: job first finished at $finished; job second's first pod, ${created% *}, was created at ${created#* }"
+done
 bound_after_ready muster-team-a "$launcher" second-worker-0 second-worker-1
 kubectl delete namespace muster-team-a muster-team-b --wait=false >/dev/null
 kubectl delete -f "$root/manifests/examples/kueue/queues.yaml" --ignore-not-found --wait=false >/dev/null
