@@ -424,7 +424,11 @@ func (g *Gang) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 	if _, reached := g.quorum(key, pg); reached {
 		return
 	}
-	g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s lost its reservation before the group was complete", pod.Name), g.args.backoff(), group.FoundNoRoom)
+	reason := fmt.Sprintf("member %s lost its reservation before the group was complete", pod.Name)
+	if failed, ok := group.AttemptFailedIn(state); ok {
+		reason = failed.Reason
+	}
+	g.rejectGroup(ctx, key, pg, reason, g.args.backoff(), group.FoundNoRoom)
 }
 
 // Permit holds a member until bound and reserved members reach minMember,

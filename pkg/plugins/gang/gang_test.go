@@ -1077,13 +1077,23 @@ func TestALateMemberIsHeldRoomWhereItsTemplateLetsItRun(t *testing.T) {
 			}
 			w0 := member("job", "w0").Label(topology.RoleLabel, "worker").Req(map[corev1.ResourceName]string{"cpu": "1"}).Obj()
 			f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, []*corev1.Pod{w0})
-			status := f.reserveAndPermit(t, w0)
-			node, held := heldNode(f.model.Rooms(), types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
 			if tt.node == "" {
-				assert.Equal(t, fwk.Wait, status.Code(), "no room for the launcher: the gang is not admitted")
+				state := framework.NewCycleState()
+				_, status, _ := f.fw.RunPreFilterPlugins(f.ctx, state, w0)
+				require.True(t, status.IsSuccess(), "PreFilter: %v", status)
+				status = f.fw.RunReservePluginsReserve(f.ctx, state, w0, "node-1")
+				assert.Equal(t, fwk.Unschedulable, status.Code(), "no room for the launcher: the attempt ends at once, not at Permit's timeout")
+				f.fw.RunReservePluginsUnreserve(f.ctx, state, w0, "node-1")
+				_, held := heldNode(f.model.Rooms(), types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
 				assert.False(t, held)
+				events := f.drainEvents()
+				require.Len(t, events, 1)
+				assert.True(t, strings.HasPrefix(events[0], "Warning GangRejected the room of group team-a/job's late member launcher cannot be held: "+
+					"no node of the 2 it could use matches its node selector, node affinity and tolerations"), events[0])
 				return
 			}
+			status := f.reserveAndPermit(t, w0)
+			node, _ := heldNode(f.model.Rooms(), types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
 			assert.True(t, status.IsSuccess(), "admitted: %v", status)
 			assert.Equal(t, tt.node, node)
 		})

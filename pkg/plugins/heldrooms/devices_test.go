@@ -100,7 +100,9 @@ func TestNoRoomIsHeldWhereNoDeviceIsFree(t *testing.T) {
 	g.reserved.Insert("w1")
 	h := NewWithModel(klog.Background(), g, handle{snapshot: cache.NewSnapshot(nil, nodes), events: events.NewFakeRecorder(10), dra: dra},
 		testingclock.NewFakeClock(time.Time{}))
-	require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
+	status := h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "worker", "w1", "1"), "n1")
+	assert.Equal(t, fwk.Unschedulable, status.Code(), "the attempt ends at once")
+	assert.Contains(t, status.Message(), "late member launcher cannot be held: none of the 1 nodes it may run on has its requests (cpu: 1) and its devices free")
 	assert.Nil(t, g.rooms.Held(key("mpi"), "launcher"), "a room was held without the device its member claims")
 	assert.Empty(t, dra.PendingDevices())
 }

@@ -302,7 +302,12 @@ func (h *HeldRooms) Reserve(ctx context.Context, state fwk.CycleState, pod *core
 			return nil
 		}
 	}
-	h.holdForGang(ctx, key, pod, nodeName)
+	if why := h.holdForGang(ctx, key, pod, nodeName); why != "" {
+		// The gang would wait at Permit for room that is not there: its
+		// attempt ends now, told why (Gang's Unreserve).
+		state.Write(group.AttemptFailedKey, &group.AttemptFailed{Reason: why})
+		return fwk.NewStatus(fwk.Unschedulable, why)
+	}
 	return nil
 }
 

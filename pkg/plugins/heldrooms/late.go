@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,16 +30,16 @@ import (
 
 // holdForGang holds the room of the gang's late members when the member
 // just reserved (self, on selfNode) completes the gang with them, and
-// starts the rooms' expiry.
-func (h *HeldRooms) holdForGang(ctx context.Context, key types.NamespacedName, self *corev1.Pod, selfNode string) {
+// starts the rooms' expiry. It says why when their room cannot be held.
+func (h *HeldRooms) holdForGang(ctx context.Context, key types.NamespacedName, self *corev1.Pod, selfNode string) string {
 	logger := klog.FromContext(ctx)
 	late := h.groups.LateMembers(key)
 	if late.Total() == 0 || h.groups.IsAdmitted(key) {
-		return
+		return ""
 	}
 	pg := h.groups.PodGroup(key)
 	if pg == nil {
-		return
+		return ""
 	}
 	placed, _ := h.groups.Quorum(key, pg.Spec.MinMember, group.Counting{HeldRooms: true})
 	// Gang's Reserve counts the member, unless a profile runs HeldRooms'
@@ -47,16 +48,18 @@ func (h *HeldRooms) holdForGang(ctx context.Context, key types.NamespacedName, s
 		placed++
 	}
 	if placed >= pg.Spec.MinMember || placed+late.Total()-h.groups.Rooms().Count(key, "") < pg.Spec.MinMember {
-		return
+		return ""
 	}
 	nodes, err := h.handle.SnapshotSharedLister().NodeInfos().List()
 	if err != nil {
 		logger.Error(err, "Listing nodes to hold room for late members", "podGroup", key)
-		return
+		return ""
 	}
-	if h.hold(ctx, key, late.Missing, nodes, self, selfNode) {
+	why := h.hold(ctx, key, late.Missing, nodes, self, selfNode)
+	if why == "" {
 		h.expire(logger, pg)
 	}
+	return why
 }
 
 // restore holds again the rooms of admitted gangs whose late members are
@@ -76,29 +79,31 @@ func (h *HeldRooms) restore(ctx context.Context, nodes []fwk.NodeInfo) {
 		if bound := h.groups.BoundCount(key); bound == 0 || bound+late.Total() < pg.Spec.MinMember {
 			continue
 		}
-		if h.hold(ctx, key, late.Missing, nodes, nil, "") {
+		if why := h.hold(ctx, key, late.Missing, nodes, nil, ""); why == "" {
 			logger.V(2).Info("Held again the room of late members of an admitted gang", "podGroup", key)
 			h.expire(logger, pg)
+		} else {
+			logger.V(2).Info("Could not hold again the room of late members of an admitted gang", "podGroup", key, "reason", why)
 		}
 	}
 }
 
 // hold holds room for every late member not yet created nor held, each on
-// a node where it fits beside everything placed and held, and reports
-// whether it could; it holds none when it cannot hold all. self is the
-// member reserved on selfNode, which the cycle's nodes do not count yet.
-// The devices a late member claims are held with its room.
-func (h *HeldRooms) hold(ctx context.Context, key types.NamespacedName, missing map[string]int32, nodes []fwk.NodeInfo, self *corev1.Pod, selfNode string) bool {
+// a node where it fits beside everything placed and held, or says why it
+// could not; it holds none when it cannot hold all. self is the member
+// reserved on selfNode, which the cycle's nodes do not count yet. The
+// devices a late member claims are held with its room.
+func (h *HeldRooms) hold(ctx context.Context, key types.NamespacedName, missing map[string]int32, nodes []fwk.NodeInfo, self *corev1.Pod, selfNode string) string {
 	logger := klog.FromContext(ctx)
 	topo, err := h.groups.Topology(key)
 	if err != nil || topo == nil {
-		return false
+		return fmt.Sprintf("the room of group %s's late members cannot be held: its topology cannot be read: %v", key, err)
 	}
 	var devices *devices.Room
 	if claimsDevices(topo, missing) {
 		if devices, err = h.devices.room(); err != nil {
 			logger.Error(err, "Reading the devices to hold for late members", "podGroup", key)
-			return false
+			return fmt.Sprintf("the room of group %s's late members cannot be held: reading the devices failed: %v", key, err)
 		}
 	}
 	nodes = slices.DeleteFunc(slices.Clone(nodes), func(n fwk.NodeInfo) bool { return n.Node() == nil })
@@ -129,7 +134,7 @@ func (h *HeldRooms) hold(ctx context.Context, key types.NamespacedName, missing 
 				for _, r := range held {
 					rooms.Take(key, r.Role)
 				}
-				return false
+				return fmt.Sprintf("the room of group %s's late member %s cannot be held: %s", key, role, noRoomReason(nodes, late))
 			}
 			rooms.Add(r)
 			held = append(held, r)
@@ -137,7 +142,37 @@ func (h *HeldRooms) hold(ctx context.Context, key types.NamespacedName, missing 
 		}
 	}
 	h.devices.sync(logger, rooms.WithDevices(), nil)
-	return true
+	return ""
+}
+
+// noRoomReason says why findRoom found no room for the late member on
+// the nodes: none it may run on, none of those with its requests free, or
+// none of those with its devices free too.
+func noRoomReason(nodes []fwk.NodeInfo, late topology.LateMember) string {
+	pod := late.Pod()
+	var mayRun int
+	for _, node := range nodes {
+		if topology.MayRunOn(pod, node.Node()) {
+			mayRun++
+		}
+	}
+	switch {
+	case mayRun == 0:
+		return fmt.Sprintf("no node of the %d it could use matches its node selector, node affinity and tolerations", len(nodes))
+	case len(late.Devices) == 0:
+		return fmt.Sprintf("none of the %d nodes it may run on has its requests (%s) free beside what is placed and held", mayRun, describe(late.Requests))
+	}
+	return fmt.Sprintf("none of the %d nodes it may run on has its requests (%s) and its devices free beside what is placed and held", mayRun, describe(late.Requests))
+}
+
+// describe lists the requests, "cpu: 1, memory: 1Gi".
+func describe(requests corev1.ResourceList) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(requests)) {
+		q := requests[name]
+		parts = append(parts, fmt.Sprintf("%s: %s", name, q.String()))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // claimsDevices reports whether a missing late member claims devices.

@@ -74,16 +74,22 @@ func TestReserveHoldsTheLateRoomWhenTheMemberCompletesTheGang(t *testing.T) {
 		admitted bool
 		// node is where the launcher's room is held, "" for none.
 		node string
+		// refused is why Reserve fails the gang's attempt, "" when it
+		// does not.
+		refused string
 	}{
-		{"the second worker completes the gang: beside the workers", `{"launcher":{"requests":{"cpu":"2"}}}`, 2, false, "n1"},
-		{"it does not fit beside them: the next node", `{"launcher":{"requests":{"cpu":"3"}}}`, 2, false, "n2"},
-		{"its template keeps it to the cpu pool", `{"launcher":{"requests":{"cpu":"1"},"nodeSelector":{"pool":"cpu"}}}`, 2, false, "n2"},
-		{"one worker is not enough", `{"launcher":{"requests":{"cpu":"1"}}}`, 1, false, ""},
-		{"a gang admitted already holds nothing more", `{"launcher":{"requests":{"cpu":"1"}}}`, 2, true, ""},
-		{"no node has room: nothing is held", `{"launcher":{"requests":{"cpu":"5"}}}`, 2, false, ""},
+		{"the second worker completes the gang: beside the workers", `{"launcher":{"requests":{"cpu":"2"}}}`, 2, false, "n1", ""},
+		{"it does not fit beside them: the next node", `{"launcher":{"requests":{"cpu":"3"}}}`, 2, false, "n2", ""},
+		{"its template keeps it to the cpu pool", `{"launcher":{"requests":{"cpu":"1"},"nodeSelector":{"pool":"cpu"}}}`, 2, false, "n2", ""},
+		{"one worker is not enough", `{"launcher":{"requests":{"cpu":"1"}}}`, 1, false, "", ""},
+		{"a gang admitted already holds nothing more", `{"launcher":{"requests":{"cpu":"1"}}}`, 2, true, "", ""},
+		{"no node has room: nothing is held, and the attempt ends", `{"launcher":{"requests":{"cpu":"5"}}}`, 2, false, "",
+			"the room of group team-a/mpi's late member launcher cannot be held: none of the 2 nodes it may run on has its requests (cpu: 5) free beside what is placed and held"},
+		{"no node its template allows: nothing is held, and the attempt ends", `{"launcher":{"requests":{"cpu":"1"},"nodeSelector":{"pool":"highmem"}}}`, 2, false, "",
+			"the room of group team-a/mpi's late member launcher cannot be held: no node of the 2 it could use matches its node selector, node affinity and tolerations"},
 		// A profile that runs HeldRooms' Reserve before Gang's: the member
 		// is not counted yet, and still completes the gang.
-		{"before Gang's Reserve counted the member", `{"launcher":{"requests":{"cpu":"2"}}}`, 1, false, "n1"},
+		{"before Gang's Reserve counted the member", `{"launcher":{"requests":{"cpu":"2"}}}`, 1, false, "n1", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,7 +107,17 @@ func TestReserveHoldsTheLateRoomWhenTheMemberCompletesTheGang(t *testing.T) {
 			h := NewWithModel(klog.Background(), g, handle{snapshot: snapshot, events: events.NewFakeRecorder(10)}, clk)
 
 			w1 := member("mpi", "worker", "w1", "1")
-			require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), w1, "n1").IsSuccess())
+			state := framework.NewCycleState()
+			status := h.Reserve(context.Background(), state, w1, "n1")
+			if tt.refused != "" {
+				assert.Equal(t, fwk.Unschedulable, status.Code())
+				assert.Equal(t, tt.refused, status.Message())
+				failed, ok := group.AttemptFailedIn(state)
+				require.True(t, ok, "Gang's Unreserve is told why")
+				assert.Equal(t, tt.refused, failed.Reason)
+			} else {
+				require.True(t, status.IsSuccess(), "Reserve: %v", status)
+			}
 			node, held := heldNode(g.rooms, key("mpi"), "launcher")
 			assert.Equal(t, tt.node, node)
 			assert.Equal(t, tt.node != "", held)
