@@ -364,6 +364,11 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 		reason = fmt.Sprintf("%s, and the search for lower-priority victims failed: %v", fitsNowhere, failed.Err)
 	} else if d, chosen := g.attempts.Domain(key); chosen {
 		switch {
+		case d.WaitsForClaims:
+			// No failure: the gang tries again soon, and its members'
+			// status says what it waits for.
+			reason = d.Unplaceable
+			backoff, ending = anotherDomainBackoff, group.WaitsForClaims
 		case d.Unplaceable != "":
 			// Placement found no topology domain for the gang: that says more.
 			reason = d.Unplaceable
@@ -524,8 +529,6 @@ func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1
 	if !first {
 		return
 	}
-	reportRejected()
-	klog.FromContext(ctx).V(2).Info("Gang rejected", "podGroup", klog.KObj(pg), "reason", reason, "released", len(reserved))
 	note := fmt.Sprintf("%s; released %d reservations", reason, len(reserved))
 	if backoff > 0 {
 		note += fmt.Sprintf("; retrying in %s", backoff)
@@ -533,6 +536,14 @@ func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1
 		// away at PreFilter; wake them when it ends.
 		g.clock.AfterFunc(backoff, func() { g.activate(klog.FromContext(ctx), key) })
 	}
+	if ending == group.WaitsForClaims {
+		// Not a failure: an event, which the API keeps by its reason and
+		// not its note, would outlive the wait and hide the next attempt's.
+		klog.FromContext(ctx).V(4).Info("Gang waits for its members' ResourceClaims", "podGroup", klog.KObj(pg), "reason", reason)
+		return
+	}
+	reportRejected()
+	klog.FromContext(ctx).V(2).Info("Gang rejected", "podGroup", klog.KObj(pg), "reason", reason, "released", len(reserved))
 	g.recordEvent(pg, corev1.EventTypeWarning, "GangRejected", "Rejected", note)
 	g.groups.RecordInitiallyScheduled(klog.FromContext(ctx), g.handle.ClientSet(), pg, false, g.clock.Now(), note)
 }

@@ -671,6 +671,27 @@ func TestAGangWhoseDomainTurnedOutFullTriesAnotherWithinASecond(t *testing.T) {
 	}
 }
 
+// TestAGangWaitingForItsMembersClaimsIsNotRejected: Placement could not
+// count the devices of members whose ResourceClaims are not made yet; the
+// attempt ends without a GangRejected, which would outlive the wait, and
+// the gang tries again within a second.
+func TestAGangWaitingForItsMembersClaimsIsNotRejected(t *testing.T) {
+	members := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj()}
+	f := newFixture(t, Args{BackoffSeconds: ptr.To[int64](10)}, []*v1alpha1.PodGroup{podGroup("job", 2).Obj()}, members)
+	_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[0], nil)
+	require.True(t, status.IsSuccess())
+	key := types.NamespacedName{Namespace: ns, Name: "job"}
+	why := "group team-a/job waits for its members' ResourceClaims, which kube-controller-manager makes from their templates: member p1: not found"
+	f.model.Attempts().ChooseDomain(key, group.Domain{WaitsForClaims: true, Unplaceable: why})
+
+	_, status = f.gang.PostFilter(f.ctx, nil, members[0], nil)
+	assert.Equal(t, "group team-a/job rejected: "+why, status.Message(), "the member's status says what the gang waits for")
+	assert.Empty(t, f.drainEvents(), "no GangRejected")
+	assert.Empty(t, f.model.Attempts().TriedDomains(key), "no domain was tried")
+	f.clock.Step(anotherDomainBackoff)
+	assert.ElementsMatch(t, []string{"team-a/p0", "team-a/p1"}, f.activator.Activated, "woken within a second")
+}
+
 func TestPostFilterAfterQuorumLeavesTheGroupAlone(t *testing.T) {
 	members := []*corev1.Pod{
 		member("job", "p0").Node("node-1").Obj(),

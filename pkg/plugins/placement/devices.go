@@ -75,6 +75,24 @@ func (d *trialDevices) claimsOf(member *corev1.Pod) ([]*resourcev1.ResourceClaim
 	return devices.Claims(d.dra, member)
 }
 
+// unmade returns a member's claim not yet made from its template, or an
+// error reading one: until kube-controller-manager makes them all, no
+// trial can count the gang's devices.
+func (d *trialDevices) unmade(members []*corev1.Pod) error {
+	if d == nil {
+		return nil
+	}
+	for _, m := range members {
+		if _, late := d.late[m.UID]; late {
+			continue
+		}
+		if _, _, err := devices.Claims(d.dra, m); err != nil {
+			return fmt.Errorf("member %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
 // take allocates the claims on the node, beside what the trial allocated
 // before, and reports whether they all fit; a claim allocated earlier in
 // the trial fits where its allocation can be used.

@@ -43,7 +43,9 @@ func TestADomainsTrialCountsTheDevicesTheMembersClaim(t *testing.T) {
 		// launcher adds an MPI launcher created late, claiming a device.
 		launcher bool
 		// taken are devices allocated to other pods, as node/device.
-		taken      []string
+		taken []string
+		// unmade: the last worker's claim is not made from its template yet.
+		unmade     bool
 		wantNodes  []string
 		wantStatus string
 	}{
@@ -56,6 +58,12 @@ func TestADomainsTrialCountsTheDevicesTheMembersClaim(t *testing.T) {
 			workers: 5,
 			wantStatus: "no topology.kubernetes.io/rack domain has room for the 5 members group team-a/job lacks; the closest, rack-a, has room for 4: " +
 				"the claims ask for 5 devices of class gpu, and 4 of rack-a's 4 are free",
+		},
+		{
+			name:    "a member's claim not made yet: no trial, the gang waits for it",
+			workers: 4, unmade: true,
+			wantStatus: "group team-a/job waits for its members' ResourceClaims, which kube-controller-manager makes from their templates: " +
+				`member w3: reading ResourceClaim team-a/w3-gpu: resourceclaims.resource.k8s.io "w3-gpu" not found`,
 		},
 		{
 			name:    "a rack with a device taken does not hold three workers and their late launcher",
@@ -77,7 +85,9 @@ func TestADomainsTrialCountsTheDevicesTheMembersClaim(t *testing.T) {
 			for i, w := range workers {
 				claim := fmt.Sprintf("w%d-gpu", i)
 				w.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(claim)}}
-				dra.Claims = append(dra.Claims, devicestest.Claim(ns, claim))
+				if !tt.unmade || i < tt.workers-1 {
+					dra.Claims = append(dra.Claims, devicestest.Claim(ns, claim))
+				}
 			}
 			if tt.launcher {
 				pg.Spec.MinMember++

@@ -283,6 +283,9 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 	if err != nil {
 		return group.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
 	}
+	if err := dev.unmade(members); err != nil {
+		return group.Domain{WaitsForClaims: true, Unplaceable: fmt.Sprintf("group %s waits for its members' ResourceClaims, which kube-controller-manager makes from their templates: %v", key, err)}
+	}
 	// A domain where an attempt failed since is not tried again before
 	// the gang backs off: the next one is.
 	tried := p.groups.Attempts().TriedDomains(key)

@@ -61,6 +61,10 @@ type Domain struct {
 	Name        string
 	Preferred   string
 	Unplaceable string
+	// WaitsForClaims marks an Unplaceable that is no failure: some of the
+	// members' ResourceClaims are not made from their templates yet, so
+	// no trial can count the gang's devices.
+	WaitsForClaims bool
 	// Nodes are the domain's nodes as it was chosen, so that each member
 	// of the attempt is not matched against every node again.
 	Nodes sets.Set[string]
@@ -203,6 +207,10 @@ const (
 	// WaitsForVictims: the attempt ended only to wait for the victims
 	// preempted for the gang. It keeps its place and the domain they free.
 	WaitsForVictims
+	// WaitsForClaims: the attempt ended only to wait for its members'
+	// ResourceClaims to be made (Domain.WaitsForClaims). It keeps its
+	// place, and no domain counts as tried.
+	WaitsForClaims
 )
 
 // Fail ends the group's attempt, which failed for reason: it releases the
@@ -221,6 +229,10 @@ func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Du
 		a.inProgress, a.admitted = false, false
 		a.failedAt, a.backoffUntil, a.failure = now, now.Add(backoff), reason
 		if ending == WaitsForVictims {
+			return
+		}
+		if ending == WaitsForClaims {
+			a.domain = nil
 			return
 		}
 		if a.domain != nil && a.domain.IsSet() {
