@@ -96,8 +96,12 @@ func (h *HeldRooms) restore(ctx context.Context, nodes []fwk.NodeInfo) {
 func (h *HeldRooms) hold(ctx context.Context, key types.NamespacedName, missing map[string]int32, nodes []fwk.NodeInfo, self *corev1.Pod, selfNode string) string {
 	logger := klog.FromContext(ctx)
 	topo, err := h.groups.Topology(key)
-	if err != nil || topo == nil {
+	if err != nil {
 		return fmt.Sprintf("the room of group %s's late members cannot be held: its topology cannot be read: %v", key, err)
+	}
+	if topo == nil {
+		// The PodGroup is gone: nothing to hold room for.
+		return ""
 	}
 	var devices *devices.Room
 	if claimsDevices(topo, missing) {
