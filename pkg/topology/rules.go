@@ -228,9 +228,11 @@ const MaxScheduleTimeoutSeconds = 900
 // would not keep, and minResources no minMember members could use.
 func CheckSpec(spec v1alpha1.PodGroupSpec) field.ErrorList {
 	var errs field.ErrorList
-	if s := spec.ScheduleTimeoutSeconds; s != nil && (*s < 1 || *s > MaxScheduleTimeoutSeconds) {
+	// 0 is the default, as scheduler-plugins reads it: mpi-operator and
+	// Trainer write it when their job sets none.
+	if s := spec.ScheduleTimeoutSeconds; s != nil && (*s < 0 || *s > MaxScheduleTimeoutSeconds) {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "scheduleTimeoutSeconds"), *s, fmt.Sprintf(
-			"must be between 1 and %d: the scheduler caps a gang's wait for its members at 15 minutes; leave it unset for muster-scheduler's default", MaxScheduleTimeoutSeconds)))
+			"must be between 0 and %d: the scheduler caps a gang's wait for its members at 15 minutes; 0 or unset is muster-scheduler's default", MaxScheduleTimeoutSeconds)))
 	}
 	path := field.NewPath("spec", "minResources")
 	for _, name := range slices.Sorted(maps.Keys(spec.MinResources)) {

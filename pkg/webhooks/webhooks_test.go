@@ -228,9 +228,10 @@ func TestPodGroupValidator(t *testing.T) {
 		{"an elastic group whose minMember is not its min", admissionv1.Create, podGroup("job", 5, horovod), nil, false,
 			"spec.minMember: Invalid value: 5: an elastic group is admitted at its min: 2 of role worker and every member of the other roles, 3 in all; set minMember to 3"},
 		{"a negative schedule timeout", admissionv1.Create, withSpec(podGroup("job", 5, tf), func(s *v1alpha1.PodGroupSpec) { s.ScheduleTimeoutSeconds = ptr.To[int32](-5) }), nil, false,
-			"spec.scheduleTimeoutSeconds: Invalid value: -5: must be between 1 and 900"},
+			"spec.scheduleTimeoutSeconds: Invalid value: -5: must be between 0 and 900"},
+		{"a schedule timeout of 0, the default mpi-operator writes", admissionv1.Create, withSpec(podGroup("job", 5, tf), func(s *v1alpha1.PodGroupSpec) { s.ScheduleTimeoutSeconds = ptr.To[int32](0) }), nil, true, ""},
 		{"a schedule timeout the scheduler would cut", admissionv1.Create, withSpec(podGroup("job", 5, tf), func(s *v1alpha1.PodGroupSpec) { s.ScheduleTimeoutSeconds = ptr.To[int32](100000) }), nil, false,
-			"spec.scheduleTimeoutSeconds: Invalid value: 100000: must be between 1 and 900"},
+			"spec.scheduleTimeoutSeconds: Invalid value: 100000: must be between 0 and 900"},
 		{"minResources no minMember members could use", admissionv1.Create, withSpec(podGroup("job", 5, tf), func(s *v1alpha1.PodGroupSpec) {
 			s.MinResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000000")}
 		}), nil, false, "spec.minResources[cpu]: Invalid value: \"1M\": 5 members use at most 20480 CPUs"},

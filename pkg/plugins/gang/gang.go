@@ -495,22 +495,17 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 			wp.Allow(Name)
 		}
 	}
-	if !first {
-		return true, placed
-	}
-	note := fmt.Sprintf("%d/%d members placed; all are allowed to bind", placed, pg.Spec.MinMember)
-	// Recorded whenever admitted: a gang admitted before by a scheduler
-	// that did not record it is recorded now.
-	g.groups.RecordInitiallyScheduled(logger, g.handle.ClientSet(), pg, true, g.clock.Now(), note)
 	// A gang whose bound members alone make its quorum was admitted
 	// before, perhaps by a scheduler that has since restarted.
-	if g.groups.BoundCount(key) < pg.Spec.MinMember {
+	if first && g.groups.BoundCount(key) < pg.Spec.MinMember {
 		reportAdmitted(latency)
 		if at := g.attempts.TakePreempted(key); !at.IsZero() {
 			reportAdmittedAfterPreemption(g.clock.Since(at))
 		}
 		logger.V(2).Info("Gang admitted", "podGroup", klog.KObj(pg), "placed", placed, "minMember", pg.Spec.MinMember)
+		note := fmt.Sprintf("%d/%d members placed; all are allowed to bind", placed, pg.Spec.MinMember)
 		g.recordEvent(pg, corev1.EventTypeNormal, "GangAdmitted", "Admitted", note)
+		g.groups.RecordInitiallyScheduled(logger, g.handle.ClientSet(), pg, true, note)
 	}
 	return true, placed
 }
@@ -545,7 +540,7 @@ func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1
 	reportRejected()
 	klog.FromContext(ctx).V(2).Info("Gang rejected", "podGroup", klog.KObj(pg), "reason", reason, "released", len(reserved))
 	g.recordEvent(pg, corev1.EventTypeWarning, "GangRejected", "Rejected", note)
-	g.groups.RecordInitiallyScheduled(klog.FromContext(ctx), g.handle.ClientSet(), pg, false, g.clock.Now(), note)
+	g.groups.RecordInitiallyScheduled(klog.FromContext(ctx), g.handle.ClientSet(), pg, false, note)
 }
 
 // heldElsewhere turns a member away while another member holds its role

@@ -60,8 +60,8 @@ type Model struct {
 	podGroups        cache.Indexer
 	podGroupInformer cache.SharedIndexInformer
 	// podGroupClient writes what the model records on a scheduler-plugins
-	// PodGroup (RecordInitiallyScheduled); nil in unit tests that build
-	// the model without a scheduler.
+	// PodGroup (recordQuorumReached); nil in unit tests that build the
+	// model without a scheduler.
 	podGroupClient schedulingclient.Interface
 	// upstream and upstreamInformer are nil when the API server does not
 	// serve scheduling.k8s.io's PodGroups.
@@ -469,9 +469,9 @@ func (m *Model) isOurs(schedulerName string) bool {
 }
 
 // HadQuorum reports whether the group's gang once had its quorum: minMember
-// members bound at once, seen by this scheduler, or its admission recorded
-// on its PodGroup (RecordInitiallyScheduled): a scheduler-plugins
-// PodGroup's topology.QuorumReachedAnnotation, an upstream PodGroup's
+// members bound at once, seen by this scheduler or recorded on a
+// scheduler-plugins PodGroup by any (topology.QuorumReachedAnnotation,
+// recordQuorumReached), or, for an upstream PodGroup, its
 // PodGroupInitiallyScheduled condition True. Such a gang is
 // admitted for good, as upstream's terminal condition says: a later change
 // (a raised minMember) never makes it partly bound, and never evicts what
@@ -600,6 +600,7 @@ func (m *Model) recount(key types.NamespacedName) {
 		return
 	}
 	pg := m.PodGroup(key)
+	var noted bool
 	m.states.update(key, func(st *State) {
 		for uid := range st.members {
 			st.remove(uid)
@@ -610,8 +611,11 @@ func (m *Model) recount(key types.NamespacedName) {
 				st.put(pod)
 			}
 		}
-		st.noteQuorum(pg)
+		noted = st.noteQuorum(pg)
 	})
+	if noted {
+		m.recordQuorumReached(pg, time.Now())
+	}
 }
 
 func uidOf(pg *v1alpha1.PodGroup) types.UID {
@@ -799,14 +803,18 @@ func (m *Model) Take(change PodChange) {
 func (m *Model) observePod(key types.NamespacedName, pod *corev1.Pod) {
 	pg := m.PodGroup(key)
 	notAMember := m.NotAMember(pod, pg) != ""
+	var noted bool
 	m.states.update(key, func(st *State) {
 		if notAMember {
 			st.remove(pod.UID)
 			return
 		}
 		st.put(pod)
-		st.noteQuorum(pg)
+		noted = st.noteQuorum(pg)
 	})
+	if noted {
+		m.recordQuorumReached(pg, time.Now())
+	}
 }
 
 func (m *Model) forgetPod(key types.NamespacedName, pod *corev1.Pod) {

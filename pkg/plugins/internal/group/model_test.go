@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	schedulingv1beta1listers "k8s.io/client-go/listers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulingfake "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/fake"
 
@@ -369,37 +368,43 @@ func TestATopologyIsParsedAgainOnlyWhenWhatItDependsOnChanges(t *testing.T) {
 	assert.Equal(t, first, back, "an object read before the change is parsed again from what it holds, not taken for the last one parsed")
 }
 
-// TestAnAdmittedGangIsRecordedOnItsPodGroupOnce: admission writes the
-// quorum record on a scheduler-plugins PodGroup that lacks it, never on
-// one that has it, and never for a failed attempt; HadQuorum reads it
-// with no member bound, as a restarted scheduler does.
-func TestAnAdmittedGangIsRecordedOnItsPodGroupOnce(t *testing.T) {
-	at := time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)
+// TestAGangWhoseQuorumIsBoundIsRecordedOnItsPodGroupOnce: the model
+// records on a scheduler-plugins PodGroup that minMember of its members
+// were bound at once, once, and never while fewer are; HadQuorum reads the
+// record with no member bound, as a restarted scheduler does before it has
+// seen them.
+func TestAGangWhoseQuorumIsBoundIsRecordedOnItsPodGroupOnce(t *testing.T) {
 	tests := []struct {
 		name      string
 		recorded  bool
-		scheduled bool
+		bound     int
 		wantPatch bool
 	}{
-		{name: "an admitted gang is recorded", scheduled: true, wantPatch: true},
-		{name: "a failed attempt records nothing", scheduled: false},
-		{name: "a gang recorded before is not written again", recorded: true, scheduled: true},
+		{name: "its quorum bound: recorded", bound: 3, wantPatch: true},
+		{name: "fewer bound, however many reserved: nothing written", bound: 2},
+		{name: "recorded before: not written again", recorded: true, bound: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pg := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "train", UID: "pg-uid"}, Spec: v1alpha1.PodGroupSpec{MinMember: 3}}
 			if tt.recorded {
-				pg.Annotations = map[string]string{topology.QuorumReachedAnnotation: at.Format(time.RFC3339)}
+				pg.Annotations = map[string]string{topology.QuorumReachedAnnotation: "2026-12-06T05:00:00Z"}
 			}
 			groups := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 			require.NoError(t, groups.Add(pg))
-			m := NewModel(groups, cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexName: IndexFunc}))
+			m := NewModel(groups, cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexName: IndexFunc}), topology.SchedulerName)
 			client := schedulingfake.NewSimpleClientset(pg)
 			m.podGroupClient = client
 			key := types.NamespacedName{Namespace: "ns", Name: "train"}
 			assert.Equal(t, tt.recorded, m.HadQuorum(key, pg), "with no member bound, the record alone says")
 
-			m.RecordInitiallyScheduled(klog.Background(), nil, pg, tt.scheduled, at, "3/3 members placed")
+			for i := range tt.bound {
+				pod := &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("train-%d", i), UID: types.UID(fmt.Sprintf("train-%d", i)), Labels: map[string]string{topology.GroupLabel: "train"}},
+					Spec:       corev1.PodSpec{SchedulerName: topology.SchedulerName, NodeName: "node-1"},
+				}
+				m.Take(Added(pod))
+			}
 
 			if !tt.wantPatch {
 				// Decided before any write is sent.
@@ -409,7 +414,8 @@ func TestAnAdmittedGangIsRecordedOnItsPodGroupOnce(t *testing.T) {
 			require.Eventually(t, func() bool { return len(client.Actions()) == 1 }, 5*time.Second, 10*time.Millisecond)
 			written, err := client.SchedulingV1alpha1().PodGroups("ns").Get(context.Background(), "train", metav1.GetOptions{})
 			require.NoError(t, err)
-			assert.Equal(t, "2026-12-06T05:00:00Z", written.Annotations[topology.QuorumReachedAnnotation])
+			_, err = time.Parse(time.RFC3339, written.Annotations[topology.QuorumReachedAnnotation])
+			assert.NoError(t, err, "the record is the time: %v", written.Annotations)
 			assert.True(t, m.HadQuorum(key, written), "the record read back")
 		})
 	}

@@ -203,11 +203,15 @@ func (s *State) remove(uid types.UID) {
 	}
 }
 
-// noteQuorum records that the gang of pg has its quorum bound, for good.
-func (s *State) noteQuorum(pg *v1alpha1.PodGroup) {
-	if pg != nil && s.census.Bound() >= pg.Spec.MinMember {
-		s.quorumHad = pg.UID
+// noteQuorum records that the gang of pg has its quorum bound, for good,
+// and reports whether this is the first it is noted for pg.
+func (s *State) noteQuorum(pg *v1alpha1.PodGroup) bool {
+	if pg == nil || s.census.Bound() < pg.Spec.MinMember {
+		return false
 	}
+	first := s.quorumHad != pg.UID
+	s.quorumHad = pg.UID
+	return first
 }
 
 // Counting says what counts toward a gang's quorum beyond its members

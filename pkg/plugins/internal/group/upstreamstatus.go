@@ -17,23 +17,16 @@ import (
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
-// RecordInitiallyScheduled writes on the PodGroup whether its gang was
-// admitted, in the API, so that it outlives this scheduler: an upstream
-// PodGroup's PodGroupInitiallyScheduled condition as kube-scheduler's
-// PodGroup cycle writes it, so that the PodGroup reads the same whichever
-// scheduler placed it: True, reason Scheduled, once the gang is admitted;
-// False, reason Unschedulable, when an attempt fails. A scheduler-plugins
-// PodGroup, whose status is muster-controller's, gets
-// topology.QuorumReachedAnnotation once, when it is admitted. Each write
-// is sent off the scheduling cycle.
-func (m *Model) RecordInitiallyScheduled(logger klog.Logger, client kubernetes.Interface, pg *v1alpha1.PodGroup, scheduled bool, at time.Time, message string) {
-	if !topology.IsUpstream(pg) {
-		if scheduled {
-			m.recordQuorumReached(logger, pg, at)
-		}
-		return
-	}
-	if m.upstream == nil {
+// RecordInitiallyScheduled writes an upstream PodGroup's
+// PodGroupInitiallyScheduled condition as kube-scheduler's PodGroup cycle
+// writes it, so that the PodGroup reads the same whichever scheduler
+// placed it: True, reason Scheduled, once the gang is admitted; False,
+// reason Unschedulable, when an attempt fails. A scheduler-plugins
+// PodGroup's status is muster-controller's: the model records on it, in
+// an annotation, only that its quorum was bound (recordQuorumReached).
+// The patch is sent off the scheduling cycle.
+func (m *Model) RecordInitiallyScheduled(logger klog.Logger, client kubernetes.Interface, pg *v1alpha1.PodGroup, scheduled bool, message string) {
+	if !topology.IsUpstream(pg) || m.upstream == nil {
 		return
 	}
 	current, err := m.upstream.PodGroups(pg.Namespace).Get(pg.Name)
@@ -54,23 +47,26 @@ func (m *Model) RecordInitiallyScheduled(logger klog.Logger, client kubernetes.I
 // recordQuorumReached writes topology.QuorumReachedAnnotation, the time
 // at, on a scheduler-plugins PodGroup that lacks it, with its UID as a
 // precondition, so that a PodGroup deleted and made again under its name
-// is never given the old one's record.
-func (m *Model) recordQuorumReached(logger klog.Logger, pg *v1alpha1.PodGroup, at time.Time) {
-	if m.podGroupClient == nil || topology.ReachedQuorum(pg) {
+// is never given the old one's record. It is written from the pod
+// informer's handler, off every scheduling cycle, by each replica that
+// sees it lack the record: the patch is the same fact, whoever sends it.
+func (m *Model) recordQuorumReached(pg *v1alpha1.PodGroup, at time.Time) {
+	if m.podGroupClient == nil || pg == nil || topology.IsUpstream(pg) || topology.ReachedQuorum(pg) {
 		return
 	}
+	logger := klog.Background()
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"uid":         pg.UID,
 		"annotations": map[string]string{topology.QuorumReachedAnnotation: at.UTC().Format(time.RFC3339)},
 	}})
 	if err != nil {
-		logger.Error(err, "Recording that the gang reached its quorum", "podGroup", klog.KObj(pg))
+		logger.Error(err, "Recording that the gang's quorum was bound", "podGroup", klog.KObj(pg))
 		return
 	}
 	go func() {
 		_, err := m.podGroupClient.SchedulingV1alpha1().PodGroups(pg.Namespace).Patch(context.Background(), pg.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		if err != nil {
-			logger.Error(err, "Recording that the gang reached its quorum", "podGroup", klog.KObj(pg), "annotation", topology.QuorumReachedAnnotation)
+			logger.Error(err, "Recording that the gang's quorum was bound", "podGroup", klog.KObj(pg), "annotation", topology.QuorumReachedAnnotation)
 		}
 	}()
 }
