@@ -1136,6 +1136,36 @@ func TestTheMemberThatCompletesAGangWithALateMemberWakesItsSiblings(t *testing.T
 		"the second worker and the launcher to come make the gang of 3")
 }
 
+// TestAMemberArrivingPastTheQuorumWakesItself: the queue may gate a
+// member at PreEnqueue before the model has counted the members that
+// complete its group, and the model's wake-up of the group, as the census
+// reaches minMember, names only the members the model knew then. A member
+// the model counts past minMember wakes itself alone, lest it stay gated
+// with nothing to wake it (an elastic StatefulSet created in parallel left
+// one of six so).
+func TestAMemberArrivingPastTheQuorumWakesItself(t *testing.T) {
+	tests := []struct {
+		name    string
+		arrives string
+		want    []string
+	}{
+		{"the member that completes the group wakes every member", "p1", []string{"team-a/p0", "team-a/p1"}},
+		{"a member past the quorum wakes itself alone", "p2", []string{"team-a/p2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pods := []*corev1.Pod{member("job", "p0").Obj(), member("job", "p1").Obj()}
+			if tt.arrives == "p2" {
+				pods = append(pods, member("job", "p2").Obj())
+			}
+			f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 2).Obj()}, pods)
+			f.activator.Activated = nil
+			f.gang.podChanged(klog.Background())(group.Added(pods[len(pods)-1]))
+			assert.ElementsMatch(t, tt.want, f.activator.Activated)
+		})
+	}
+}
+
 func TestARestartedSchedulerHoldsTheLateRoomOfAnAdmittedGangAgain(t *testing.T) {
 	worker := func(name string) *st.PodWrapper {
 		return member("job", name).Label(topology.RoleLabel, "worker").Req(map[corev1.ResourceName]string{"cpu": "1"})

@@ -76,11 +76,22 @@ func (g *Gang) podChanged(logger klog.Logger) func(group.PodChange) {
 			}
 		case change.Old != nil || !topology.IsActiveMember(pod):
 		default:
-			// The member that completes a group wakes its gated siblings
-			// here, once, as the group reaches minMember, with the members
-			// its owner creates later counted.
-			if pg := g.podGroup(change.Key); pg != nil && g.groups.Census(change.Key).Active()+g.groups.LateMembers(change.Key).Total() == pg.Spec.MinMember {
+			pg := g.podGroup(change.Key)
+			if pg == nil {
+				break
+			}
+			switch active := g.groups.Census(change.Key).Active() + g.groups.LateMembers(change.Key).Total(); {
+			case active == pg.Spec.MinMember:
+				// The member that completes a group wakes its gated
+				// siblings here, once, with the members its owner creates
+				// later counted.
 				g.activate(logger, change.Key)
+			case active > pg.Spec.MinMember:
+				// The queue hears of a pod apart from the model, and may
+				// have gated this one before the model counted the members
+				// that complete the group, and after it woke the members
+				// it knew then: this one wakes alone.
+				g.groups.ActivateMembers(logger, g.handle, change.Key, []types.UID{pod.UID})
 			}
 		}
 	}
