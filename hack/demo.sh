@@ -489,16 +489,18 @@ if [[ -z $launcher || -z $(launcher_of muster-team-b second) ]]; then
 	exit 1
 fi
 # Order by the objects' own times, not by when this script looked: a team's
-# second job has no pod created before its first job finished.
+# second job has no pod created before its first job succeeded.
 for ns in muster-team-a muster-team-b; do
-	finished=$(kubectl get mpijobs.kubeflow.org first --namespace "$ns" -o jsonpath='{.status.completionTime}')
+	# mpi-operator marks the job Succeeded, which Kueue reads as finished;
+	# its completionTime it copies from the launcher's Job, if that has one.
+	finished=$(kubectl get mpijobs.kubeflow.org first --namespace "$ns" -o jsonpath='{.status.conditions[?(@.type=="Succeeded")].lastTransitionTime}')
 	created=$(kubectl get pods --namespace "$ns" --selector training.kubeflow.org/job-name=second --sort-by .metadata.creationTimestamp \
 		-o jsonpath='{.items[0].metadata.name} {.items[0].metadata.creationTimestamp}')
 	if [[ -z $finished || ${created#* } < $finished ]]; then
-		echo "in $ns, job first finished at [$finished], and job second's first pod, ${created% *}, was created at ${created#* }: want it created after" >&2
+		echo "in $ns, job first succeeded at [$finished], and job second's first pod, ${created% *}, was created at ${created#* }: want it created after" >&2
 		exit 1
 	fi
-	echo "$ns: job first finished at $finished; job second's first pod, ${created% *}, was created at ${created#* }"
+	echo "$ns: job first succeeded at $finished; job second's first pod, ${created% *}, was created at ${created#* }"
 done
 bound_after_ready muster-team-a "$launcher" second-worker-0 second-worker-1
 kubectl delete namespace muster-team-a muster-team-b --wait=false >/dev/null

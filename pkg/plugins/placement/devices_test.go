@@ -17,7 +17,6 @@ import (
 	"github.com/muster-dev/muster/pkg/plugins/internal/devices"
 	"github.com/muster-dev/muster/pkg/plugins/internal/devices/devicestest"
 	"github.com/muster-dev/muster/pkg/plugins/internal/frameworktest"
-	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -119,20 +118,8 @@ func deviceFixture(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pg *v
 	t.Helper()
 	c := frameworktest.NewCluster(t, nodes, pods, []*v1alpha1.PodGroup{pg})
 	c.DRA = dra
-	for _, pod := range pods {
-		c.Model.Take(group.Added(pod))
-	}
-	f := &fixture{ctx: c.Ctx, model: c.Model}
-	placement := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		pl, err := NewWithGroups(h, c.Model)
-		f.pl = pl
-		return pl, err
-	}
 	blind := func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 		return blindDynamicResources{}, nil
 	}
-	f.fw = c.Framework(t, append(frameworktest.Filters(),
-		tf.RegisterPluginAsExtensions(Name, placement, "PreFilter", "Filter"),
-		tf.RegisterFilterPlugin(devices.FilterName, blind))...)
-	return f
+	return newFixtureWith(t, c, pods, tf.RegisterFilterPlugin(devices.FilterName, blind))
 }

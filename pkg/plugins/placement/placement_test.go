@@ -49,7 +49,13 @@ func newFixture(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pg *v1al
 
 func newFixtureOf(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v1alpha1.PodGroup) *fixture {
 	t.Helper()
-	c := frameworktest.NewCluster(t, nodes, pods, pgs)
+	return newFixtureWith(t, frameworktest.NewCluster(t, nodes, pods, pgs), pods)
+}
+
+// newFixtureWith is newFixtureOf on a cluster made by the caller, with
+// extra plugins.
+func newFixtureWith(t *testing.T, c *frameworktest.Cluster, pods []*corev1.Pod, extra ...tf.RegisterPluginFunc) *fixture {
+	t.Helper()
 	for _, pod := range pods {
 		c.Model.Take(group.Added(pod))
 	}
@@ -59,7 +65,7 @@ func newFixtureOf(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []
 		f.pl = pl
 		return pl, err
 	}
-	f.fw = c.Framework(t, append(frameworktest.Filters(), tf.RegisterPluginAsExtensions(Name, placement, "PreFilter", "Filter"))...)
+	f.fw = c.Framework(t, append(append(frameworktest.Filters(), tf.RegisterPluginAsExtensions(Name, placement, "PreFilter", "Filter")), extra...)...)
 	return f
 }
 

@@ -175,12 +175,24 @@ func TestAnElasticVictimsOwnerIsShrunk(t *testing.T) {
 	waitForBound(t, ns, "e", 4)
 	createPriorityGang(t, ns, "high", 2, "1", high)
 	waitForBound(t, ns, "high", 2)
-	framework.Eventually(t, "the set shrunk to 2, its pods 0 and 1 alone", func(ctx context.Context) (bool, error) {
-		set, err := framework.Client.AppsV1().StatefulSets(ns).Get(ctx, "e-worker", metav1.GetOptions{})
+	waitForSetShrunk(t, ns, "e", 2)
+}
+
+// waitForSetShrunk waits until the elastic group's StatefulSet runs the
+// replicas, and the group has their pods alone: the set creates none of
+// those preemption took again.
+func waitForSetShrunk(t *testing.T, namespace, group string, replicas int32) {
+	t.Helper()
+	var want []string
+	for i := range replicas {
+		want = append(want, fmt.Sprintf("%s-worker-%d", group, i))
+	}
+	framework.Eventually(t, fmt.Sprintf("the set shrunk to %d, its pods %v alone", replicas, want), func(ctx context.Context) (bool, error) {
+		set, err := framework.Client.AppsV1().StatefulSets(namespace).Get(ctx, group+"-worker", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		pods, err := framework.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=e"})
+		pods, err := framework.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=" + group})
 		if err != nil {
 			return false, err
 		}
@@ -189,7 +201,7 @@ func TestAnElasticVictimsOwnerIsShrunk(t *testing.T) {
 			names = append(names, p.Name)
 		}
 		slices.Sort(names)
-		if *set.Spec.Replicas != 2 || strings.Join(names, ",") != "e-worker-0,e-worker-1" {
+		if *set.Spec.Replicas != replicas || !slices.Equal(names, want) {
 			return false, fmt.Errorf("the set runs %d replicas, and the group has pods %v", *set.Spec.Replicas, names)
 		}
 		return true, nil
@@ -211,17 +223,7 @@ func TestAGangShrinksAnElasticSetFillingEveryNodeToItsMin(t *testing.T) {
 	waitForBound(t, ns, "e", 6)
 	createPriorityGang(t, ns, "high", 4, "1", high)
 	waitForBound(t, ns, "high", 4)
-	framework.Eventually(t, "the set shrunk to its min, 2, its pods 0 and 1 alone", func(ctx context.Context) (bool, error) {
-		set, err := framework.Client.AppsV1().StatefulSets(ns).Get(ctx, "e-worker", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		bound := boundPods(t, ns, "e")
-		if *set.Spec.Replicas != 2 || strings.Join(bound, ",") != "e-worker-0,e-worker-1" {
-			return false, fmt.Errorf("the set runs %d replicas, and the group has %v bound", *set.Spec.Replicas, bound)
-		}
-		return true, nil
-	})
+	waitForSetShrunk(t, ns, "e", 2)
 	for _, note := range eventNotes(t, ns, "high", "GangRejected") {
 		if strings.Contains(note, "would make room") || strings.Contains(note, "failed") {
 			t.Errorf("the gang was told its search found nothing, or failed: %q", note)
