@@ -471,7 +471,7 @@ for _ in $(seq 300); do
 	[[ -n $(launcher_of muster-team-a first) && -n $(launcher_of muster-team-b first) ]] && break
 	sleep 0.2
 done
-say "While the teams' first jobs run: Kueue's workloads, and the pods that exist"
+say "While each team's first admitted job runs: Kueue's workloads, and the pods that exist"
 kubectl get workloads.kueue.x-k8s.io --all-namespaces -o custom-columns='NAMESPACE:.metadata.namespace,WORKLOAD:.metadata.name,QUEUE:.spec.queueName,ADMITTED:.status.conditions[?(@.type=="Admitted")].status'
 kubectl get pods --namespace muster-team-a --sort-by .metadata.creationTimestamp \
 	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.training\.kubeflow\.org/job-role,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
@@ -479,35 +479,48 @@ for _ in $(seq 600); do
 	[[ -n $(launcher_of muster-team-a second) && -n $(launcher_of muster-team-b second) ]] && break
 	sleep 0.2
 done
-say "Once team a's first job has succeeded, its second"
+say "Once team a's jobs have both been admitted, one after the other: job second's pods"
 kubectl get pods --namespace muster-team-a --selector training.kubeflow.org/job-name=second --sort-by .metadata.creationTimestamp \
 	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.training\.kubeflow\.org/job-role,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
 events muster-team-a '$2 ~ /^Admitted|^QuotaReserved|^Pending|^GangAdmitted/'
-launcher=$(kubectl get pods --namespace muster-team-a --selector training.kubeflow.org/job-name=second,training.kubeflow.org/job-role=launcher -o jsonpath='{.items[0].metadata.name}')
-if [[ -z $launcher || -z $(launcher_of muster-team-b second) ]]; then
-	echo "team a's second launcher is [$launcher] and team b's is bound to [$(launcher_of muster-team-b second)]: want each bound" >&2
+if [[ -z $(launcher_of muster-team-a second) || -z $(launcher_of muster-team-b second) ]]; then
+	echo "the second launchers are bound to [$(launcher_of muster-team-a second)] and [$(launcher_of muster-team-b second)]: want each bound" >&2
 	exit 1
 fi
-# Order by the objects' own times, not by when this script looked: a team's
-# second job has no pod created before its first job succeeded.
+# Order by the objects' own times, not by when this script looked. Both
+# jobs are created in the same second, so Kueue may admit either first:
+# what it promises is one at a time, the other admitted only once the
+# first has finished.
+# workload_time NAMESPACE JOB CONDITION prints when the job's Kueue
+# Workload got the condition.
+workload_time() {
+	kubectl get workloads.kueue.x-k8s.io --namespace "$1" \
+		-o jsonpath="{range .items[?(@.metadata.ownerReferences[0].name==\"$2\")]}{.status.conditions[?(@.type==\"$3\")].lastTransitionTime}{end}"
+}
 for ns in muster-team-a muster-team-b; do
-	# mpi-operator marks the job Succeeded, which Kueue reads as finished;
-	# its completionTime it copies from the launcher's Job, if that has one.
-	finished=$(kubectl get mpijobs.kubeflow.org first --namespace "$ns" -o jsonpath='{.status.conditions[?(@.type=="Succeeded")].lastTransitionTime}')
-	created=$(kubectl get pods --namespace "$ns" --selector training.kubeflow.org/job-name=second --sort-by .metadata.creationTimestamp \
-		-o jsonpath='{.items[0].metadata.name} {.items[0].metadata.creationTimestamp}')
-	if [[ -z $finished || ${created#* } < $finished ]]; then
-		echo "in $ns, job first succeeded at [$finished], and job second's first pod, ${created% *}, was created at ${created#* }: want it created after" >&2
+	earlier=first later=second
+	if [[ $(workload_time "$ns" second Admitted) < $(workload_time "$ns" first Admitted) ]]; then
+		earlier=second later=first
+	fi
+	finished=$(workload_time "$ns" $earlier Finished)
+	admitted=$(workload_time "$ns" $later Admitted)
+	if [[ -z $finished || -z $admitted || $admitted < $finished ]]; then
+		echo "in $ns, Kueue admitted job $later at [$admitted], and job $earlier finished at [$finished]: want one job at a time, the second admitted after the first finished" >&2
 		exit 1
 	fi
-	echo "$ns: job first succeeded at $finished; job second's first pod, ${created% *}, was created at ${created#* }"
+	echo "$ns: Kueue admitted job $earlier first; it finished at $finished, and job $later was admitted at $admitted"
+	if [[ $ns == muster-team-a ]]; then
+		# The job admitted later still has its workers: the earlier one's
+		# were deleted as it finished (cleanPodPolicy: Running).
+		launcher=$(kubectl get pods --namespace "$ns" --selector "training.kubeflow.org/job-name=$later,training.kubeflow.org/job-role=launcher" -o jsonpath='{.items[0].metadata.name}')
+		bound_after_ready "$ns" "$launcher" "$later-worker-0" "$later-worker-1"
+	fi
 done
-bound_after_ready muster-team-a "$launcher" second-worker-0 second-worker-1
 kubectl delete namespace muster-team-a muster-team-b --wait=false >/dev/null
 kubectl delete -f "$root/manifests/examples/kueue/queues.yaml" --ignore-not-found --wait=false >/dev/null
 echo
-echo "Kueue admitted one job per team's quota and kept each team's second job"
-echo "suspended, with no pod, until its first had succeeded; each admitted job"
+echo "Kueue admitted one job per team's quota and kept each team's other job"
+echo "suspended, with no pod, until the one it admitted had finished; each admitted job"
 echo "was ganged by muster-scheduler, its launcher bound only after its workers"
 echo "were Ready, on the node of Kueue's ResourceFlavor."
 
