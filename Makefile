@@ -23,7 +23,19 @@ TOOLS := \
 	kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
 	kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
 	kubectl=k8s.io/kubernetes/cmd/kubectl \
-	kwok=sigs.k8s.io/kwok/cmd/kwok
+	kwok=sigs.k8s.io/kwok/cmd/kwok \
+	kubelet=k8s.io/kubernetes/cmd/kubelet \
+	kube-proxy=k8s.io/kubernetes/cmd/kube-proxy \
+	kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
+	containerd=github.com/containerd/containerd/v2/cmd/containerd@containerd \
+	containerd-shim-runc-v2=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@containerd \
+	ctr=github.com/containerd/containerd/v2/cmd/ctr@containerd
+
+# What real nodes (muster-local up --real-nodes) run from Debian's packages:
+# the OCI runtime, the CNI plugins (bridge, host-local, portmap, loopback),
+# kube-proxy's iptables and conntrack, and mmdebstrap, which builds the
+# example workloads' images from Debian's packages.
+REAL_NODE_PACKAGES := runc containernetworking-plugins iptables conntrack mmdebstrap
 
 .PHONY: build
 build: ## Build muster-scheduler, muster-controller and muster-local into bin/.
@@ -44,8 +56,11 @@ KUEUE := kueue sigs.k8s.io/kueue@v0.17.1 ./cmd/kueue 'config/components/crd/base
 	config/components/webhook/manifests.yaml
 
 .PHONY: tools
-tools: ## Build etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, training-operator, mpi-operator, jobset, trainer and kueue into bin/ (skipped when current).
-	@for tool in $(TOOLS); do hack/build-tool.sh "$${tool%%=*}" "$${tool#*=}"; done
+tools: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, kubelet, kube-proxy, containerd, training-operator, mpi-operator, jobset, trainer and kueue into bin/, and install what real nodes need from Debian (skipped when current).
+	@for tool in $(TOOLS); do package=$${tool#*=}; module=; \
+		if [[ $$package == *@* ]]; then module=$${package#*@}; package=$${package%@*}; fi; \
+		hack/build-tool.sh "$${tool%%=*}" "$$package" $$module; done
+	@hack/install-packages.sh $(REAL_NODE_PACKAGES)
 	@hack/build-operator.sh $(TRAINING_OPERATOR)
 	@hack/build-operator.sh $(MPI_OPERATOR)
 	@hack/build-operator.sh $(JOBSET)
@@ -53,7 +68,7 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager, kubectl, kwok, tr
 	@hack/build-operator.sh $(KUEUE)
 
 .PHONY: test
-test: tools build images conformance-deps ## Unit, integration and conformance tests, against a real control plane.
+test: tools build images example-images conformance-deps ## Unit, integration and conformance tests, against a real control plane.
 	go test -count=1 -timeout 30m ./...
 
 .PHONY: unit
@@ -82,12 +97,7 @@ CONFORMANCE_PACKAGES := python3-torch openmpi-bin mpich openssh-server
 
 .PHONY: conformance-deps
 conformance-deps: ## Install torchrun, OpenMPI, MPICH and sshd from Debian's packages (skipped when present).
-	@missing=$$(for p in $(CONFORMANCE_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [[ -n "$$missing" ]]; then \
-		echo "installing $$missing"; \
-		sudo= ; if [[ $$(id -u) != 0 ]]; then sudo=sudo; fi; \
-		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
-	fi
+	@hack/install-packages.sh $(CONFORMANCE_PACKAGES)
 
 # The benchmarks' baseline: scheduler-plugins' last release, built in its
 # own module and run as a scheduler of its own (it cannot be linked into a
@@ -138,6 +148,10 @@ bench-multikueue: tools build ## MultiKueue: jobs per minute through one manager
 IMAGE_PLATFORMS ?= linux/amd64
 export MUSTER_IMAGES_DIR := $(CURDIR)/_output/images
 
+.PHONY: example-images
+example-images: ## Build the real-node examples' images (MPI with sshd, Python, torch) from Debian's packages with mmdebstrap into _output/images/examples/, cached by recipe outside the clone.
+	@hack/example-images.sh $(MUSTER_IMAGES_DIR)/examples
+
 .PHONY: images
 images: ## Build the muster-scheduler and muster-controller images as OCI archives in _output/images/, no container engine needed (IMAGE_PLATFORMS).
 	@for platform in $(subst $(comma), ,$(IMAGE_PLATFORMS)); do \
@@ -148,6 +162,15 @@ images: ## Build the muster-scheduler and muster-controller images as OCI archiv
 	done
 	go run ./hack/images -bin-dir $(MUSTER_IMAGES_DIR)/bin -out $(MUSTER_IMAGES_DIR) -version $(VERSION) \
 		-kube-version $(KUBE_VERSION) -platforms $(IMAGE_PLATFORMS) muster-scheduler muster-controller
+	@# What real nodes run beside muster: every pod's sandbox, and CoreDNS.
+	@platform=linux/amd64; dir=$(MUSTER_IMAGES_DIR)/bin/$${platform%/*}_$${platform#*/}; \
+	CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o $$dir/muster-pause ./hack/pause; \
+	CGO_ENABLED=0 go build -C hack/tools/coredns -trimpath -buildvcs=false -ldflags "-s -w" -o $$dir/coredns github.com/coredns/coredns
+	go run ./hack/images -bin-dir $(MUSTER_IMAGES_DIR)/bin -out $(MUSTER_IMAGES_DIR) -version 1 \
+		-kube-version $(KUBE_VERSION) -platforms linux/amd64 muster-pause
+	go run ./hack/images -bin-dir $(MUSTER_IMAGES_DIR)/bin -out $(MUSTER_IMAGES_DIR) \
+		-version $$(go list -C hack/tools/coredns -m -f '{{.Version}}' github.com/coredns/coredns) \
+		-kube-version $(KUBE_VERSION) -platforms linux/amd64 coredns
 
 .PHONY: rbac-mutations
 rbac-mutations: tools build ## Remove each RBAC rule in turn and show the test that proves it fails without it (about 45 minutes).

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Builds one tool of the control plane into bin/, unless bin/ already holds it
-# at the version its module pins. A tool is built from hack/tools/NAME when
-# that module exists, else from hack/tools.
+# at the version its module pins. A tool is built from hack/tools/MODULE,
+# MODULE being NAME unless given, when that module exists, else from
+# hack/tools.
 #
-#   hack/build-tool.sh NAME PACKAGE
+#   hack/build-tool.sh NAME PACKAGE [MODULE]
 set -euo pipefail
 
 name=$1
 package=$2
+module=${3:-$name}
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/bin
 module_dir=$root/hack/tools
-[[ -f $module_dir/$name/go.mod ]] && module_dir=$module_dir/$name
+[[ -f $module_dir/$module/go.mod ]] && module_dir=$module_dir/$module
 cd "$module_dir"
 
 module=$(go list -f '{{.Module.Path}}' "$package")

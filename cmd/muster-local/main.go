@@ -94,7 +94,7 @@ func newUpCommand(dir *string) *cobra.Command {
 				}
 				fmt.Println("Kueue runs; jobs that name a LocalQueue (label kueue.x-k8s.io/queue-name) wait for its admission.")
 			}
-			fmt.Printf(`Cluster up with %d simulated nodes in %s.
+			fmt.Printf(`Cluster up with %d simulated and %d real nodes in %s.
 
 Use it:
   export KUBECONFIG=%s
@@ -104,7 +104,7 @@ Pods with spec.schedulerName: %s are placed by muster-scheduler.
 Logs are in %s.
 Stop it:
   %s down --dir %s
-`, opts.Nodes, time.Since(began).Round(100*time.Millisecond), cluster.Kubeconfig,
+`, opts.Nodes, opts.RealNodes, time.Since(began).Round(100*time.Millisecond), cluster.Kubeconfig,
 				filepath.Join(opts.BinDir, "kubectl"), localcluster.SchedulerName,
 				filepath.Join(cluster.Dir, "logs"), os.Args[0], *dir)
 			return nil
@@ -112,6 +112,10 @@ Stop it:
 	}
 	flags := cmd.Flags()
 	flags.IntVar(&opts.Nodes, "nodes", opts.Nodes, "number of simulated nodes")
+	flags.IntVar(&opts.RealNodes, "real-nodes", 0, "number of real nodes: each a kubelet with its own containerd in a network namespace of its own, on a pod network with kube-proxy and CoreDNS; muster then runs as pods, installed from --manifests (needs root)")
+	flags.StringVar(&opts.ImagesDir, "images-dir", defaultImagesDir(), "the images real nodes import, which make images writes")
+	flags.StringSliceVar(&opts.ExampleImages, "example-images", nil, "example workloads' images real nodes import from --images-dir/examples (make example-images), such as muster-example-mpi")
+	flags.StringVar(&opts.ManifestsDir, "manifests", "manifests", "muster's manifests/ directory, applied with kubectl apply -k to install muster on real nodes")
 	flags.StringVar(&opts.NodeCPU, "node-cpu", opts.NodeCPU, "allocatable CPU of each node")
 	flags.StringVar(&opts.NodeMemory, "node-memory", opts.NodeMemory, "allocatable memory of each node")
 	flags.IntVar(&opts.NodeGPUs, "node-gpus", opts.NodeGPUs, "nvidia.com/gpu of each node")
@@ -345,6 +349,14 @@ func newStatusCommand(dir *string) *cobra.Command {
 
 // defaultBinDir is $MUSTER_BIN_DIR, else the directory of this executable:
 // make builds muster-local into bin/ next to the tools.
+// defaultImagesDir is where make images writes, as the Makefile exports it.
+func defaultImagesDir() string {
+	if dir := os.Getenv("MUSTER_IMAGES_DIR"); dir != "" {
+		return dir
+	}
+	return filepath.Join("_output", "images")
+}
+
 func defaultBinDir() string {
 	if dir := os.Getenv("MUSTER_BIN_DIR"); dir != "" {
 		return dir

@@ -10,11 +10,18 @@
 //
 // DIR/<os>_<arch>/<name> is the binary of each platform. For every name it
 // writes OUT/<name>.tar and prints the name and the digest to pin it by.
+//
+// With -rootfs, it instead wraps a root filesystem archive, such as
+// mmdebstrap writes, as the one layer of the image NAME, run as root with
+// no entrypoint: the example workloads' images (hack/example-images.sh).
+//
+//	go run ./hack/images -rootfs ROOTFS.tar -out DIR -version V NAME
 package main
 
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"flag"
 	"fmt"
@@ -42,7 +49,7 @@ const nonRoot = "65532:65532"
 const refNameAnnotation = "org.opencontainers.image.ref.name"
 
 type options struct {
-	binDir, out          string
+	binDir, out, rootfs  string
 	version, kubeVersion string
 	platforms            []v1.Platform
 	created              time.Time
@@ -53,6 +60,7 @@ func main() {
 	var platforms string
 	flag.StringVar(&opts.binDir, "bin-dir", "_output/images/bin", "directory of the binaries, one subdirectory <os>_<arch> per platform")
 	flag.StringVar(&opts.out, "out", "_output/images", "directory the archives are written to")
+	flag.StringVar(&opts.rootfs, "rootfs", "", "a root filesystem archive to make the one image named into, instead of binaries")
 	flag.StringVar(&opts.version, "version", "", "muster's version: the images' tag and version label (required)")
 	flag.StringVar(&opts.kubeVersion, "kube-version", "", "the Kubernetes release the binaries are built on (required)")
 	flag.StringVar(&platforms, "platforms", "linux/amd64", "comma-separated os/arch of the images; more than one makes an image index")
@@ -64,6 +72,17 @@ func main() {
 }
 
 func run(opts *options, platforms string, names []string) error {
+	if opts.rootfs != "" {
+		if opts.version == "" || len(names) != 1 {
+			return errors.New("-rootfs needs -version and one name, the image's")
+		}
+		created, err := sourceDateEpoch()
+		if err != nil {
+			return err
+		}
+		opts.created = created
+		return runRootfs(opts, names[0])
+	}
 	if opts.version == "" || opts.kubeVersion == "" {
 		return errors.New("-version and -kube-version are required")
 	}
@@ -125,7 +144,6 @@ func buildArchive(opts *options, name string) (v1.Hash, error) {
 		digest v1.Hash
 		err    error
 	)
-	tag := map[string]string{refNameAnnotation: opts.version}
 	if len(images) == 1 {
 		top = images[0].Add
 	} else {
@@ -134,14 +152,21 @@ func buildArchive(opts *options, name string) (v1.Hash, error) {
 	if digest, err = top.Digest(); err != nil {
 		return v1.Hash{}, err
 	}
+	return digest, writeArchive(opts, name, top)
+}
+
+// writeArchive writes the image or index as OUT/<name>.tar, tagged with
+// the version.
+func writeArchive(opts *options, name string, top mutate.Appendable) error {
+	tag := map[string]string{refNameAnnotation: opts.version}
 	dir, err := os.MkdirTemp("", "muster-image-")
 	if err != nil {
-		return v1.Hash{}, err
+		return err
 	}
 	defer os.RemoveAll(dir)
 	path, err := layout.Write(dir, empty.Index)
 	if err != nil {
-		return v1.Hash{}, err
+		return err
 	}
 	switch top := top.(type) {
 	case v1.Image:
@@ -150,12 +175,50 @@ func buildArchive(opts *options, name string) (v1.Hash, error) {
 		err = path.AppendIndex(top, layout.WithAnnotations(tag))
 	}
 	if err != nil {
-		return v1.Hash{}, err
+		return err
 	}
-	if err := archive(dir, filepath.Join(opts.out, name+".tar"), opts.created); err != nil {
-		return v1.Hash{}, err
+	return archive(dir, filepath.Join(opts.out, name+".tar"), opts.created)
+}
+
+// runRootfs writes OUT/<name>.tar, the image of the root filesystem
+// archive, and prints its name and digest.
+func runRootfs(opts *options, name string) error {
+	layer, err := tarball.LayerFromFile(opts.rootfs, tarball.WithMediaType(types.OCILayer), tarball.WithCompressionLevel(gzip.BestSpeed))
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", opts.rootfs, err)
 	}
-	return digest, nil
+	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
+		Layer: layer, History: v1.History{Created: v1.Time{Time: opts.created}, CreatedBy: "hack/example-images.sh: " + filepath.Base(opts.rootfs)},
+	})
+	if err != nil {
+		return err
+	}
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	config, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	config = config.DeepCopy()
+	config.OS, config.Architecture = "linux", "amd64"
+	config.Created = v1.Time{Time: opts.created}
+	config.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	config.Config.WorkingDir = "/"
+	config.Config.Labels = map[string]string{"org.opencontainers.image.title": name, "org.opencontainers.image.version": opts.version}
+	if img, err = mutate.ConfigFile(img, config); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(opts.out, 0o755); err != nil {
+		return err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	if err := writeArchive(opts, name, img); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	fmt.Printf("%s %s %s\n", name, filepath.Join(opts.out, name+".tar"), digest)
+	return nil
 }
 
 // programImage is a scratch image holding only the binary, its entrypoint,

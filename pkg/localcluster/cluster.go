@@ -122,6 +122,21 @@ type Options struct {
 	// muster-local command. Tests leave it false so that nothing survives
 	// a test binary that dies.
 	Detach bool
+	// RealNodes is how many real nodes to add beside the simulated ones:
+	// each a kubelet with its own containerd in a network namespace of its
+	// own, on a pod network with kube-proxy and CoreDNS (realnodes.go).
+	// With real nodes, muster runs as pods, installed by applying
+	// ManifestsDir with the images of ImagesDir, as a user installs it.
+	RealNodes int
+	// ImagesDir holds the OCI archives make images writes, which every
+	// real node imports.
+	ImagesDir string
+	// ExampleImages are the example workloads' images, from
+	// ImagesDir/examples (make example-images), that the real nodes
+	// import as well, such as muster-example-mpi.
+	ExampleImages []string
+	// ManifestsDir is muster's kustomize base, manifests/.
+	ManifestsDir string
 	// Logf reports progress; nil is silent.
 	Logf func(format string, args ...any)
 }
@@ -149,6 +164,9 @@ type Cluster struct {
 	// Detached is true when its programs outlive the process that started
 	// them (Options.Detach), as operators started later do too.
 	Detached bool `json:"detached,omitempty"`
+	// RealNodes is how many real nodes the cluster made; Down removes
+	// their namespaces, mounts and cgroups.
+	RealNodes int `json:"realNodes,omitempty"`
 	// Ports are the ports reserved for the cluster's programs (ports.go);
 	// Down releases them.
 	Ports []int `json:"ports,omitempty"`
@@ -201,8 +219,14 @@ func (o Options) validate() error {
 	if o.Dir == "" {
 		return errors.New("--dir is required: the directory for the cluster's state")
 	}
-	if o.Nodes < 1 {
-		return fmt.Errorf("--nodes=%d: a cluster needs at least 1 node", o.Nodes)
+	if o.Nodes < 0 || o.RealNodes < 0 {
+		return fmt.Errorf("--nodes=%d, --real-nodes=%d: cannot be negative", o.Nodes, o.RealNodes)
+	}
+	if o.Nodes+o.RealNodes < 1 {
+		return fmt.Errorf("--nodes=%d: a cluster needs at least 1 node, simulated (--nodes) or real (--real-nodes)", o.Nodes)
+	}
+	if o.RealNodes > maxRealNodes {
+		return fmt.Errorf("--real-nodes=%d: at most %d real nodes fit this machine's pod network", o.RealNodes, maxRealNodes)
 	}
 	if o.NodesPerRack < 0 || o.RacksPerBlock < 0 {
 		return fmt.Errorf("--nodes-per-rack=%d, --racks-per-block=%d: cannot be negative", o.NodesPerRack, o.RacksPerBlock)
@@ -228,6 +252,18 @@ func (o Options) validate() error {
 	if o.ControllerReplicas > 1 {
 		// The replicas' front.
 		needed = append(slices.Clone(programs), "muster-local")
+	}
+	if o.RealNodes > 0 {
+		needed = append(slices.Clone(needed), realNodePrograms...)
+		if o.ImagesDir == "" || o.ManifestsDir == "" {
+			return errors.New("real nodes need --images-dir, where make images writes the images, and --manifests, muster's manifests/ directory")
+		}
+		if _, err := os.Stat(filepath.Join(o.ManifestsDir, "kustomization.yaml")); err != nil {
+			return fmt.Errorf("--manifests=%s holds no kustomization.yaml: name muster's manifests/ directory", o.ManifestsDir)
+		}
+		if os.Geteuid() != 0 {
+			return errors.New("real nodes need root: they make network namespaces, mounts and cgroups")
+		}
 	}
 	for _, name := range needed {
 		if _, err := os.Stat(filepath.Join(o.BinDir, name)); err != nil {
@@ -260,8 +296,13 @@ func (c *Cluster) Down() error {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	if c.RealNodes > 0 {
+		// What the nodes' programs leave: their containers, mounts,
+		// namespaces and the kernel settings kubelet changed.
+		errs = append(errs, cleanupRealNodes())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	for _, dir := range c.Mounted {
 		if err := os.RemoveAll(dir); err != nil {

@@ -34,6 +34,10 @@ type pki struct {
 	saPublicKey   string
 	saPrivateKey  string
 	tokenAuthFile string
+	// kubeletClientCert and kubeletClientKey are how the API server
+	// proves itself to real nodes' kubelets, for logs, exec and the like.
+	kubeletClientCert string
+	kubeletClientKey  string
 	admin         identity
 	controllers   identity
 	kubelet       identity
@@ -52,6 +56,8 @@ func newPKI(dir string) (*pki, error) {
 		saPublicKey:   filepath.Join(dir, "sa.pub"),
 		saPrivateKey:  filepath.Join(dir, "sa.key"),
 		tokenAuthFile: filepath.Join(dir, "tokens.csv"),
+		kubeletClientCert: filepath.Join(dir, "apiserver-kubelet-client.crt"),
+		kubeletClientKey:  filepath.Join(dir, "apiserver-kubelet-client.key"),
 		admin:         identity{name: "muster-local-admin", groups: []string{"system:masters"}},
 		// muster-scheduler and muster-controller run as the
 		// ServiceAccounts of manifests/rbac, with tokens requested once
@@ -70,6 +76,14 @@ func newPKI(dir string) (*pki, error) {
 		return nil, fmt.Errorf("writing CA certificate: %w", err)
 	}
 	if err := writeServingCert(caKey, caCert, p.servingCert, p.servingKey); err != nil {
+		return nil, err
+	}
+	kubeletClient := &x509.Certificate{
+		SerialNumber: big.NewInt(3),
+		Subject:      pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if err := writeCert(caKey, caCert, kubeletClient, p.kubeletClientCert, p.kubeletClientKey); err != nil {
 		return nil, err
 	}
 	if err := writeServiceAccountKey(p.saPrivateKey, p.saPublicKey); err != nil {
@@ -115,33 +129,38 @@ func newCA() (*ecdsa.PrivateKey, *x509.Certificate, error) {
 }
 
 func writeServingCert(caKey *ecdsa.PrivateKey, caCert *x509.Certificate, certFile, keyFile string) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return fmt.Errorf("generating serving key: %w", err)
-	}
-	template := &x509.Certificate{
+	return writeCert(caKey, caCert, &x509.Certificate{
 		SerialNumber: big.NewInt(2),
 		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().AddDate(1, 0, 0),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(apiServerServiceIP)},
+		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		// Real nodes and their pods reach it on the pod network's bridge.
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(apiServerServiceIP), net.ParseIP(nodeGateway)},
+	}, certFile, keyFile)
+}
+
+// writeCert signs the template, valid for a year, with a new key.
+func writeCert(caKey *ecdsa.PrivateKey, caCert *x509.Certificate, template *x509.Certificate, certFile, keyFile string) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("generating the key of %s: %w", template.Subject.CommonName, err)
 	}
+	template.NotBefore = time.Now().Add(-time.Hour)
+	template.NotAfter = time.Now().AddDate(1, 0, 0)
+	template.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, template, caCert, &key.PublicKey, caKey)
 	if err != nil {
-		return fmt.Errorf("signing serving certificate: %w", err)
+		return fmt.Errorf("signing the certificate of %s: %w", template.Subject.CommonName, err)
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return fmt.Errorf("encoding serving key: %w", err)
+		return fmt.Errorf("encoding the key of %s: %w", template.Subject.CommonName, err)
 	}
 	if err := os.WriteFile(certFile, pemEncode("CERTIFICATE", der), 0o600); err != nil {
-		return fmt.Errorf("writing serving certificate: %w", err)
+		return fmt.Errorf("writing %s: %w", certFile, err)
 	}
 	if err := os.WriteFile(keyFile, pemEncode("EC PRIVATE KEY", keyDER), 0o600); err != nil {
-		return fmt.Errorf("writing serving key: %w", err)
+		return fmt.Errorf("writing %s: %w", keyFile, err)
 	}
 	return nil
 }

@@ -45,6 +45,8 @@ type starter struct {
 // ports are the loopback ports the programs listen on.
 type ports struct {
 	etcdClient, etcdPeer, apiServer, controllerManager, scheduler int
+	// defaultScheduler is kube-scheduler's, which runs with real nodes.
+	defaultScheduler int
 	// controllerWebhook is where the API server calls the webhooks: the
 	// one replica, or the front of several.
 	controllerWebhook int
@@ -72,26 +74,27 @@ func (s *starter) run(ctx context.Context) error {
 		return err
 	}
 	replicas := max(s.opts.ControllerReplicas, 1)
-	free, err := s.cluster.reservePorts(6 + 3*replicas)
+	free, err := s.cluster.reservePorts(7 + 3*replicas)
 	if err != nil {
 		return err
 	}
 	s.ports = ports{
 		etcdClient: free[0], etcdPeer: free[1], apiServer: free[2], controllerManager: free[3], scheduler: free[4],
-		controllerWebhook: free[5],
+		controllerWebhook: free[5], defaultScheduler: free[6],
 	}
 	for i := range replicas {
-		p := free[6+3*i:]
+		p := free[7+3*i:]
 		s.ports.controllers = append(s.ports.controllers, controllerPorts{metrics: p[0], health: p[1], webhook: p[2]})
 	}
 	if replicas == 1 {
 		// The API server calls the one replica itself.
 		s.ports.controllers[0].webhook = s.ports.controllerWebhook
 	}
-	steps := []struct {
+	type step struct {
 		what string
 		do   func(context.Context) error
-	}{
+	}
+	steps := []step{
 		{"etcd", s.startEtcd},
 		{"kube-apiserver", s.startAPIServer},
 		{"PodGroup CRD and RBAC", s.install},
@@ -99,6 +102,21 @@ func (s *starter) run(ctx context.Context) error {
 		{"kwok and nodes", s.startNodes},
 		{"muster-scheduler", s.startScheduler},
 		{"muster-controller", s.startController},
+	}
+	if s.opts.RealNodes > 0 {
+		// muster runs as pods, installed from its manifests once the
+		// nodes, their network and the cluster DNS are up.
+		steps = []step{
+			{"pod network", s.startPodNetwork},
+			{"etcd", s.startEtcd},
+			{"kube-apiserver", s.startAPIServer},
+			{"kube-controller-manager", s.startControllerManager},
+			{"kube-scheduler", s.startDefaultScheduler},
+			{"kwok and nodes", s.startNodes},
+			{"real nodes", s.startRealNodes},
+			{"CoreDNS", s.startClusterDNS},
+			{"muster from manifests/", s.installMuster},
+		}
 	}
 	for _, step := range steps {
 		began := time.Now()
@@ -182,11 +200,16 @@ const workloadAPIGates = "--feature-gates=GenericWorkload=true,WorkloadWithJob=t
 
 func (s *starter) startAPIServer(ctx context.Context) error {
 	port := s.ports.apiServer
-	s.cluster.Server = "https://127.0.0.1:" + strconv.Itoa(port)
+	address := "127.0.0.1"
+	if s.opts.RealNodes > 0 {
+		// Where real nodes and their pods reach it.
+		address = nodeGateway
+	}
+	s.cluster.Server = "https://" + address + ":" + strconv.Itoa(port)
 	args := []string{
 		"--etcd-servers=" + s.etcdURL,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + address,
+		"--advertise-address=" + address,
 		"--secure-port=" + strconv.Itoa(port),
 		"--tls-cert-file=" + s.pki.servingCert,
 		"--tls-private-key-file=" + s.pki.servingKey,
@@ -196,12 +219,22 @@ func (s *starter) startAPIServer(ctx context.Context) error {
 		"--service-account-key-file=" + s.pki.saPublicKey,
 		"--service-account-signing-key-file=" + s.pki.saPrivateKey,
 		"--service-cluster-ip-range=" + apiServerServiceIP + "/24",
-		// Endpoints may not name a loopback address, and no pod needs to
-		// reach the API server through its Service here.
-		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--v=1",
+	}
+	if s.opts.RealNodes > 0 {
+		args = append(args,
+			// Webhooks are called at their Services' endpoints: no
+			// kube-proxy runs beside the API server.
+			"--enable-aggregator-routing=true",
+			"--kubelet-preferred-address-types=InternalIP",
+			"--kubelet-client-certificate="+s.pki.kubeletClientCert,
+			"--kubelet-client-key="+s.pki.kubeletClientKey)
+	} else {
+		// Endpoints may not name a loopback address, and no pod needs to
+		// reach the API server through its Service here.
+		args = append(args, "--endpoint-reconciler-type=none")
 	}
 	if s.opts.WorkloadAPI {
 		args = append(args, workloadAPIGates, "--runtime-config="+topology.UpstreamPodGroupVersion.String()+"=true")
@@ -222,6 +255,7 @@ func (s *starter) startAPIServer(ctx context.Context) error {
 	}
 	for name, id := range map[string]identity{
 		"kubeconfig": s.pki.admin, "controller-manager.kubeconfig": s.pki.controllers, "kwok.kubeconfig": s.pki.kubelet,
+		"kubelet.kubeconfig": s.pki.kubelet,
 	} {
 		if err := s.writeKubeconfig(s.path(name), id); err != nil {
 			return err
@@ -380,6 +414,9 @@ func (s *starter) startControllerManager(ctx context.Context) error {
 const simulatedNodeAnnotation = "kwok.x-k8s.io/node"
 
 func (s *starter) startNodes(ctx context.Context) error {
+	if s.opts.Nodes == 0 {
+		return nil
+	}
 	config := s.path("kwok.yaml")
 	if err := os.WriteFile(config, kwokStages, 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", config, err)
