@@ -38,9 +38,9 @@ type pki struct {
 	// proves itself to real nodes' kubelets, for logs, exec and the like.
 	kubeletClientCert string
 	kubeletClientKey  string
-	admin         identity
-	controllers   identity
-	kubelet       identity
+	admin             identity
+	controllers       identity
+	kubelet           identity
 }
 
 // newPKI writes a CA, the API server's serving certificate, the service
@@ -50,15 +50,15 @@ func newPKI(dir string) (*pki, error) {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
 	p := &pki{
-		caCertFile:    filepath.Join(dir, "ca.crt"),
-		servingCert:   filepath.Join(dir, "apiserver.crt"),
-		servingKey:    filepath.Join(dir, "apiserver.key"),
-		saPublicKey:   filepath.Join(dir, "sa.pub"),
-		saPrivateKey:  filepath.Join(dir, "sa.key"),
-		tokenAuthFile: filepath.Join(dir, "tokens.csv"),
+		caCertFile:        filepath.Join(dir, "ca.crt"),
+		servingCert:       filepath.Join(dir, "apiserver.crt"),
+		servingKey:        filepath.Join(dir, "apiserver.key"),
+		saPublicKey:       filepath.Join(dir, "sa.pub"),
+		saPrivateKey:      filepath.Join(dir, "sa.key"),
+		tokenAuthFile:     filepath.Join(dir, "tokens.csv"),
 		kubeletClientCert: filepath.Join(dir, "apiserver-kubelet-client.crt"),
 		kubeletClientKey:  filepath.Join(dir, "apiserver-kubelet-client.key"),
-		admin:         identity{name: "muster-local-admin", groups: []string{"system:masters"}},
+		admin:             identity{name: "muster-local-admin", groups: []string{"system:masters"}},
 		// muster-scheduler and muster-controller run as the
 		// ServiceAccounts of manifests/rbac, with tokens requested once
 		// those exist. kube-controller-manager and kwok stand in for the cluster's

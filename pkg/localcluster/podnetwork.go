@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // The real nodes' network. Each node lives in a network namespace of its
@@ -50,6 +51,12 @@ var kubeletKernelSettings = []string{
 	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
 }
 
+// sharedNodePaths are the machine's directories that kubelet, containerd
+// and the CNI plugins write whatever their configuration says: the device
+// plugin socket, the shims' sockets, the CNI result cache. Those absent
+// before the first node are removed with the nodes.
+var sharedNodePaths = []string{"/var/lib/kubelet", "/run/containerd", "/var/lib/cni"}
+
 // realNode is one real node's place on the pod network.
 type realNode struct{ index int }
 
@@ -79,9 +86,11 @@ func realNodes(count int) []realNode {
 type realNodesState struct {
 	// Dir is the cluster whose nodes these are; its nodes/ holds their
 	// mounts.
-	Dir    string `json:"dir"`
-	Nodes  int    `json:"nodes"`
+	Dir    string            `json:"dir"`
+	Nodes  int               `json:"nodes"`
 	Kernel map[string]string `json:"kernel"`
+	// Created are the sharedNodePaths the nodes made.
+	Created []string `json:"created,omitempty"`
 }
 
 // run runs a command of iproute2 or the like, its output in the error.
@@ -124,6 +133,11 @@ func setUpPodNetwork(dir string, nodes []realNode) error {
 			return fmt.Errorf("reading %s: %w", key, err)
 		}
 		state.Kernel[key] = strings.TrimSpace(string(value))
+	}
+	for _, path := range sharedNodePaths {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			state.Created = append(state.Created, path)
+		}
 	}
 	data, err := json.Marshal(state)
 	if err != nil {
@@ -200,6 +214,11 @@ func cleanupRealNodes() error {
 	if err := exec.Command("ip", "link", "show", podBridge).Run(); err == nil {
 		errs = append(errs, run("ip", "link", "del", podBridge))
 	}
+	for _, path := range state.Created {
+		if err := os.RemoveAll(path); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s, which the nodes made: %w", path, err))
+		}
+	}
 	for key, value := range state.Kernel {
 		if err := os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0o644); err != nil {
 			errs = append(errs, fmt.Errorf("putting %s back to %s: %w", key, value, err))
@@ -234,6 +253,15 @@ func killNodeProcesses(n realNode) error {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return fmt.Errorf("killing pid %d of %s: %w", pid, n.name(), err)
 		}
+	}
+	// A cgroup can be removed only once the kernel has reaped its last
+	// process.
+	deadline := time.Now().Add(stopGrace)
+	for len(cgroupProcs(n.cgroupRoot())) > 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the containers of %s still run %s after SIGKILL", n.name(), stopGrace)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	return nil
 }

@@ -171,7 +171,7 @@ var cniConfig string
 // nodeConfig is what the node's configuration templates fill in.
 type nodeConfig struct {
 	Dir, Name, IP, PodCIDR, CgroupRoot, Runc, CNIPlugins, PauseImage string
-	Kubeconfig, ClientCA, ClusterDNS, ClusterCIDR                  string
+	Kubeconfig, ClientCA, ClusterDNS, ClusterCIDR                    string
 }
 
 func (s *starter) nodeConfig(n realNode) (nodeConfig, error) {

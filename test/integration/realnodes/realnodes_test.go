@@ -1,0 +1,162 @@
+package realnodes
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/muster-dev/muster/manifests"
+	"github.com/muster-dev/muster/test/integration/framework"
+)
+
+// onRealNode is true for a pod bound to one of the cluster's real nodes.
+func onRealNode(pod corev1.Pod) bool { return strings.HasPrefix(pod.Spec.NodeName, "real-node-") }
+
+func ready(pod corev1.Pod) (time.Time, bool) {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+			return cond.LastTransitionTime.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// kubectl runs bin/kubectl against the cluster, as a user would.
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	args = append([]string{"--kubeconfig", framework.Cluster().Kubeconfig}, args...)
+	out, err := exec.Command(filepath.Join(framework.BinDir(), "kubectl"), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func TestMusterRunsAsPodsInstalledFromItsManifests(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"muster-scheduler", "muster-controller"} {
+		pods := framework.Eventually(t, "2 Ready pods of "+name+" on real nodes", func(ctx context.Context) ([]corev1.Pod, error) {
+			list, err := framework.Client.CoreV1().Pods(manifests.SystemNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
+			if err != nil {
+				return nil, err
+			}
+			var up []corev1.Pod
+			for _, pod := range list.Items {
+				if _, ok := ready(pod); ok && onRealNode(pod) && pod.DeletionTimestamp == nil {
+					up = append(up, pod)
+				}
+			}
+			if len(up) != 2 {
+				return nil, fmt.Errorf("%d of 2 Ready", len(up))
+			}
+			return up, nil
+		})
+		// The replicas elect one leader through their lease, in-cluster.
+		lease := framework.Eventually(t, "a holder of lease "+name, func(ctx context.Context) (string, error) {
+			lease, err := framework.Client.CoordinationV1().Leases(manifests.SystemNamespace).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return "", err
+			}
+			if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+				return "", fmt.Errorf("no holder")
+			}
+			return *lease.Spec.HolderIdentity, nil
+		})
+		if !strings.HasPrefix(lease, pods[0].Name) && !strings.HasPrefix(lease, pods[1].Name) {
+			t.Errorf("lease %s is held by %q, neither of the pods %s and %s", name, lease, pods[0].Name, pods[1].Name)
+		}
+	}
+	// The API server calls the webhooks through their Service, as the
+	// manifests register them.
+	webhook, err := framework.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, manifests.WebhookConfiguration, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range webhook.Webhooks {
+		if w.ClientConfig.URL != nil || w.ClientConfig.Service == nil || w.ClientConfig.Service.Name != "muster-controller-webhook" {
+			t.Errorf("webhook %s is not called through Service muster-controller-webhook: %+v", w.Name, w.ClientConfig)
+		}
+	}
+}
+
+// TestMPIRunsAcrossPodsWithMustersHostfileAndKeys applies the MPI example
+// as a user would: mpirun on the launcher reaches the workers by the DNS
+// names of muster's hostfile, over SSH with the group's keys, and the
+// ranks all-reduce across pods.
+func TestMPIRunsAcrossPodsWithMustersHostfileAndKeys(t *testing.T) {
+	namespace := framework.NewNamespace(t)
+	kubectl(t, "apply", "-n", namespace, "-f", filepath.Join(repoRoot(), "manifests", "examples", "real-nodes", "mpi.yaml"))
+	launcher := waitForJobPod(t, namespace, "mpi-allreduce-launcher", corev1.PodSucceeded)
+	log := podLog(t, namespace, launcher.Name)
+	if !strings.Contains(log, "world size 3, allreduce of ranks 3") {
+		t.Fatalf("the launcher's log has no line `world size 3, allreduce of ranks 3`:\n%s", log)
+	}
+	workers, err := framework.Client.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "muster.dev/role=worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(workers.Items) != 2 {
+		t.Fatalf("%d workers, want 2", len(workers.Items))
+	}
+	// The launcher was bound only once both workers were Ready: their
+	// sshd listened.
+	scheduled := conditionTime(launcher, corev1.PodScheduled)
+	for _, w := range workers.Items {
+		at, ok := ready(w)
+		if !ok || !onRealNode(w) {
+			t.Errorf("worker %s is not Ready on a real node: %s", w.Name, w.Spec.NodeName)
+			continue
+		}
+		if scheduled.Before(at) {
+			t.Errorf("the launcher was bound at %s, before worker %s was Ready at %s", scheduled, w.Name, at)
+		}
+	}
+}
+
+func conditionTime(pod *corev1.Pod, kind corev1.PodConditionType) time.Time {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == kind && cond.Status == corev1.ConditionTrue {
+			return cond.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+// waitForJobPod waits until a pod of the Job reaches the phase, failing at
+// once, with its log, when it reaches the other end.
+func waitForJobPod(t *testing.T, namespace, job string, phase corev1.PodPhase) *corev1.Pod {
+	t.Helper()
+	return framework.Eventually(t, "a pod of Job "+job+" "+string(phase), func(ctx context.Context) (*corev1.Pod, error) {
+		pods, err := framework.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job})
+		if err != nil {
+			return nil, err
+		}
+		for i := range pods.Items {
+			pod := &pods.Items[i]
+			if pod.Status.Phase == phase {
+				return pod, nil
+			}
+			if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+				t.Fatalf("pod %s of Job %s ended %s; its log:\n%s", pod.Name, job, pod.Status.Phase, podLog(t, namespace, pod.Name))
+			}
+		}
+		return nil, fmt.Errorf("no pod %s yet", phase)
+	})
+}
+
+// podLog reads a container's log from its kubelet, through the API server.
+func podLog(t *testing.T, namespace, pod string) string {
+	t.Helper()
+	data, err := framework.Client.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("reading the log of %s: %v", pod, err)
+	}
+	return string(data)
+}
