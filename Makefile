@@ -76,7 +76,7 @@ unit: ## Unit tests only: no control plane.
 	go test -count=1 $$(go list ./... | grep -v /test/)
 
 .PHONY: demo
-demo: tools build ## Start a local cluster, schedule example pods with muster-scheduler, show where they went.
+demo: tools build images example-images ## Start a local cluster, schedule example pods with muster-scheduler, show where they went.
 	KEEP=$(KEEP) hack/demo.sh
 
 .PHONY: lint
@@ -149,7 +149,7 @@ IMAGE_PLATFORMS ?= linux/amd64
 export MUSTER_IMAGES_DIR := $(CURDIR)/_output/images
 
 .PHONY: example-images
-example-images: ## Build the real-node examples' images (MPI with sshd, Python, torch) from Debian's packages with mmdebstrap into _output/images/examples/, cached by recipe outside the clone.
+example-images: ## Build the real-node examples' image (OpenMPI, mpi4py and sshd) from Debian's packages with mmdebstrap into _output/images/examples/, cached by recipe outside the clone.
 	@hack/example-images.sh $(MUSTER_IMAGES_DIR)/examples
 
 .PHONY: images

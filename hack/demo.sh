@@ -2,14 +2,18 @@
 # `make demo`: a local cluster with 4 simulated nodes, muster-scheduler and
 # muster-controller running as their manifests' ServiceAccounts, and every
 # example: where each pod went, how gangs were admitted, and each framework
-# job's timeline and injected environment. It exits non-zero if a job does
-# not run in order. KEEP=1 leaves the cluster running for kubectl.
+# job's timeline and injected environment; then a cluster of 2 real nodes,
+# muster installed on it from manifests/, and MPI across its pods. It exits
+# non-zero if a job does not run in order. KEEP=1 leaves the clusters
+# running for kubectl.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/bin
 dir=$root/_output/demo
-kubectl() { "$bin/kubectl" --kubeconfig "$dir/kubeconfig" "$@"; }
+# The real-node scene's cluster, beside the simulated one.
+real_dir=$root/_output/demo-real-nodes
+kubectl() { "$bin/kubectl" --kubeconfig "${kubeconfig:-$dir/kubeconfig}" "$@"; }
 say() { if [[ -t 1 ]]; then printf '\n\033[1m== %s\033[0m\n' "$*"; else printf '\n== %s\n' "$*"; fi; }
 # events NAMESPACE CONDITION lists the namespace's events, oldest first,
 # that the awk CONDITION keeps: $1 is what one is about, $2 its reason.
@@ -32,10 +36,12 @@ bound_after_ready() {
 	done
 }
 
-# A cluster left by an earlier KEEP=1 run goes first.
-if [[ -f $dir/state.json ]]; then
-	"$bin/muster-local" down --dir "$dir"
-fi
+# Clusters left by an earlier KEEP=1 run go first.
+for d in "$dir" "$real_dir"; do
+	if [[ -f $d/state.json ]]; then
+		"$bin/muster-local" down --dir "$d"
+	fi
+done
 
 say "Starting a local control plane with 4 simulated nodes, serving upstream's Workload API too"
 "$bin/muster-local" up --dir "$dir" --nodes 4 --workload-api
@@ -44,7 +50,8 @@ say "Starting a local control plane with 4 simulated nodes, serving upstream's W
 finish() {
 	local status=$?
 	if [[ $status != 0 ]]; then
-		for log in "$dir"/logs/*.log; do
+		for log in "$dir"/logs/*.log "$real_dir"/logs/*.log; do
+			[[ -f $log ]] || continue
 			printf '\n--- the end of %s\n' "$log"
 			tail -n 15 "$log"
 		done >&2
@@ -52,6 +59,9 @@ finish() {
 	fi
 	if [[ ${KEEP:-} != 1 ]]; then
 		"$bin/muster-local" down --dir "$dir"
+		if [[ -f $real_dir/state.json ]]; then
+			"$bin/muster-local" down --dir "$real_dir"
+		fi
 	fi
 	return "$status"
 }
@@ -524,10 +534,43 @@ echo "suspended, with no pod, until the one it admitted had finished; each admit
 echo "was ganged by muster-scheduler, its launcher bound only after its workers"
 echo "were Ready, on the node of Kueue's ResourceFlavor."
 
+say "Real nodes: 2 kubelets, each with its own containerd in a network namespace, a pod network, kube-proxy and CoreDNS"
+"$bin/muster-local" up --dir "$real_dir" --nodes 0 --real-nodes 2 --example-images muster-example-mpi --manifests "$root/manifests"
+kubeconfig=$real_dir/kubeconfig
+kubectl get nodes -o wide
+
+say "muster installed with kubectl apply -k manifests/, its images imported, running as pods"
+kubectl get pods --namespace muster-system -o wide
+kubectl get leases --namespace muster-system
+
+say "Applying manifests/examples/real-nodes/mpi.yaml: mpirun over SSH between pods, with muster's hostfile and keys"
+kubectl create namespace muster-real-nodes >/dev/null
+kubectl apply --namespace muster-real-nodes -f "$root/manifests/examples/real-nodes/mpi.yaml"
+kubectl wait --namespace muster-real-nodes --for=condition=complete job/mpi-allreduce-launcher --timeout=180s
+kubectl get pods --namespace muster-real-nodes -o wide --sort-by .metadata.name
+
+say "The launcher's log"
+launcher=$(kubectl get pods --namespace muster-real-nodes --selector job-name=mpi-allreduce-launcher -o jsonpath='{.items[0].metadata.name}')
+log=$(kubectl logs --namespace muster-real-nodes "$launcher")
+echo "$log"
+if ! grep -qx 'world size 3, allreduce of ranks 3' <<<"$log"; then
+	echo "the launcher did not print: world size 3, allreduce of ranks 3" >&2
+	exit 1
+fi
+workers=$(kubectl get pods --namespace muster-real-nodes --selector muster.dev/role=worker -o jsonpath='{.items[*].metadata.name}')
+# shellcheck disable=SC2086 # one argument per worker
+bound_after_ready muster-real-nodes "$launcher" $workers
+echo
+echo "Three ranks ran in real containers on two nodes: the launcher was bound only"
+echo "once both workers' sshd listened, resolved them through CoreDNS by the names"
+echo "of muster's hostfile, and reached them over SSH with the group's keys."
+unset kubeconfig
+
 if [[ ${KEEP:-} == 1 ]]; then
 	echo
-	echo "The cluster keeps running (KEEP=1):"
-	echo "  export KUBECONFIG=$dir/kubeconfig"
+	echo "The clusters keep running (KEEP=1):"
+	echo "  export KUBECONFIG=$dir/kubeconfig   # or $real_dir/kubeconfig, the real nodes"
 	echo "  $bin/kubectl get pods -A"
 	echo "  $bin/muster-local down --dir $dir"
+	echo "  $bin/muster-local down --dir $real_dir"
 fi

@@ -27,15 +27,9 @@ declare -A packages=(
 	# in advance, and sshd takes keys from a Secret volume, whose directory
 	# kubelet makes world-writable (StrictModes would refuse it).
 	[muster-example-mpi]="openmpi-bin python3-mpi4py openssh-server"
-	# A small Python, for TF_CONFIG.
-	[muster-example-python]="python3-minimal"
-	# torchrun with the gloo backend.
-	[muster-example-torch]="python3-torch"
 )
 declare -A hooks=(
-	[muster-example-mpi]='rm -f "$1"/etc/ssh/ssh_host_*; mkdir -p "$1"/run/sshd; printf "StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\nLogLevel ERROR\n" > "$1"/etc/ssh/ssh_config.d/muster.conf; echo "StrictModes no" > "$1"/etc/ssh/sshd_config.d/muster.conf'
-	[muster-example-python]='true'
-	[muster-example-torch]='true'
+	[muster-example-mpi]='rm -f "$1"/etc/ssh/ssh_host_*; printf "StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\nLogLevel ERROR\n" > "$1"/etc/ssh/ssh_config.d/muster.conf; echo "StrictModes no" > "$1"/etc/ssh/sshd_config.d/muster.conf'
 )
 names=("$@")
 [[ ${#names[@]} -eq 0 ]] && names=("${!packages[@]}")

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 func fakeBinDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, name := range programs {
+	for _, name := range append(slices.Clone(programs), realNodePrograms...) {
 		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -41,6 +42,10 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "bad CPU", change: func(o *Options) { o.NodeCPU = "lots" }, wantErr: `--node-cpu="lots" is not a quantity`},
 		{name: "bad memory", change: func(o *Options) { o.NodeMemory = "1 GB" }, wantErr: `--node-memory="1 GB" is not a quantity`},
 		{name: "no binaries", change: func(o *Options) { o.BinDir = t.TempDir() }, wantErr: "run `make tools build` first"},
+		{name: "real nodes alone", change: func(o *Options) { o.Nodes, o.RealNodes = 0, -1 }, wantErr: "--real-nodes=-1: cannot be negative"},
+		{name: "more real nodes than the pod network has subnets", change: func(o *Options) { o.RealNodes = 251 }, wantErr: "--real-nodes=251: at most 250"},
+		{name: "real nodes without images", change: func(o *Options) { o.RealNodes, o.ManifestsDir = 1, "manifests" }, wantErr: "real nodes need --images-dir"},
+		{name: "real nodes without manifests", change: func(o *Options) { o.RealNodes, o.ImagesDir, o.ManifestsDir = 1, "images", t.TempDir() }, wantErr: "holds no kustomization.yaml: name muster's manifests/ directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

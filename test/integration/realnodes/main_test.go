@@ -19,14 +19,19 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
+// imagesDir holds the images the nodes import (make images).
+func imagesDir() string {
+	if dir := os.Getenv("MUSTER_IMAGES_DIR"); dir != "" {
+		return dir
+	}
+	return filepath.Join(repoRoot(), "_output", "images")
+}
+
 func TestMain(m *testing.M) {
 	framework.RunMain(m, func(o *localcluster.Options) {
 		o.Nodes = 0
 		o.RealNodes = 2
-		o.ImagesDir = os.Getenv("MUSTER_IMAGES_DIR")
-		if o.ImagesDir == "" {
-			o.ImagesDir = filepath.Join(repoRoot(), "_output", "images")
-		}
+		o.ImagesDir = imagesDir()
 		o.ManifestsDir = filepath.Join(repoRoot(), "manifests")
 		o.ExampleImages = []string{"muster-example-mpi"}
 	})
