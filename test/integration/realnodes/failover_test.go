@@ -42,8 +42,12 @@ func TestTheSchedulersLeaderDeletedWhileAGangWaitsHandsOverAndTheGangBindsWhole(
 	}
 	member := func(i int) *corev1.Pod {
 		pod := framework.MemberPod(namespace, "g", i, "10m").Obj()
-		pod.Spec.Containers[0].Image = pause
-		pod.Spec.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
+		// No registry is reachable: every container runs the imported
+		// pause image.
+		for c := range pod.Spec.Containers {
+			pod.Spec.Containers[c].Image = pause
+			pod.Spec.Containers[c].ImagePullPolicy = corev1.PullIfNotPresent
+		}
 		return pod
 	}
 	framework.CreatePodGroup(t, namespace, "g", 3, nil)
@@ -84,7 +88,7 @@ func TestTheSchedulersLeaderDeletedWhileAGangWaitsHandsOverAndTheGangBindsWhole(
 		}
 		for _, pod := range pods.Items {
 			if pod.Status.Phase != corev1.PodRunning || !onRealNode(pod) {
-				return nil, fmt.Errorf("%s is %s on %q", pod.Name, pod.Status.Phase, pod.Spec.NodeName)
+				return nil, fmt.Errorf("%s is %s", pod.Name, describe(pod))
 			}
 		}
 		return pods.Items, nil

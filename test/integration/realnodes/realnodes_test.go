@@ -120,6 +120,22 @@ func TestMPIRunsAcrossPodsWithMustersHostfileAndKeys(t *testing.T) {
 	}
 }
 
+// describe says where a pod is and what its containers wait for.
+func describe(pod corev1.Pod) string {
+	s := fmt.Sprintf("%s on %q", pod.Status.Phase, pod.Spec.NodeName)
+	for _, c := range pod.Status.ContainerStatuses {
+		if w := c.State.Waiting; w != nil {
+			s += fmt.Sprintf(", %s waiting: %s %s", c.Name, w.Reason, w.Message)
+		}
+	}
+	for _, cond := range pod.Status.Conditions {
+		if cond.Status != corev1.ConditionTrue {
+			s += fmt.Sprintf(", %s: %s %s", cond.Type, cond.Reason, cond.Message)
+		}
+	}
+	return s
+}
+
 func conditionTime(pod *corev1.Pod, kind corev1.PodConditionType) time.Time {
 	for _, cond := range pod.Status.Conditions {
 		if cond.Type == kind && cond.Status == corev1.ConditionTrue {
