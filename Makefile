@@ -149,7 +149,7 @@ IMAGE_PLATFORMS ?= linux/amd64
 export MUSTER_IMAGES_DIR := $(CURDIR)/_output/images
 
 .PHONY: example-images
-example-images: ## Build the real-node examples' image (OpenMPI, mpi4py and sshd) from Debian's packages with mmdebstrap into _output/images/examples/, cached by recipe outside the clone.
+example-images: ## Build the real-node examples' images (OpenMPI, mpi4py and sshd; PyTorch; Python) from Debian's packages with mmdebstrap into _output/images/examples/, cached by recipe outside the clone.
 	@hack/example-images.sh $(MUSTER_IMAGES_DIR)/examples
 
 .PHONY: images

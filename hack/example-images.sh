@@ -27,8 +27,14 @@ declare -A packages=(
 	# in advance, and sshd takes keys from a Secret volume, whose directory
 	# kubelet makes world-writable (StrictModes would refuse it).
 	[muster-example-mpi]="openmpi-bin python3-mpi4py openssh-server"
+	# torchrun with the gloo backend, from Debian's PyTorch 1.13.
+	[muster-example-torch]="python3-torch"
+	# A small Python, for TF_CONFIG.
+	[muster-example-python]="python3"
 )
 declare -A hooks=(
+	[muster-example-torch]='true'
+	[muster-example-python]='true'
 	[muster-example-mpi]='rm -f "$1"/etc/ssh/ssh_host_*; printf "StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\nLogLevel ERROR\n" > "$1"/etc/ssh/ssh_config.d/muster.conf; echo "StrictModes no" > "$1"/etc/ssh/sshd_config.d/muster.conf'
 )
 names=("$@")

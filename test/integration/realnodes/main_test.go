@@ -33,6 +33,6 @@ func TestMain(m *testing.M) {
 		o.RealNodes = 2
 		o.ImagesDir = imagesDir()
 		o.ManifestsDir = filepath.Join(repoRoot(), "manifests")
-		o.ExampleImages = []string{"muster-example-mpi"}
+		o.ExampleImages = []string{"muster-example-mpi", "muster-example-torch", "muster-example-python"}
 	})
 }

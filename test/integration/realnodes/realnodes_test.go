@@ -145,12 +145,18 @@ func conditionTime(pod *corev1.Pod, kind corev1.PodConditionType) time.Time {
 	return time.Time{}
 }
 
-// waitForJobPod waits until a pod of the Job reaches the phase, failing at
-// once, with its log, when it reaches the other end.
+// waitForJobPod waits until a pod of the Job reaches the phase.
 func waitForJobPod(t *testing.T, namespace, job string, phase corev1.PodPhase) *corev1.Pod {
 	t.Helper()
-	return framework.Eventually(t, "a pod of Job "+job+" "+string(phase), func(ctx context.Context) (*corev1.Pod, error) {
-		pods, err := framework.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job})
+	return waitForPod(t, namespace, "job-name="+job, phase)
+}
+
+// waitForPod waits until a pod the selector selects reaches the phase,
+// failing at once, with its log, when it reaches the other end.
+func waitForPod(t *testing.T, namespace, selector string, phase corev1.PodPhase) *corev1.Pod {
+	t.Helper()
+	return framework.Eventually(t, "a pod "+selector+" "+string(phase), func(ctx context.Context) (*corev1.Pod, error) {
+		pods, err := framework.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +166,7 @@ func waitForJobPod(t *testing.T, namespace, job string, phase corev1.PodPhase) *
 				return pod, nil
 			}
 			if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
-				t.Fatalf("pod %s of Job %s ended %s; its log:\n%s", pod.Name, job, pod.Status.Phase, podLog(t, namespace, pod.Name))
+				t.Fatalf("pod %s ended %s; its log:\n%s", pod.Name, pod.Status.Phase, podLog(t, namespace, pod.Name))
 			}
 		}
 		return nil, fmt.Errorf("no pod %s yet", phase)
@@ -175,4 +181,39 @@ func podLog(t *testing.T, namespace, pod string) string {
 		t.Fatalf("reading the log of %s: %v", pod, err)
 	}
 	return string(data)
+}
+
+// TestMPIJobLaunchesOnlyOnceItsWorkersSSHDListens runs the MPI example
+// through mpi-operator with WaitForWorkersReady: the workers' readiness is
+// their sshd listening, and the launcher, created and bound after it,
+// runs the allreduce over mpi-operator's hostfile and keys.
+func TestMPIJobLaunchesOnlyOnceItsWorkersSSHDListens(t *testing.T) {
+	if err := framework.Cluster().StartMPIOperator(context.Background(), framework.BinDir()); err != nil {
+		t.Fatalf("starting mpi-operator: %v", err)
+	}
+	namespace := framework.NewNamespace(t)
+	kubectl(t, "apply", "-n", namespace, "-f", filepath.Join(repoRoot(), "manifests", "examples", "real-nodes", "mpijob.yaml"))
+	launcher := waitForPod(t, namespace, "training.kubeflow.org/job-role=launcher", corev1.PodSucceeded)
+	if log := podLog(t, namespace, launcher.Name); !strings.Contains(log, "world size 3, allreduce of ranks 3") {
+		t.Fatalf("the launcher's log has no line `world size 3, allreduce of ranks 3`:\n%s", log)
+	}
+	workers, err := framework.Client.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "training.kubeflow.org/job-role=worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(workers.Items) != 2 {
+		t.Fatalf("%d workers, want 2", len(workers.Items))
+	}
+	created, scheduled := launcher.CreationTimestamp.Time, conditionTime(launcher, corev1.PodScheduled)
+	for _, w := range workers.Items {
+		at, ok := ready(w)
+		if !ok || !onRealNode(w) {
+			t.Errorf("worker %s is not Ready on a real node: %s", w.Name, describe(w))
+			continue
+		}
+		// Kubernetes times are in seconds: equal is in order.
+		if created.Before(at) || scheduled.Before(at) {
+			t.Errorf("the launcher was created at %s and bound at %s, before worker %s was Ready at %s", created, scheduled, w.Name, at)
+		}
+	}
 }
