@@ -15,15 +15,15 @@ import (
 )
 
 // runExample applies manifests/examples/real-nodes/FILE in a namespace of
-// its own, as a user would, and waits until every pod of the group has
-// Succeeded on a real node; it returns each pod's log by pod name. A pod
-// that fails ends the test with its log.
-func runExample(t *testing.T, file, group string, pods int) map[string]string {
+// its own, as a user would, and waits until every pod the selector selects
+// has Succeeded on a real node; it returns each pod's log by pod name. A
+// pod that fails ends the test with its log.
+func runExample(t *testing.T, file, selector string, pods int) map[string]string {
 	t.Helper()
 	namespace := framework.NewNamespace(t)
 	kubectl(t, "apply", "-n", namespace, "-f", filepath.Join(repoRoot(), "manifests", "examples", "real-nodes", file))
-	done := framework.Eventually(t, fmt.Sprintf("the %d pods of %s Succeeded", pods, group), func(ctx context.Context) ([]corev1.Pod, error) {
-		list, err := framework.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: topology.GroupLabel + "=" + group})
+	done := framework.Eventually(t, fmt.Sprintf("the %d pods %s Succeeded", pods, selector), func(ctx context.Context) ([]corev1.Pod, error) {
+		list, err := framework.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return nil, err
 		}
@@ -52,10 +52,25 @@ func runExample(t *testing.T, file, group string, pods int) map[string]string {
 // the environment muster injects, forms a world of 3 across pods, trains
 // with gloo, and all-reduces.
 func TestPyTorchTrainsAcrossPodsWithMustersEnvironment(t *testing.T) {
-	logs := runExample(t, "pytorch.yaml", "pt-tiny", 3)
+	checkTorchRanks(t, runExample(t, "pytorch.yaml", topology.GroupLabel+"=pt-tiny", 3))
+}
+
+// TestPyTorchJobTrainsAcrossPods runs the same training through
+// training-operator's PyTorchJob and the environment it sets.
+func TestPyTorchJobTrainsAcrossPods(t *testing.T) {
+	if err := framework.Cluster().StartTrainingOperator(context.Background(), framework.BinDir(), "pytorchjob"); err != nil {
+		t.Fatalf("starting training-operator: %v", err)
+	}
+	checkTorchRanks(t, runExample(t, "pytorchjob.yaml", "training.kubeflow.org/job-name=pt-tiny-job", 3))
+}
+
+// checkTorchRanks: each of 3 ranks printed `rank R of 3`, and rank 0
+// alone the all-reduce of ones.
+func checkTorchRanks(t *testing.T, logs map[string]string) {
+	t.Helper()
 	ranks := map[string]bool{}
 	allreduce := 0
-	for pod, log := range logs {
+	for _, log := range logs {
 		for _, line := range strings.Split(log, "\n") {
 			if strings.HasPrefix(line, "rank ") && strings.HasSuffix(line, " of 3") {
 				ranks[line] = true
@@ -64,7 +79,6 @@ func TestPyTorchTrainsAcrossPodsWithMustersEnvironment(t *testing.T) {
 				allreduce++
 			}
 		}
-		t.Logf("%s:\n%s", pod, log)
 	}
 	for _, want := range []string{"rank 0 of 3", "rank 1 of 3", "rank 2 of 3"} {
 		if !ranks[want] {
@@ -74,12 +88,17 @@ func TestPyTorchTrainsAcrossPodsWithMustersEnvironment(t *testing.T) {
 	if allreduce != 1 {
 		t.Errorf("%d pods printed `allreduce 3`, want rank 0 alone", allreduce)
 	}
+	if t.Failed() {
+		for pod, log := range logs {
+			t.Logf("the log of %s:\n%s", pod, log)
+		}
+	}
 }
 
 // TestEveryTaskOfTFConfigReachesEveryOther: each pod listens on its own
 // address of TF_CONFIG and connects to every other.
 func TestEveryTaskOfTFConfigReachesEveryOther(t *testing.T) {
-	logs := runExample(t, "tensorflow.yaml", "tf-peers", 3)
+	logs := runExample(t, "tensorflow.yaml", topology.GroupLabel+"=tf-peers", 3)
 	for pod, log := range logs {
 		if !strings.Contains(log, "reached the 2 other tasks of TF_CONFIG and was reached by 2") {
 			t.Errorf("%s did not reach and was not reached by the 2 other tasks:\n%s", pod, log)
