@@ -165,7 +165,7 @@ images: ## Build the muster-scheduler and muster-controller images as OCI archiv
 	@# What real nodes run beside muster: every pod's sandbox, and CoreDNS.
 	@platform=linux/amd64; dir=$(MUSTER_IMAGES_DIR)/bin/$${platform%/*}_$${platform#*/}; \
 	CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o $$dir/muster-pause ./hack/pause; \
-	CGO_ENABLED=0 go build -C hack/tools/coredns -trimpath -buildvcs=false -ldflags "-s -w" -o $$dir/coredns github.com/coredns/coredns
+	CGO_ENABLED=0 go build -C hack/tools/coredns -trimpath -buildvcs=false -ldflags "-s -w" -o $$dir/coredns .
 	go run ./hack/images -bin-dir $(MUSTER_IMAGES_DIR)/bin -out $(MUSTER_IMAGES_DIR) -version 1 \
 		-kube-version $(KUBE_VERSION) -platforms linux/amd64 muster-pause
 	go run ./hack/images -bin-dir $(MUSTER_IMAGES_DIR)/bin -out $(MUSTER_IMAGES_DIR) \

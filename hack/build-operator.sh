@@ -18,16 +18,23 @@ crd_files=$4
 webhook_file=${5:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/hack/module-dir.sh"
+source "$root/hack/tool-cache.sh"
 bin=$root/bin
 stamp=$bin/.$name.version
 if [[ -x $bin/$name && -f $stamp && $(cat "$stamp") == "$module_version" && -d $bin/crds/$name ]]; then
 	exit 0
 fi
 
-echo "building $name ${module_version#*@}"
 dir=$(cd "$root" && module_dir "$module_version")
 mkdir -p "$bin" "$bin/crds"
-(cd "$dir" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -o "$bin/$name" "$package")
+key=$(tool_cache_key "$module_version")
+if tool_cache_fetch "$name" "$key" "$bin/$name"; then
+	echo "$name ${module_version#*@} from $tool_cache_dir"
+else
+	echo "building $name ${module_version#*@}"
+	(cd "$dir" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -o "$bin/$name" "$package")
+	tool_cache_store "$name" "$key" "$bin/$name"
+fi
 rm -rf "$bin/crds/$name"
 mkdir -p "$bin/crds/$name"
 # shellcheck disable=SC2086 # the glob is meant to expand

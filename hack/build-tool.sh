@@ -11,6 +11,7 @@ name=$1
 package=$2
 module=${3:-$name}
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/hack/tool-cache.sh"
 bin=$root/bin
 module_dir=$root/hack/tools
 [[ -f $module_dir/$module/go.mod ]] && module_dir=$module_dir/$module
@@ -35,7 +36,13 @@ elif [[ $module == k8s.io/kubernetes ]]; then
 	ldflags=(-ldflags "-X $v.gitVersion=$pinned -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean -X $v.buildDate=1970-01-01T00:00:00Z")
 fi
 
-echo "building $name $pinned"
+key=$(tool_cache_key "$pinned")
 mkdir -p "$bin"
-CGO_ENABLED=0 go build -trimpath "${ldflags[@]}" -o "$bin/$name" "$package"
+if tool_cache_fetch "$name" "$key" "$bin/$name"; then
+	echo "$name $pinned from $tool_cache_dir"
+else
+	echo "building $name $pinned"
+	CGO_ENABLED=0 go build -trimpath "${ldflags[@]}" -o "$bin/$name" "$package"
+	tool_cache_store "$name" "$key" "$bin/$name"
+fi
 echo "$pinned" > "$stamp"

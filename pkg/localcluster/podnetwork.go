@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,9 +103,14 @@ func run(name string, args ...string) error {
 	return nil
 }
 
-// takeRealNodesLock takes the machine's one real-node cluster lock, first
-// cleaning up after a cluster that crashed holding none.
-func takeRealNodesLock() (*os.File, error) {
+// realNodesLockWait bounds how long a cluster waits for another with real
+// nodes to stop, as make demo and make test would on one machine.
+const realNodesLockWait = 15 * time.Minute
+
+// takeRealNodesLock takes the machine's one real-node cluster lock,
+// waiting for another cluster to release it, then cleans up after a
+// cluster that crashed holding it.
+func takeRealNodesLock(ctx context.Context, logf func(string, ...any)) (*os.File, error) {
 	if err := os.MkdirAll(realNodesRunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", realNodesRunDir, err)
 	}
@@ -112,9 +118,22 @@ func takeRealNodesLock() (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", realNodesLock, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("another cluster with real nodes runs on this machine (it holds %s): stop it first with muster-local down", realNodesLock)
+	deadline := time.Now().Add(realNodesLockWait)
+	for told := false; ; told = true {
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			break
+		}
+		if !told {
+			logf("waiting up to %s for another cluster with real nodes on this machine to stop (it holds %s)", realNodesLockWait, realNodesLock)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			f.Close()
+			return nil, fmt.Errorf("another cluster with real nodes runs on this machine (it holds %s): stop it first with muster-local down", realNodesLock)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
 	}
 	if err := cleanupRealNodes(); err != nil {
 		f.Close()

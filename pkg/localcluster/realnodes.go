@@ -109,8 +109,8 @@ func (s *starter) nodeEnv() []string {
 	return []string{"PATH=" + s.binDir + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 }
 
-func (s *starter) startPodNetwork(context.Context) error {
-	lock, err := takeRealNodesLock()
+func (s *starter) startPodNetwork(ctx context.Context) error {
+	lock, err := takeRealNodesLock(ctx, s.logf)
 	if err != nil {
 		return err
 	}
