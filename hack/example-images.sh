@@ -27,8 +27,10 @@ declare -A packages=(
 	# in advance, and sshd takes keys from a Secret volume, whose directory
 	# kubelet makes world-writable (StrictModes would refuse it).
 	[muster-example-mpi]="openmpi-bin python3-mpi4py openssh-server"
-	# torchrun with the gloo backend, from Debian's PyTorch 1.13.
-	[muster-example-torch]="python3-torch"
+	# torchrun with the gloo backend, from Debian's PyTorch 1.13, and the
+	# nslookup that training-operator's init container for PyTorchJob
+	# workers runs.
+	[muster-example-torch]="python3-torch bind9-dnsutils"
 	# A small Python, for TF_CONFIG.
 	[muster-example-python]="python3"
 )

@@ -151,7 +151,7 @@ func newDownCommand(dir *string) *cobra.Command {
 }
 
 func newTrainingOperatorCommand(dir *string) *cobra.Command {
-	var schemes []string
+	var opts localcluster.TrainingOperatorOptions
 	cmd := &cobra.Command{
 		Use:   "training-operator",
 		Short: "Run Kubeflow's training-operator against the cluster, pointed at muster-scheduler",
@@ -164,14 +164,15 @@ and its webhooks served on loopback. 'down' stops it with the rest.`,
 			if err != nil {
 				return err
 			}
-			if err := cluster.StartTrainingOperator(cmd.Context(), defaultBinDir(), schemes...); err != nil {
+			if err := cluster.StartTrainingOperator(cmd.Context(), defaultBinDir(), opts); err != nil {
 				return err
 			}
 			fmt.Println("training-operator runs; its jobs' pods are scheduled by muster-scheduler.")
 			return nil
 		},
 	}
-	cmd.Flags().StringSliceVar(&schemes, "schemes", nil, "job kinds to run, such as pytorchjob,tfjob (its --enable-scheme); all when empty. Leave out mpijob to run mpi-operator beside it")
+	cmd.Flags().StringSliceVar(&opts.Schemes, "schemes", nil, "job kinds to run, such as pytorchjob,tfjob (its --enable-scheme); all when empty. Leave out mpijob to run mpi-operator beside it")
+	cmd.Flags().StringVar(&opts.PyTorchInitImage, "pytorch-init-container-image", "", "the image of the init container of PyTorchJob workers, which runs nslookup (its --pytorch-init-container-image); on real nodes, muster.local/muster-example-torch:debian12, which has it")
 	return cmd
 }
 

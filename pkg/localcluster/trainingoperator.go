@@ -49,7 +49,8 @@ const (
 // certificate Secret is pre-filled with a certificate for 127.0.0.1, and
 // the files its rotator waits for are written where the kubelet would
 // mount them; Down removes them.
-func (c *Cluster) StartTrainingOperator(ctx context.Context, binDir string, schemes ...string) error {
+func (c *Cluster) StartTrainingOperator(ctx context.Context, binDir string, opts TrainingOperatorOptions) error {
+	schemes := opts.Schemes
 	ports, err := c.reservePorts(3)
 	if err != nil {
 		return err
@@ -78,6 +79,9 @@ func (c *Cluster) StartTrainingOperator(ctx context.Context, binDir string, sche
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(ports[1]),
 		"--webhook-server-port=" + strconv.Itoa(ports[2]),
 	}
+	if opts.PyTorchInitImage != "" {
+		args = append(args, "--pytorch-init-container-image="+opts.PyTorchInitImage)
+	}
 	var crds []string
 	for _, scheme := range schemes {
 		args = append(args, "--enable-scheme="+scheme)
@@ -99,6 +103,18 @@ func (c *Cluster) StartTrainingOperator(ctx context.Context, binDir string, sche
 			CABundle:          caPEM,
 		},
 	})
+}
+
+// TrainingOperatorOptions are how training-operator is configured.
+type TrainingOperatorOptions struct {
+	// Schemes are the job kinds it runs (lower-case, such as pytorchjob):
+	// all of them when empty.
+	Schemes []string
+	// PyTorchInitImage is the image of the init container that makes a
+	// PyTorchJob's workers wait for the master's name to resolve
+	// (--pytorch-init-container-image), which needs nslookup; empty keeps
+	// its default, alpine:3.10, which a cluster without a registry lacks.
+	PyTorchInitImage string
 }
 
 // trainingOperatorSchemes are the job kinds training-operator runs when

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
 
@@ -25,7 +26,7 @@ import (
 var startTrainingOperator = sync.OnceValue(func() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	return framework.Cluster().StartTrainingOperator(ctx, framework.BinDir(), "mpijob")
+	return framework.Cluster().StartTrainingOperator(ctx, framework.BinDir(), localcluster.TrainingOperatorOptions{Schemes: []string{"mpijob"}})
 })
 
 // An MPIJob of training-operator's v1 API as its users write it, with no

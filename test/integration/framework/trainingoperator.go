@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/muster-dev/muster/pkg/localcluster"
 )
 
 // StartTrainingOperator runs training-operator, every job kind of it, in
@@ -13,5 +15,5 @@ import (
 var StartTrainingOperator = sync.OnceValue(func() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	return Cluster().StartTrainingOperator(ctx, BinDir())
+	return Cluster().StartTrainingOperator(ctx, BinDir(), localcluster.TrainingOperatorOptions{})
 })

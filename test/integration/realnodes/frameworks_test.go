@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
@@ -58,7 +59,14 @@ func TestPyTorchTrainsAcrossPodsWithMustersEnvironment(t *testing.T) {
 // TestPyTorchJobTrainsAcrossPods runs the same training through
 // training-operator's PyTorchJob and the environment it sets.
 func TestPyTorchJobTrainsAcrossPods(t *testing.T) {
-	if err := framework.Cluster().StartTrainingOperator(context.Background(), framework.BinDir(), "pytorchjob"); err != nil {
+	// Its workers' init container waits for the master's name with
+	// nslookup, from an image of its own that no registry serves here.
+	initImage, err := localcluster.LocalImage(imagesDir(), "muster-example-torch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	options := localcluster.TrainingOperatorOptions{Schemes: []string{"pytorchjob"}, PyTorchInitImage: initImage}
+	if err := framework.Cluster().StartTrainingOperator(context.Background(), framework.BinDir(), options); err != nil {
 		t.Fatalf("starting training-operator: %v", err)
 	}
 	checkTorchRanks(t, runExample(t, "pytorchjob.yaml", "training.kubeflow.org/job-name=pt-tiny-job", 3))
