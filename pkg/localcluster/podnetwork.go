@@ -285,6 +285,19 @@ func killNodeProcesses(n realNode) error {
 	return nil
 }
 
+// checkCgroupV1 refuses a machine whose /sys/fs/cgroup is one cgroup v2
+// hierarchy: real nodes make their pods' cgroups in v1 hierarchies, as on
+// this project's machines, where v1 controllers are mounted beside v2.
+func checkCgroupV1() error {
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return errors.New("real nodes need cgroup v1 controllers mounted under /sys/fs/cgroup (v1, or a v1/v2 hybrid); this machine mounts cgroup v2 alone, which muster-local does not support yet")
+	}
+	if len(cgroupControllers()) == 0 {
+		return errors.New("real nodes need cgroup v1 controllers mounted under /sys/fs/cgroup, and there are none")
+	}
+	return nil
+}
+
 // cgroupControllers are the cgroup v1 hierarchies kubelet makes its pods'
 // cgroups in, where this machine mounts them.
 func cgroupControllers() []string {

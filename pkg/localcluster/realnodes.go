@@ -110,6 +110,9 @@ func (s *starter) nodeEnv() []string {
 }
 
 func (s *starter) startPodNetwork(ctx context.Context) error {
+	if err := checkCgroupV1(); err != nil {
+		return err
+	}
 	lock, err := takeRealNodesLock(ctx, s.logf)
 	if err != nil {
 		return err
