@@ -42,13 +42,9 @@ func (s *starter) startClusterDNS(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	config, err := s.cluster.RESTConfig()
+	apply, err := s.objectClient()
 	if err != nil {
 		return err
-	}
-	apply, err := client.New(config, client.Options{})
-	if err != nil {
-		return fmt.Errorf("creating client: %w", err)
 	}
 	for _, obj := range objects {
 		if err := apply.Create(ctx, obj); err != nil {

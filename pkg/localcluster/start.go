@@ -311,6 +311,19 @@ func (s *starter) writeKubeconfig(path string, id identity) error {
 	return nil
 }
 
+// objectClient is an admin client of any kind the manifests hold.
+func (s *starter) objectClient() (client.Client, error) {
+	config, err := s.cluster.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(config, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("creating client: %w", err)
+	}
+	return c, nil
+}
+
 // install creates, from manifests/, muster's namespace, the PodGroup CRD,
 // and the ServiceAccounts and RBAC of muster-scheduler and
 // muster-controller, and writes their kubeconfigs with tokens of those
@@ -321,9 +334,9 @@ func (s *starter) install(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	apply, err := client.New(config, client.Options{})
+	apply, err := s.objectClient()
 	if err != nil {
-		return fmt.Errorf("creating client: %w", err)
+		return err
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.UnmarshalStrict(manifests.PodGroupCRD, crd); err != nil {

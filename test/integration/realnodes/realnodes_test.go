@@ -94,28 +94,34 @@ func TestMPIRunsAcrossPodsWithMustersHostfileAndKeys(t *testing.T) {
 	namespace := framework.NewNamespace(t)
 	kubectl(t, "apply", "-n", namespace, "-f", filepath.Join(repoRoot(), "manifests", "examples", "real-nodes", "mpi.yaml"))
 	launcher := waitForJobPod(t, namespace, "mpi-allreduce-launcher", corev1.PodSucceeded)
-	log := podLog(t, namespace, launcher.Name)
-	if !strings.Contains(log, "world size 3, allreduce of ranks 3") {
+	checkMPIRun(t, namespace, launcher, "muster.dev/role=worker")
+}
+
+// checkMPIRun checks a finished MPI run of the examples: the launcher
+// printed the allreduce of 3 ranks, and it was created and bound no earlier
+// than its 2 workers were Ready on real nodes, their sshd listening.
+func checkMPIRun(t *testing.T, namespace string, launcher *corev1.Pod, workerSelector string) {
+	t.Helper()
+	if log := podLog(t, namespace, launcher.Name); !strings.Contains(log, "world size 3, allreduce of ranks 3") {
 		t.Fatalf("the launcher's log has no line `world size 3, allreduce of ranks 3`:\n%s", log)
 	}
-	workers, err := framework.Client.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "muster.dev/role=worker"})
+	workers, err := framework.Client.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: workerSelector})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(workers.Items) != 2 {
 		t.Fatalf("%d workers, want 2", len(workers.Items))
 	}
-	// The launcher was bound only once both workers were Ready: their
-	// sshd listened.
-	scheduled := conditionTime(launcher, corev1.PodScheduled)
+	created, scheduled := launcher.CreationTimestamp.Time, conditionTime(launcher, corev1.PodScheduled)
 	for _, w := range workers.Items {
 		at, ok := ready(w)
 		if !ok || !onRealNode(w) {
-			t.Errorf("worker %s is not Ready on a real node: %s", w.Name, w.Spec.NodeName)
+			t.Errorf("worker %s is not Ready on a real node: %s", w.Name, describe(w))
 			continue
 		}
-		if scheduled.Before(at) {
-			t.Errorf("the launcher was bound at %s, before worker %s was Ready at %s", scheduled, w.Name, at)
+		// Kubernetes times are in seconds: equal is in order.
+		if created.Before(at) || scheduled.Before(at) {
+			t.Errorf("the launcher was created at %s and bound at %s, before worker %s was Ready at %s", created, scheduled, w.Name, at)
 		}
 	}
 }
@@ -194,26 +200,5 @@ func TestMPIJobLaunchesOnlyOnceItsWorkersSSHDListens(t *testing.T) {
 	namespace := framework.NewNamespace(t)
 	kubectl(t, "apply", "-n", namespace, "-f", filepath.Join(repoRoot(), "manifests", "examples", "real-nodes", "mpijob.yaml"))
 	launcher := waitForPod(t, namespace, "training.kubeflow.org/job-role=launcher", corev1.PodSucceeded)
-	if log := podLog(t, namespace, launcher.Name); !strings.Contains(log, "world size 3, allreduce of ranks 3") {
-		t.Fatalf("the launcher's log has no line `world size 3, allreduce of ranks 3`:\n%s", log)
-	}
-	workers, err := framework.Client.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "training.kubeflow.org/job-role=worker"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(workers.Items) != 2 {
-		t.Fatalf("%d workers, want 2", len(workers.Items))
-	}
-	created, scheduled := launcher.CreationTimestamp.Time, conditionTime(launcher, corev1.PodScheduled)
-	for _, w := range workers.Items {
-		at, ok := ready(w)
-		if !ok || !onRealNode(w) {
-			t.Errorf("worker %s is not Ready on a real node: %s", w.Name, describe(w))
-			continue
-		}
-		// Kubernetes times are in seconds: equal is in order.
-		if created.Before(at) || scheduled.Before(at) {
-			t.Errorf("the launcher was created at %s and bound at %s, before worker %s was Ready at %s", created, scheduled, w.Name, at)
-		}
-	}
+	checkMPIRun(t, namespace, launcher, "training.kubeflow.org/job-role=worker")
 }
