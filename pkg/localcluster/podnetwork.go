@@ -107,9 +107,9 @@ func run(name string, args ...string) error {
 // nodes to stop, as make demo and make test would on one machine.
 const realNodesLockWait = 15 * time.Minute
 
-// takeRealNodesLock takes the machine's one real-node cluster lock,
-// waiting for another cluster to release it, then cleans up after a
-// cluster that crashed holding it.
+// takeRealNodesLock takes the machine's one real-node cluster lock, and
+// waits until no other cluster's real nodes run, then cleans up after a
+// cluster that crashed with them.
 func takeRealNodesLock(ctx context.Context, logf func(string, ...any)) (*os.File, error) {
 	if err := os.MkdirAll(realNodesRunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", realNodesRunDir, err)
@@ -118,17 +118,27 @@ func takeRealNodesLock(ctx context.Context, logf func(string, ...any)) (*os.File
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", realNodesLock, err)
 	}
+	// muster-local up returns, and lets go of the lock, while its cluster
+	// runs on: the record says whose nodes these are, and they are waited
+	// for as well.
 	deadline := time.Now().Add(realNodesLockWait)
 	for told := false; ; told = true {
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
-			break
+			owner, running := realNodesOwner()
+			if !running {
+				break
+			}
+			_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				f.Close()
+				return nil, fmt.Errorf("a cluster with real nodes runs in %s: stop it first with muster-local down --dir %s", owner, owner)
+			}
+		} else if time.Now().After(deadline) || ctx.Err() != nil {
+			f.Close()
+			return nil, fmt.Errorf("another cluster with real nodes is starting or stopping on this machine (it holds %s)", realNodesLock)
 		}
 		if !told {
-			logf("waiting up to %s for another cluster with real nodes on this machine to stop (it holds %s)", realNodesLockWait, realNodesLock)
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			f.Close()
-			return nil, fmt.Errorf("another cluster with real nodes runs on this machine (it holds %s): stop it first with muster-local down", realNodesLock)
+			logf("waiting up to %s for another cluster with real nodes on this machine to stop", realNodesLockWait)
 		}
 		select {
 		case <-ctx.Done():
@@ -140,6 +150,24 @@ func takeRealNodesLock(ctx context.Context, logf func(string, ...any)) (*os.File
 		return nil, fmt.Errorf("cleaning up the real nodes of a cluster that did not stop: %w", err)
 	}
 	return f, nil
+}
+
+// realNodesOwner is the cluster realNodesRecord names, and whether any of
+// its programs still runs.
+func realNodesOwner() (string, bool) {
+	data, err := os.ReadFile(realNodesRecord)
+	if err != nil {
+		return "", false
+	}
+	var state realNodesState
+	if json.Unmarshal(data, &state) != nil {
+		return "", false
+	}
+	owner, err := Load(state.Dir)
+	if err != nil {
+		return state.Dir, false
+	}
+	return state.Dir, owner.anyRunning()
 }
 
 // setUpPodNetwork records the kernel settings kubelet will change, then
