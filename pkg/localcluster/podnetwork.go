@@ -23,7 +23,6 @@ import (
 // machine.
 const (
 	podBridge        = "muster0"
-	nodeNetworkCIDR  = "10.87.0.0/24"
 	nodeNetworkMask  = "/24"
 	nodeGateway      = "10.87.0.1"
 	podNetworkCIDR   = "10.88.0.0/16"
