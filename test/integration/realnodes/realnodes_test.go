@@ -59,18 +59,11 @@ func TestMusterRunsAsPodsInstalledFromItsManifests(t *testing.T) {
 			return up, nil
 		})
 		// The replicas elect one leader through their lease, in-cluster.
-		lease := framework.Eventually(t, "a holder of lease "+name, func(ctx context.Context) (string, error) {
-			lease, err := framework.Client.CoordinationV1().Leases(manifests.SystemNamespace).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return "", err
-			}
-			if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
-				return "", fmt.Errorf("no holder")
-			}
-			return *lease.Spec.HolderIdentity, nil
+		holder := framework.Eventually(t, "a holder of lease "+name, func(ctx context.Context) (string, error) {
+			return leaseHolder(ctx, name)
 		})
-		if !strings.HasPrefix(lease, pods[0].Name) && !strings.HasPrefix(lease, pods[1].Name) {
-			t.Errorf("lease %s is held by %q, neither of the pods %s and %s", name, lease, pods[0].Name, pods[1].Name)
+		if holder != pods[0].Name && holder != pods[1].Name {
+			t.Errorf("lease %s is held by %q, neither of the pods %s and %s", name, holder, pods[0].Name, pods[1].Name)
 		}
 	}
 	// The API server calls the webhooks through their Service, as the
