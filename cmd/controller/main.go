@@ -34,6 +34,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/certs"
 	"github.com/muster-dev/muster/pkg/controller/podgroup"
+	"github.com/muster-dev/muster/pkg/envinject"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/pkg/version"
 	"github.com/muster-dev/muster/pkg/webhooks"
@@ -73,7 +74,7 @@ func main() {
 	flags.StringVar(&opts.metricsAddress, "metrics-bind-address", ":8080", "address of the /metrics endpoint; 0 turns it off")
 	flags.StringVar(&opts.healthAddress, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	flags.BoolVar(&opts.showVersion, "version", false, "print the version and exit")
-	flags.StringVar(&opts.clusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain, for the DNS search path of MPI workers")
+	flags.StringVar(&opts.clusterDomain, "cluster-domain", envinject.DefaultClusterDomain, "the cluster's DNS domain, for the DNS search path of MPI workers")
 	flags.StringVar(&opts.webhookHost, "webhook-bind-address", "", "address the webhooks listen on; empty means every address")
 	flags.IntVar(&opts.webhookPort, "webhook-port", 9443, "port the webhooks listen on")
 	flags.StringVar(&opts.certDir, "cert-dir", "/tmp/muster-controller/serving-certs", "directory of the webhooks' tls.crt and tls.key")

@@ -73,15 +73,28 @@ func (g Group) Addresses(role string) []string {
 	return addresses
 }
 
+// CanonicalAddress is a member's name as its own hosts file gives it first,
+// Address in the cluster's DNS domain: kubelet writes it so. torchrun's c10d
+// rendezvous hosts its store on the member whose own names include the
+// endpoint's host, so an endpoint must be named this way to be hosted.
+func (g Group) CanonicalAddress(role string, index int32, clusterDomain string) string {
+	return g.Address(role, index) + "." + clusterDomain
+}
+
 // DNSSearch is the search domain that lets a member resolve its siblings by
 // hostname alone.
 func (g Group) DNSSearch(clusterDomain string) string {
 	return fmt.Sprintf("%s.%s.svc.%s", g.ServiceName(), g.Namespace, clusterDomain)
 }
 
+// DefaultClusterDomain is the cluster DNS domain kubelet and CoreDNS use
+// unless configured otherwise.
+const DefaultClusterDomain = "cluster.local"
+
 // Env is the environment of the member role/index, in a stable order:
-// muster's own variables, then the framework's.
-func Env(g Group, role string, index int32) ([]corev1.EnvVar, error) {
+// muster's own variables, then the framework's. clusterDomain is the
+// cluster's DNS domain.
+func Env(g Group, role string, index int32, clusterDomain string) ([]corev1.EnvVar, error) {
 	replicas, ok := g.Topology.Replicas[role]
 	if !ok && len(g.Topology.Roles) > 0 {
 		return nil, fmt.Errorf("role %q is not one of the group's roles %v", role, g.Topology.Roles)
@@ -98,7 +111,7 @@ func Env(g Group, role string, index int32) ([]corev1.EnvVar, error) {
 		}
 		env = append(env, envVar("TF_CONFIG", tf))
 	case topology.PyTorch:
-		env = append(env, pytorchEnv(g, role, index)...)
+		env = append(env, pytorchEnv(g, role, index, clusterDomain)...)
 	case topology.MPI:
 		env = append(env, mpiEnv(g)...)
 	case topology.MXNet:
@@ -174,7 +187,7 @@ func tfConfig(g Group, role string, index int32) (string, error) {
 	return string(data), nil
 }
 
-func pytorchEnv(g Group, role string, index int32) []corev1.EnvVar {
+func pytorchEnv(g Group, role string, index int32, clusterDomain string) []corev1.EnvVar {
 	t := g.Topology
 	port := itoa(t.Port)
 	common := []corev1.EnvVar{
@@ -185,7 +198,7 @@ func pytorchEnv(g Group, role string, index int32) []corev1.EnvVar {
 	if t.Elastic != nil {
 		return append([]corev1.EnvVar{
 			envVar("PET_RDZV_BACKEND", "c10d"),
-			envVar("PET_RDZV_ENDPOINT", g.Address("worker", 0)+":"+port),
+			envVar("PET_RDZV_ENDPOINT", g.CanonicalAddress("worker", 0, clusterDomain)+":"+port),
 			envVar("PET_NNODES", fmt.Sprintf("%d:%d", t.Elastic.Min, t.Elastic.Max)),
 		}, common...)
 	}

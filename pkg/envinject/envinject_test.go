@@ -102,7 +102,7 @@ func TestGolden(t *testing.T) {
 			g := Group{Name: "job", Namespace: "team-a", UID: "2f1c8a4e-uid", Topology: topo, WorkerSlots: tt.slots, WorkersAtStart: tt.workersAtStart}
 			var out strings.Builder
 			for _, m := range tt.members {
-				env, err := Env(g, m.role, m.index)
+				env, err := Env(g, m.role, m.index, DefaultClusterDomain)
 				require.NoError(t, err)
 				fmt.Fprintf(&out, "# env of %s\n", g.Hostname(m.role, m.index))
 				for _, e := range env {
@@ -142,9 +142,9 @@ func TestEnvRefusesAnUnknownMember(t *testing.T) {
 	topo, errs := topology.Parse(map[string]string{topology.FrameworkAnnotation: "mpi", topology.RolesAnnotation: "launcher=1,worker=2"})
 	require.Empty(t, errs)
 	g := Group{Name: "job", Namespace: "team-a", Topology: topo, WorkerSlots: 1}
-	_, err := Env(g, "workers", 0)
+	_, err := Env(g, "workers", 0, DefaultClusterDomain)
 	assert.EqualError(t, err, `role "workers" is not one of the group's roles [launcher worker]`)
-	_, err = Env(g, "worker", 2)
+	_, err = Env(g, "worker", 2, DefaultClusterDomain)
 	assert.EqualError(t, err, "index 2 is out of range for role worker, which has 2 replicas")
 }
 

@@ -98,7 +98,7 @@ func Apply(pod *corev1.Pod, g Group, m topology.Member, clusterDomain string) fi
 			fmt.Sprintf("members resolve each other through the group's headless Service %s; remove spec.subdomain or set it to that", g.ServiceName())))
 	}
 	errs = append(errs, portNameTaken(pod, g.Topology)...)
-	env, err := Env(g, m.Role, m.Index)
+	env, err := Env(g, m.Role, m.Index, clusterDomain)
 	if err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "labels"), pod.Labels, err.Error()))
 	}

@@ -53,7 +53,9 @@ func CheckSize(g Group) field.ErrorList {
 		}
 	}
 	for _, role := range g.Topology.Roles {
-		env, err := Env(g, role, g.Topology.Replicas[role]-1)
+		// Sized in the default domain: a domain's length changes one
+		// variable of an elastic PyTorch member by a few bytes.
+		env, err := Env(g, role, g.Topology.Replicas[role]-1, DefaultClusterDomain)
 		if err != nil {
 			continue
 		}

@@ -28,6 +28,7 @@ import (
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/muster-dev/muster/pkg/envinject"
 	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
@@ -185,14 +186,20 @@ func newCluster(t *testing.T, members map[string]*member) *cluster {
 	return c
 }
 
-// hosts is the hosts file every member sees: each member's FQDN and
-// hostname at its own address.
+// hosts is the hosts file every member sees: each member's names at its own
+// address, first its FQDN in the cluster's domain, as kubelet writes a pod's
+// own line (torchrun's c10d rendezvous picks its store's host by that
+// name), then the FQDN and hostname the cluster's DNS would resolve.
 func (c *cluster) hosts() string {
 	var b strings.Builder
 	b.WriteString("127.0.0.1 localhost\n")
 	for _, name := range slices.Sorted(maps.Keys(c.members)) {
 		m := c.members[name]
-		fmt.Fprintln(&b, strings.Join(slices.DeleteFunc([]string{m.ip, m.fqdn, m.hostname}, func(s string) bool { return s == "" }), " "))
+		names := []string{m.ip, m.fqdn, m.hostname}
+		if m.fqdn != "" {
+			names = []string{m.ip, m.fqdn + "." + envinject.DefaultClusterDomain, m.fqdn, m.hostname}
+		}
+		fmt.Fprintln(&b, strings.Join(slices.DeleteFunc(names, func(s string) bool { return s == "" }), " "))
 	}
 	return b.String()
 }
