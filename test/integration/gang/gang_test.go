@@ -82,6 +82,14 @@ func TestCompetingGangsDoNotDeadlock(t *testing.T) {
 	}
 
 	waitForBound(t, ns, loser, 6)
+	// The watch orders the binds and the finishes; it may not have seen
+	// the binds the list above saw.
+	framework.Eventually(t, "the watch seeing "+loser+" bound", func(context.Context) (bool, error) {
+		if n := watch.everBoundCount(loser); n != 6 {
+			return false, fmt.Errorf("%d of 6 seen bound", n)
+		}
+		return true, nil
+	})
 	// Of the ten CPUs, the loser's six fit only once at least two of the
 	// winner's pods have finished; it may be bound as soon as they fit.
 	if n := watch.finishedBeforeBound(winner, loser); n < 2 {

@@ -208,7 +208,8 @@ func (w *gangWatch) everBoundCount(group string) int {
 }
 
 // finishedBeforeBound counts the pods of group that had finished when
-// other's first pod was bound.
+// other's first pod was bound, both as the watch saw them: the caller
+// waits until the watch has seen other bound.
 func (w *gangWatch) finishedBeforeBound(group, other string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
