@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/localcluster"
@@ -45,9 +46,8 @@ func fillRealNodes(t *testing.T, namespace string, leave resource.Quantity) map[
 			if requested[pod.Spec.NodeName] == nil {
 				requested[pod.Spec.NodeName] = resource.NewQuantity(0, resource.DecimalSI)
 			}
-			for _, c := range pod.Spec.Containers {
-				requested[pod.Spec.NodeName].Add(c.Resources.Requests[corev1.ResourceCPU])
-			}
+			// As the scheduler counts it: init containers and overhead too.
+			requested[pod.Spec.NodeName].Add(resourcehelper.PodRequests(&pod, resourcehelper.PodResourcesOptions{})[corev1.ResourceCPU])
 		}
 		return requested, nil
 	})
@@ -69,7 +69,7 @@ func fillRealNodes(t *testing.T, namespace string, leave resource.Quantity) map[
 			t.Fatalf("node %s has less than %s of CPU free", node.Name, leave.String())
 		}
 		filler := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "filler-" + node.Name},
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "filler-" + node.Name, Labels: map[string]string{"filler": node.Name}},
 			Spec: corev1.PodSpec{
 				NodeName:                      node.Name,
 				TerminationGracePeriodSeconds: ptr.To[int64](0),
@@ -81,6 +81,9 @@ func fillRealNodes(t *testing.T, namespace string, leave resource.Quantity) map[
 		}
 		framework.CreatePods(t, filler)
 		fillers[node.Name] = filler.Name
+	}
+	for node := range fillers {
+		waitForPod(t, namespace, "filler="+node, corev1.PodRunning)
 	}
 	return fillers
 }
@@ -129,6 +132,11 @@ func TestElasticPyTorchGrowsIntoFreedRoomAndTheRendezvousReforms(t *testing.T) {
 	})
 	if seen := worlds(t, namespace, selector); len(seen) != 2 {
 		t.Fatalf("a world of 2 trained with %d workers running: %v", len(seen), seen)
+	}
+	if set, err := framework.Client.AppsV1().StatefulSets(namespace).Get(context.Background(), "pt-elastic-worker", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if got := ptr.Deref(set.Spec.Replicas, 0); got != 2 {
+		t.Fatalf("the set was scaled to %d while no node had room for a third worker", got)
 	}
 
 	for node, filler := range fillers {
