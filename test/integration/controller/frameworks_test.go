@@ -91,7 +91,7 @@ func TestPyTorch(t *testing.T) {
 		pods := createRoles(t, ns, "pt", []string{"worker"}, map[string]int{"worker": 3})
 		for _, pod := range pods {
 			wantEnv(t, pod, map[string]string{
-				"PET_RDZV_BACKEND": "c10d", "PET_RDZV_ENDPOINT": "pt-worker-0.pt." + ns + ".svc:23456", "PET_RDZV_ID": string(pg.UID),
+				"PET_RDZV_BACKEND": "c10d", "PET_RDZV_ENDPOINT": "pt-worker-0.pt." + ns + ".svc.cluster.local:23456", "PET_RDZV_ID": string(pg.UID),
 				"PET_NNODES": "2:3", "MASTER_ADDR": "", "RANK": "", "WORLD_SIZE": "",
 			})
 		}
