@@ -651,3 +651,25 @@ func parseRange(v string) (*Range, error) {
 	}
 	return &Range{Min: int32(minNodes), Max: int32(maxNodes)}, nil
 }
+
+// HasReached reports whether a member is in a launch-order state: the
+// one rule for the scheduler, which holds a successor until its
+// predecessors reach StartAfter, and for whoever shows how far a gang's
+// launch has come.
+func HasReached(pod *corev1.Pod, state StartAfter) bool {
+	switch state {
+	case StartAfterScheduled:
+		return pod.Spec.NodeName != ""
+	case StartAfterRunning:
+		return pod.Status.Phase == corev1.PodRunning
+	}
+	if pod.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -51,7 +51,7 @@ func (l *LaunchOrder) podChanged(logger klog.Logger) func(group.PodChange) {
 		if err != nil || topo == nil || !ordered(topo) {
 			return
 		}
-		if !hasReached(change.Pod, topo.StartAfter) || (change.Old != nil && hasReached(change.Old, topo.StartAfter)) {
+		if !topology.HasReached(change.Pod, topo.StartAfter) || (change.Old != nil && topology.HasReached(change.Old, topo.StartAfter)) {
 			return
 		}
 		l.release(logger, change.Key, l.clock.Now())
@@ -75,7 +75,7 @@ func ordered(topo *topology.Topology) bool {
 // updates reach none, and cost no read of its group.
 func reachedAnyNow(old, pod *corev1.Pod) bool {
 	for _, state := range []topology.StartAfter{topology.StartAfterScheduled, topology.StartAfterRunning, topology.StartAfterReady} {
-		if hasReached(pod, state) && (old == nil || !hasReached(old, state)) {
+		if topology.HasReached(pod, state) && (old == nil || !topology.HasReached(old, state)) {
 			return true
 		}
 	}

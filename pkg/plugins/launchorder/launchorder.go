@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/utils/clock"
 
+	"github.com/muster-dev/muster/pkg/gangview"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -109,7 +109,7 @@ func (l *LaunchOrder) Unreserve(ctx context.Context, state fwk.CycleState, pod *
 		note := fmt.Sprintf("held for %s, the longest a Permit wait may last; back to the queue, still waiting for %s",
 			waited.Round(time.Second), l.describeUnmet(key, pod))
 		klog.FromContext(ctx).Info("Launch hold timed out", "pod", klog.KObj(pod), "waited", waited)
-		l.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, "LaunchHoldTimedOut", "Hold", "%s", note)
+		l.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, gangview.ReasonLaunchHoldTimedOut, "Hold", "%s", note)
 	}
 }
 
@@ -139,7 +139,7 @@ func (l *LaunchOrder) Permit(ctx context.Context, state fwk.CycleState, pod *cor
 	l.addHold(key, pod)
 	note := "held until " + strings.Join(unmet, ", ")
 	klog.FromContext(ctx).V(2).Info("Launch held", "pod", klog.KObj(pod), "waitingFor", unmet)
-	l.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, "LaunchHeld", "Hold", "%s", note)
+	l.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeNormal, gangview.ReasonLaunchHeld, "Hold", "%s", note)
 	return fwk.NewStatus(fwk.Wait, note), group.MaxPermitWait
 }
 
@@ -201,19 +201,6 @@ func (l *LaunchOrder) describeUnmet(key types.NamespacedName, pod *corev1.Pod) s
 	return strings.Join(l.unmet(key, topo, role), ", ")
 }
 
-// hasReached reports whether a predecessor pod is in the state its
-// successors wait for.
-func hasReached(pod *corev1.Pod, state topology.StartAfter) bool {
-	switch state {
-	case topology.StartAfterScheduled:
-		return pod.Spec.NodeName != ""
-	case topology.StartAfterRunning:
-		return pod.Status.Phase == corev1.PodRunning
-	default:
-		return pod.Status.Phase == corev1.PodRunning && podutil.IsPodReady(pod)
-	}
-}
-
 // release allows every held pod of the group whose predecessors are now
 // up. observedAt is when the scheduler saw the change that may free them.
 func (l *LaunchOrder) release(logger klog.Logger, key types.NamespacedName, observedAt time.Time) {
@@ -244,7 +231,7 @@ func (l *LaunchOrder) release(logger klog.Logger, key types.NamespacedName, obse
 		reportReleased(now.Sub(observedAt), now.Sub(h.since))
 		note := fmt.Sprintf("released after %s: %s", now.Sub(h.since).Round(10*time.Millisecond), strings.Join(predecessorsReached(topo, role), ", "))
 		logger.V(2).Info("Launch released", "pod", klog.KObj(h.pod), "held", now.Sub(h.since))
-		l.handle.EventRecorder().Eventf(h.pod, nil, corev1.EventTypeNormal, "LaunchReleased", "Release", "%s", note)
+		l.handle.EventRecorder().Eventf(h.pod, nil, corev1.EventTypeNormal, gangview.ReasonLaunchReleased, "Release", "%s", note)
 	}
 }
 

@@ -167,27 +167,6 @@ func TestPermitLetsPodsWithoutPredecessorsThrough(t *testing.T) {
 	}
 }
 
-func TestHasReached(t *testing.T) {
-	bound := rolePod("worker", "w").Node("n").Obj()
-	running := rolePod("worker", "w").Node("n").Phase(corev1.PodRunning).Obj()
-	readyPod := ready(rolePod("worker", "w")).Obj()
-	tests := []struct {
-		state topology.StartAfter
-		pod   *corev1.Pod
-		want  bool
-	}{
-		{topology.StartAfterScheduled, rolePod("worker", "w").Obj(), false},
-		{topology.StartAfterScheduled, bound, true},
-		{topology.StartAfterRunning, bound, false},
-		{topology.StartAfterRunning, running, true},
-		{topology.StartAfterReady, running, false},
-		{topology.StartAfterReady, readyPod, true},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, hasReached(tt.pod, tt.state), "%s on %s/%v", tt.state, tt.pod.Status.Phase, tt.pod.Spec.NodeName)
-	}
-}
-
 func TestPreEnqueueRefusesAnInvalidTopology(t *testing.T) {
 	f := newFixture(t, map[string]string{topology.RolesAnnotation: "a=1,b=1", topology.LaunchOrderAnnotation: "a>b>a"})
 	status := f.plugin.PreEnqueue(f.ctx, rolePod("a", "a0").Obj())

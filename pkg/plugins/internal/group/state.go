@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	podutil "k8s.io/kubernetes/pkg/api/v1/pod"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/topology"
@@ -134,8 +133,7 @@ func memberOf(pod *corev1.Pod) member {
 	m := member{phase: PhaseOf(pod), place: placeOf(pod)}
 	m.role, m.hasRole = topology.RoleOf(pod)
 	if topology.IsActiveMember(pod) {
-		running := pod.Status.Phase == corev1.PodRunning
-		m.reached = [3]bool{pod.Spec.NodeName != "", running, running && podutil.IsPodReady(pod)}
+		m.reached = [3]bool{topology.HasReached(pod, topology.StartAfterScheduled), topology.HasReached(pod, topology.StartAfterRunning), topology.HasReached(pod, topology.StartAfterReady)}
 	}
 	if pod.Spec.NodeName != "" {
 		m.boundAt = boundAt(pod)
