@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/manifests"
+	"github.com/muster-dev/muster/pkg/gangview"
 	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -236,7 +237,7 @@ func notRunning(tl *timeline, groups map[string]*topology.Topology) []string {
 func printJob(ctx context.Context, c client.Client, tl *timeline, job tourJob, topo *topology.Topology, namespace string, events []eventsv1.Event) []string {
 	fmt.Printf("\n== %s (%s: %s)\n", job.group, topo.Framework, job.file)
 	for _, e := range events {
-		if e.Regarding.Name == job.group && e.Reason == "GangAdmitted" {
+		if e.Regarding.Name == job.group && e.Reason == gangview.ReasonGangAdmitted {
 			fmt.Printf("GangAdmitted: %s\n", e.Note)
 		}
 	}

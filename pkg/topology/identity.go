@@ -288,6 +288,10 @@ func (t *Topology) Identify(pod *corev1.Pod) (Member, field.ErrorList) {
 // domain has room for the 8 members group ns/name lacks; the closest,
 // rack-3, has room for 6".
 func NoDomainMessage(group types.NamespacedName, label string, members int, closest string, room int) string {
-	return fmt.Sprintf("no %s domain has room for the %d members group %s lacks; the closest, %s, has room for %d",
-		label, members, group, closest, room)
+	return fmt.Sprintf("no %s%s the %d members group %s lacks; the closest, %s, has room for %d",
+		label, NoDomainMarker, members, group, closest, room)
 }
+
+// NoDomainMarker is the part of NoDomainMessage that tells it from any
+// other reason a gang waits.
+const NoDomainMarker = " domain has room for"

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/gangview"
 	"github.com/muster-dev/muster/pkg/ownerscale"
 	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -40,8 +41,8 @@ import (
 
 // Reasons of the events about an elastic group's size.
 const (
-	ReasonElasticGrown  = "ElasticGrown"
-	ReasonElasticShrunk = "ElasticShrunk"
+	ReasonElasticGrown  = gangview.ReasonElasticGrown
+	ReasonElasticShrunk = gangview.ReasonElasticShrunk
 )
 
 // idleRoomInterval is how often at most idle room is shared out. Growth

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/gangview"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -133,7 +134,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 	}
 	if pg != nil && marked > 0 {
-		r.Recorder.Eventf(pg, corev1.EventTypeNormal, "WaitingForMembers", "%s; told %d pending members", message, marked)
+		r.Recorder.Eventf(pg, corev1.EventTypeNormal, gangview.ReasonWaitingForMembers, "%s; told %d pending members", message, marked)
 	}
 	if stale != nil {
 		return requeueOnConflict(stale)

@@ -32,6 +32,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/gangview"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/plugins/internal/stranded"
 	"github.com/muster-dev/muster/pkg/resources"
@@ -504,7 +505,8 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 		}
 		logger.V(2).Info("Gang admitted", "podGroup", klog.KObj(pg), "placed", placed, "minMember", pg.Spec.MinMember)
 		note := fmt.Sprintf("%d/%d members placed; all are allowed to bind", placed, pg.Spec.MinMember)
-		g.recordEvent(pg, corev1.EventTypeNormal, "GangAdmitted", "Admitted", note)
+		g.recordEvent(pg, corev1.EventTypeNormal, gangview.ReasonGangAdmitted, "Admitted", note)
+		g.attempts.Record(key, g.clock.Now(), true, note)
 		g.groups.RecordInitiallyScheduled(logger, g.handle.ClientSet(), pg, true, note)
 	}
 	return true, placed
@@ -539,7 +541,8 @@ func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1
 	}
 	reportRejected()
 	klog.FromContext(ctx).V(2).Info("Gang rejected", "podGroup", klog.KObj(pg), "reason", reason, "released", len(reserved))
-	g.recordEvent(pg, corev1.EventTypeWarning, "GangRejected", "Rejected", note)
+	g.recordEvent(pg, corev1.EventTypeWarning, gangview.ReasonGangRejected, "Rejected", note)
+	g.attempts.Record(key, g.clock.Now(), false, note)
 	g.groups.RecordInitiallyScheduled(klog.FromContext(ctx), g.handle.ClientSet(), pg, false, note)
 }
 

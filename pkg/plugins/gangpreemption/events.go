@@ -14,13 +14,14 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/gangview"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 )
 
 // Reasons of the events about gang preemption.
 const (
-	ReasonPreempting = "Preempting"
-	ReasonPreempted  = "Preempted"
+	ReasonPreempting = gangview.ReasonPreempting
+	ReasonPreempted  = gangview.ReasonPreempted
 )
 
 var (

@@ -14,6 +14,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/gangview"
 	"github.com/muster-dev/muster/pkg/plugins/internal/devices"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/resources"
@@ -244,11 +245,12 @@ func boolOrder(b bool) int {
 func (h *HeldRooms) expire(logger klog.Logger, pg *v1alpha1.PodGroup) {
 	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
 	timeout := h.groups.ScheduleTimeout(pg)
+	h.groups.Rooms().Expire(key, h.clock.Now().Add(timeout))
 	h.clock.AfterFunc(timeout, func() {
 		if released := h.groups.Rooms().Release(key); released > 0 {
 			logger.V(2).Info("Released the room of late members that did not come", "podGroup", key, "rooms", released)
 			h.wakeTurnedAway(logger)
-			group.RecordEvent(h.handle, pg, corev1.EventTypeWarning, "LateMemberMissing", "Release",
+			group.RecordEvent(h.handle, pg, corev1.EventTypeWarning, gangview.ReasonLateMemberMissing, "Release",
 				fmt.Sprintf("%d late members were not created within %s of the gang's admission; released the room held for them", released, timeout))
 		}
 	})
@@ -297,4 +299,4 @@ func (h *HeldRooms) gangGone(change group.PodChange) {
 // RoomReleasedReason is the reason of the Normal event recorded when a
 // late member's room is released before its time: its gang has gone
 // (gangGone), or the member may not run where it was held (release).
-const RoomReleasedReason = "LateMemberRoomReleased"
+const RoomReleasedReason = gangview.ReasonLateMemberRoomReleased

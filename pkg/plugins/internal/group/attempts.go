@@ -3,8 +3,11 @@ package group
 import (
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/muster-dev/muster/pkg/gangview"
 )
 
 // attempt is the scheduler's in-memory state of one group between the
@@ -45,6 +48,9 @@ type attempt struct {
 	// tried are the domains whose attempts failed since the group was
 	// last admitted or found no domain: the next attempt tries another.
 	tried sets.Set[string]
+	// result is the last attempt's result, as muster-scheduler
+	// publishes it.
+	result *gangview.Attempt
 	// turnedAway holds the members the group's backoff turned away since
 	// an attempt of it last began holding room. Each turn grows the
 	// queue's own backoff of the member, which it then sits out while its
@@ -96,7 +102,10 @@ func (a *attempt) isFresh() bool {
 // Attempts changes and reads the attempt of every group the scheduler is
 // working on, in the groups' State.
 type Attempts struct {
-	states *states
+	// changed is told of each group whose published state (its domain,
+	// its last result) changed; nil for none.
+	changed func(types.NamespacedName)
+	states  *states
 	// rooms are the rooms held for late members, which a failed attempt
 	// gives up with its reservations.
 	rooms *Rooms
@@ -247,6 +256,9 @@ func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Du
 		}
 	})
 	s.rooms.Release(key)
+	if first {
+		s.tell(key)
+	}
 	return reserved, first
 }
 
@@ -272,6 +284,22 @@ func (s *Attempts) ChooseDomain(key types.NamespacedName, d Domain) {
 			a.tried = nil
 		}
 	})
+	s.tell(key)
+}
+
+// Record records the result of the group's attempt, which the scheduler
+// publishes.
+func (s *Attempts) Record(key types.NamespacedName, now time.Time, admitted bool, message string) {
+	s.update(key, func(a *attempt) {
+		a.result = &gangview.Attempt{Time: metav1.NewTime(now), Admitted: admitted, Message: message}
+	})
+	s.tell(key)
+}
+
+func (s *Attempts) tell(key types.NamespacedName) {
+	if s.changed != nil {
+		s.changed(key)
+	}
 }
 
 // TriedDomains returns the domains (Domain.String) whose attempts failed

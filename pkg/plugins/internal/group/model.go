@@ -101,6 +101,10 @@ type Model struct {
 	// scheduleTimeout is a gang's schedule timeout when its PodGroup sets
 	// none, from Gang's args (SetDefaultScheduleTimeout).
 	scheduleTimeout atomic.Int64
+	// publisher writes what the scheduler alone knows of each gang on
+	// its PodGroup; nil in unit tests that build the model without a
+	// scheduler.
+	publisher *publisher
 	// activator is the scheduling queue: a group's pending members are
 	// moved back to it when their PodGroup appears or changes. nil in
 	// unit tests that build the model without a scheduler.
@@ -133,7 +137,8 @@ func NewModel(podGroups cache.Indexer, pods cache.Indexer, schedulers ...string)
 		rooms:    NewRooms(),
 		heldTold: told{pods: sets.New[types.UID]()},
 	}
-	m.attempts = &Attempts{states: m.states, rooms: m.rooms}
+	m.attempts = &Attempts{states: m.states, rooms: m.rooms, changed: m.publish}
+	m.rooms.changed = m.publish
 	m.scheduleTimeout.Store(int64(DefaultScheduleTimeout))
 	names := sets.New(schedulers...)
 	m.schedulers.Store(&names)
@@ -211,6 +216,8 @@ func (ms *Models) For(ctx context.Context, handle fwk.Handle) (*Model, error) {
 			return nil, fmt.Errorf("syncing the informer of %v", typ)
 		}
 	}
+	m.publisher = newPublisher(m, handle.ClientSet(), client)
+	go m.publisher.run(ctx)
 	ms.models[handle.SharedInformerFactory()] = m
 	return m, nil
 }

@@ -3,6 +3,7 @@ package group
 import (
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -26,6 +27,9 @@ type Room struct {
 	// Devices are the devices held on Node for the member's claims
 	// (topology.LateDevices); none when it claims none.
 	Devices []resourcev1.DeviceRequestAllocationResult
+	// Expires is when the room is released if its member has not come;
+	// zero until HeldRooms arms the release.
+	Expires time.Time
 }
 
 // Rooms holds the rooms of every gang. The Filter of every pod reads it,
@@ -34,6 +38,9 @@ type Rooms struct {
 	mu      sync.RWMutex
 	byNode  map[string][]*Room
 	byGroup map[types.NamespacedName][]*Room
+	// changed is told of each group whose rooms changed, outside the
+	// lock; nil for none.
+	changed func(types.NamespacedName)
 	// unchecked holds groups whose bound members the scheduler found
 	// without having bound them, as after a restart: their rooms, held in
 	// memory, may have to be held again.
@@ -71,9 +78,39 @@ func (l *Rooms) ToCheck() []types.NamespacedName {
 // Add holds a room.
 func (l *Rooms) Add(r *Room) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.byNode[r.Node] = append(l.byNode[r.Node], r)
 	l.byGroup[r.Group] = append(l.byGroup[r.Group], r)
+	l.mu.Unlock()
+	l.tell(r.Group)
+}
+
+// tell tells the listener that the group's rooms changed.
+func (l *Rooms) tell(key types.NamespacedName) {
+	if l.changed != nil {
+		l.changed(key)
+	}
+}
+
+// Of returns copies of the rooms the group holds.
+func (l *Rooms) Of(key types.NamespacedName) []Room {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var rooms []Room
+	for _, r := range l.byGroup[key] {
+		rooms = append(rooms, *r)
+	}
+	return rooms
+}
+
+// Expire records when the group's rooms are released if their members
+// have not come.
+func (l *Rooms) Expire(key types.NamespacedName, at time.Time) {
+	l.mu.Lock()
+	for _, r := range l.byGroup[key] {
+		r.Expires = at
+	}
+	l.mu.Unlock()
+	l.tell(key)
 }
 
 // Count returns how many rooms the group holds for role, or for every role
@@ -122,23 +159,28 @@ func (l *Rooms) WithDevices() []*Room {
 // placed, and returns it; nil when the group holds none for role.
 func (l *Rooms) Take(key types.NamespacedName, role string) *Room {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	i := slices.IndexFunc(l.byGroup[key], func(r *Room) bool { return r.Role == role })
 	if i < 0 {
+		l.mu.Unlock()
 		return nil
 	}
 	r := l.byGroup[key][i]
 	l.removeUnlocked(r)
+	l.mu.Unlock()
+	l.tell(key)
 	return r
 }
 
 // Release removes every room of the group and returns how many there were.
 func (l *Rooms) Release(key types.NamespacedName) int {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	rooms := slices.Clone(l.byGroup[key])
 	for _, r := range rooms {
 		l.removeUnlocked(r)
+	}
+	l.mu.Unlock()
+	if len(rooms) > 0 {
+		l.tell(key)
 	}
 	return len(rooms)
 }

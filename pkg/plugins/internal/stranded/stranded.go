@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/gangview"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -165,5 +166,5 @@ func (e *Evictor) evict(pg *v1alpha1.PodGroup, victims []*corev1.Pod, reason str
 		note += fmt.Sprintf("; could not evict %s, will try again", strings.Join(failed, ", "))
 	}
 	e.logger.V(2).Info("Gang evicted", "podGroup", klog.KObj(pg), "reason", reason, "evicted", names, "failed", failed)
-	group.RecordEvent(e.handle, pg, corev1.EventTypeWarning, "GangEvicted", "Evict", note)
+	group.RecordEvent(e.handle, pg, corev1.EventTypeWarning, gangview.ReasonGangEvicted, "Evict", note)
 }
