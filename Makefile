@@ -38,10 +38,11 @@ TOOLS := \
 REAL_NODE_PACKAGES := runc containernetworking-plugins iptables conntrack mmdebstrap
 
 .PHONY: build
-build: ## Build muster-scheduler, muster-controller and muster-local into bin/.
+build: ## Build muster-scheduler, muster-controller, muster-local and kubectl-muster (the kubectl plugin) into bin/.
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/muster-scheduler ./cmd/scheduler
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/muster-controller ./cmd/controller
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/muster-local ./cmd/muster-local
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-muster ./cmd/kubectl-muster
 
 # Operators the integration tests run as their users do, each pinned
 # exactly: NAME MODULE@VERSION PACKAGE CRD_FILES [WEBHOOK_FILE].
