@@ -263,8 +263,8 @@ func lateMessage(topo *topology.Topology, c count, rooms []HeldRoom) string {
 const notTried = "the scheduler has not tried it yet"
 
 // roomReason is why a gang with every member it needs is not placed: that
-// no domain fits it, or else the scheduler's last word on it, after a
-// preemption that took it if one did.
+// no domain fits it, or else the scheduler's last word on it; after the
+// preemption that took it, if one did since it was last admitted.
 func roomReason(g Gang, members []corev1.Pod, noDomain string) string {
 	why := notTried
 	lastAttempt := last(g.Attempts, ReasonGangAdmitted, ReasonGangRejected)
@@ -280,7 +280,10 @@ func roomReason(g Gang, members []corev1.Pod, noDomain string) string {
 			}
 		}
 	}
-	if taken := last(g.Preemptions, ReasonPreempted); taken != nil && (lastAttempt == nil || !lastAttempt.Time.After(taken.Time.Time)) {
+	// A gang taken by a preemption says so until it is admitted again:
+	// its failed attempts since follow from it.
+	admitted := last(g.Attempts, ReasonGangAdmitted)
+	if taken := last(g.Preemptions, ReasonPreempted); taken != nil && (admitted == nil || !admitted.Time.After(taken.Time.Time)) {
 		why = taken.Note + "; " + why
 	}
 	return why

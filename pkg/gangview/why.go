@@ -151,10 +151,12 @@ func Why(pod *corev1.Pod, gang *Gang, schedulerName string) Answer {
 	if member != nil && member.WaitingFor != "" && gang.Phase != QueuedInKueue {
 		a.Said = member.WaitingFor
 	}
-	a.Trouble = troubleOf(gang, member, a.Said)
+	a.Trouble = troubleOf(gang, member, gang.WaitingFor+"\n"+a.Said)
 	return a
 }
 
+// troubleOf reads the trouble from the gang's phase, the member's state
+// and what muster said of both.
 func troubleOf(gang *Gang, member *Member, said string) Trouble {
 	switch gang.Phase {
 	case QueuedInKueue:
@@ -172,13 +174,13 @@ func troubleOf(gang *Gang, member *Member, said string) Trouble {
 		return TroubleLaunchHeld
 	}
 	switch {
+	case strings.Contains(said, "preempted by"):
+		return TroublePreempted
 	case strings.Contains(said, topology.NoDomainMarker):
 		return TroubleNoDomain
 	case strings.Contains(said, "devices of class") || strings.Contains(said, "cannot allocate all claims"):
 		return TroubleDevices
-	case strings.Contains(said, "preempted by"):
-		return TroublePreempted
-	case said == notTried || said == "":
+	case strings.Contains(said, notTried) || strings.TrimSpace(said) == "":
 		return TroubleNotTried
 	}
 	return TroubleNoRoom

@@ -31,6 +31,9 @@ import (
 // Annotations that script a pod's life on a simulated node. Both take a Go
 // duration such as "30s".
 const (
+	// SimStartAfterAnnotation delays the start of a pod's containers
+	// after it is bound: it stays Pending, bound, until then.
+	SimStartAfterAnnotation = "muster.dev/sim-start-after"
 	// SimReadyAfterAnnotation delays the pod's Ready condition after it
 	// starts running.
 	SimReadyAfterAnnotation = "muster.dev/sim-ready-after"
