@@ -5,11 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/kubernetes/pkg/features"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/pkg/webhooks"
@@ -219,5 +222,66 @@ func TestPodUpdatesSeeEveryPlaceChange(t *testing.T) {
 		if !strings.Contains(expression, want) {
 			t.Errorf("place-changes does not compare %s…; it is:\n%s", want, expression)
 		}
+	}
+}
+
+// TestEveryPodMonitorScrapesAPortOfItsProgram: each PodMonitor of
+// manifests/monitoring selects the pods of one of muster's Deployments and
+// scrapes a port those pods name.
+func TestEveryPodMonitorScrapesAPortOfItsProgram(t *testing.T) {
+	ports := map[string][]string{}
+	for _, path := range []string{"scheduler/deployment.yaml", "controller/deployment.yaml"} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objects, err := Objects(data)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for _, obj := range objects {
+			if d, ok := obj.(*appsv1.Deployment); ok {
+				name := d.Spec.Template.Labels["app.kubernetes.io/name"]
+				for _, c := range d.Spec.Template.Spec.Containers {
+					for _, p := range c.Ports {
+						ports[name] = append(ports[name], p.Name)
+					}
+				}
+			}
+		}
+	}
+	data, err := os.ReadFile("monitoring/podmonitors.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var monitors int
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var monitor struct {
+			Kind     string
+			Metadata struct{ Name string }
+			Spec     struct {
+				Selector            struct{ MatchLabels map[string]string }
+				PodMetricsEndpoints []struct{ Port string }
+			}
+		}
+		if err := yaml.Unmarshal([]byte(doc), &monitor); err != nil {
+			t.Fatal(err)
+		}
+		if monitor.Kind != "PodMonitor" {
+			continue
+		}
+		monitors++
+		program := monitor.Spec.Selector.MatchLabels["app.kubernetes.io/name"]
+		if ports[program] == nil {
+			t.Errorf("PodMonitor %s selects %q, none of muster's Deployments", monitor.Metadata.Name, program)
+		}
+		for _, endpoint := range monitor.Spec.PodMetricsEndpoints {
+			if !slices.Contains(ports[program], endpoint.Port) {
+				t.Errorf("PodMonitor %s scrapes port %q; %s's pods name %v", monitor.Metadata.Name, endpoint.Port, program, ports[program])
+			}
+		}
+	}
+	if monitors != 2 {
+		t.Errorf("manifests/monitoring has %d PodMonitors, want one per program", monitors)
 	}
 }

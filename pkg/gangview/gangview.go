@@ -170,7 +170,8 @@ func View(o Objects) Gang {
 	g := Gang{Namespace: o.Key.Namespace, Name: o.Key.Name, Source: sourceOf(o.PodGroup)}
 	members := membersOf(o)
 	events := sortedEvents(o.Events)
-	held := heldMembers(members, events)
+	p := ReadPublished(o.PodGroup)
+	held := heldMembers(members, events, o.PodGroup, p)
 	heldRoles := map[string]bool{}
 	for i := range members {
 		m := memberView(&members[i], held, o.Now)
@@ -203,7 +204,6 @@ func View(o Objects) Gang {
 	g.LaunchStage = launchStage(topo, c, heldRoles)
 	g.Domain = domainOf(topo, members, o.Nodes)
 	g.Claims = claimsOf(members, o.Claims)
-	p := ReadPublished(o.PodGroup)
 	g.HeldRooms = p.HeldRooms
 	if g.Domain == "" {
 		g.Domain = p.Domain
@@ -317,9 +317,11 @@ func eventTime(e *eventsv1.Event) metav1.Time {
 	return e.CreationTimestamp
 }
 
-// heldMembers are the unbound members whose last launch event says they
-// are held for their predecessors, with the event's note.
-func heldMembers(members []corev1.Pod, events []eventsv1.Event) map[string]string {
+// heldMembers are the unbound members held for their predecessors, with
+// the note of their last launch event: those muster-scheduler publishes
+// as held, or, on a PodGroup with no record, those whose last launch
+// event says so.
+func heldMembers(members []corev1.Pod, events []eventsv1.Event, pg *v1alpha1.PodGroup, p Published) map[string]string {
 	unbound := map[string]bool{}
 	for i := range members {
 		if members[i].Spec.NodeName == "" && topology.IsActiveMember(&members[i]) {
@@ -327,6 +329,7 @@ func heldMembers(members []corev1.Pod, events []eventsv1.Event) map[string]strin
 		}
 	}
 	held := map[string]string{}
+	notes := map[string]string{}
 	for i := range events {
 		e := &events[i]
 		if e.Regarding.Kind != "Pod" || !unbound[e.Regarding.Name] {
@@ -334,9 +337,25 @@ func heldMembers(members []corev1.Pod, events []eventsv1.Event) map[string]strin
 		}
 		switch e.Reason {
 		case ReasonLaunchHeld:
-			held[e.Regarding.Name] = e.Note
+			held[e.Regarding.Name], notes[e.Regarding.Name] = e.Note, e.Note
 		case ReasonLaunchReleased, ReasonLaunchHoldTimedOut:
 			delete(held, e.Regarding.Name)
+		}
+	}
+	if pg == nil {
+		return held
+	}
+	if _, recorded := pg.Annotations[PublishedAnnotation]; !recorded {
+		return held
+	}
+	held = map[string]string{}
+	for _, name := range p.Held {
+		if !unbound[name] {
+			continue
+		}
+		held[name] = notes[name]
+		if held[name] == "" {
+			held[name] = "held until its predecessors reach start-after"
 		}
 	}
 	return held

@@ -3,6 +3,7 @@ package gangview
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ var (
 
 func podGroup(minMember int32, annotations map[string]string) *v1alpha1.PodGroup {
 	return &v1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: "pg", Annotations: annotations, CreationTimestamp: metav1.NewTime(now.Add(-time.Minute))},
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, UID: "pg", Annotations: maps.Clone(annotations), CreationTimestamp: metav1.NewTime(now.Add(-time.Minute))},
 		Spec:       v1alpha1.PodGroupSpec{MinMember: minMember},
 	}
 }
@@ -90,7 +91,20 @@ func workload(admitted bool, message string) *unstructured.Unstructured {
 	}}
 }
 
+func published(pg *v1alpha1.PodGroup, record string) *v1alpha1.PodGroup {
+	pg.Annotations[PublishedAnnotation] = record
+	return pg
+}
+
+func gatedByKueue(pod corev1.Pod) corev1.Pod {
+	pod.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: topology.KueueAdmissionGate}}
+	return pod
+}
+
 func withQuorum(pg *v1alpha1.PodGroup) *v1alpha1.PodGroup {
+	if pg.Annotations == nil {
+		pg.Annotations = map[string]string{}
+	}
 	pg.Annotations[topology.QuorumReachedAnnotation] = now.Format(time.RFC3339)
 	return pg
 }
@@ -171,6 +185,26 @@ func TestViewPhase(t *testing.T) {
 			launch:     "worker 1/2 Ready, launcher held",
 		},
 		{
+			name:       "a launcher the scheduler publishes as held is launching, with no event",
+			objects:    Objects{PodGroup: published(podGroup(3, mpi), `{"held":["g-launcher-0"]}`), Pods: []corev1.Pod{member("g-launcher-0", "launcher", "pending"), member("g-worker-0", "worker", "running"), member("g-worker-1", "worker", "running")}},
+			phase:      Launching,
+			waitingFor: "g-launcher-0 held until its predecessors reach start-after",
+			launch:     "worker 0/2 Ready, launcher held",
+		},
+		{
+			name: "a record that holds no one outweighs a stale hold event",
+			objects: Objects{PodGroup: published(podGroup(3, mpi), `{"lastAttempt":{"time":"2026-12-06T11:59:00Z","admitted":false}}`), Pods: []corev1.Pod{member("g-launcher-0", "launcher", "unschedulable"), member("g-worker-0", "worker", "unschedulable"), member("g-worker-1", "worker", "unschedulable")},
+				Events: []eventsv1.Event{event("Pod", "g-launcher-0", ReasonLaunchHeld, "held until worker is Ready (1/2)", time.Minute)}},
+			phase:  WaitingForRoom,
+			launch: "worker 0/2 Ready, launcher waiting",
+		},
+		{
+			name:       "pods Kueue gates are queued in Kueue",
+			objects:    Objects{PodGroup: podGroup(2, nil), Pods: []corev1.Pod{gatedByKueue(member("g-0", "", "pending")), gatedByKueue(member("g-1", "", "pending"))}},
+			phase:      QueuedInKueue,
+			waitingFor: "Kueue has not admitted the pods",
+		},
+		{
 			name: "a released launcher is no longer held",
 			objects: Objects{PodGroup: podGroup(3, mpi), Pods: []corev1.Pod{member("g-launcher-0", "launcher", "running"), member("g-worker-0", "worker", "ready"), member("g-worker-1", "worker", "ready")},
 				Events: []eventsv1.Event{
@@ -209,9 +243,13 @@ func TestViewPhase(t *testing.T) {
 			phase:   Running,
 		},
 		{
-			name:    "another scheduler's pod is no member",
-			objects: Objects{PodGroup: podGroup(2, nil), Pods: []corev1.Pod{member("g-0", "", "running"), member("g-1", "", "running"), func() corev1.Pod { p := member("g-2", "", "failed"); p.Spec.SchedulerName = "default-scheduler"; return p }()}},
-			phase:   Running,
+			name: "another scheduler's pod is no member",
+			objects: Objects{PodGroup: podGroup(2, nil), Pods: []corev1.Pod{member("g-0", "", "running"), member("g-1", "", "running"), func() corev1.Pod {
+				p := member("g-2", "", "failed")
+				p.Spec.SchedulerName = "default-scheduler"
+				return p
+			}()}},
+			phase: Running,
 		},
 	}
 	for _, tt := range tests {

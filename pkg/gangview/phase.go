@@ -26,6 +26,9 @@ const PublishedAnnotation = "scheduling.muster.dev/state"
 // Published is what PublishedAnnotation holds.
 type Published struct {
 	HeldRooms []HeldRoom `json:"heldRooms,omitempty"`
+	// Held names the members held at Permit until their predecessors
+	// reach start-after.
+	Held []string `json:"held,omitempty"`
 	// Domain is the topology domain of the gang's attempt, as
 	// label=value.
 	Domain string `json:"domain,omitempty"`
@@ -187,6 +190,8 @@ func phaseOf(o Objects, topo *topology.Topology, topoErr string, c count, member
 			why = "not admitted yet"
 		}
 		return QueuedInKueue, fmt.Sprintf("Kueue, queue %s: %s", g.Workload.Queue, why)
+	case g.Workload == nil && kueueGated(members):
+		return QueuedInKueue, "Kueue has not admitted the pods: they carry its scheduling gate " + topology.KueueAdmissionGate
 	case topoErr != "":
 		return WaitingForMembers, topoErr
 	}
@@ -239,6 +244,22 @@ func phaseOf(o Objects, topo *topology.Topology, topoErr string, c count, member
 		return PartlyBound, fmt.Sprintf("%d of %d bound; %s", bound, minMember, why)
 	}
 	return WaitingForRoom, why
+}
+
+// kueueGated reports whether an active member carries Kueue's admission
+// gate: Kueue has not admitted its pod group.
+func kueueGated(members []corev1.Pod) bool {
+	for i := range members {
+		if !topology.IsActiveMember(&members[i]) {
+			continue
+		}
+		for _, gate := range members[i].Spec.SchedulingGates {
+			if gate.Name == topology.KueueAdmissionGate {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // lateMessage says which late members the gang waits for their owner to

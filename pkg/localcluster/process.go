@@ -30,6 +30,9 @@ type Process struct {
 	// Health is a URL that answers 200 once the program serves; empty when
 	// the program has none.
 	Health string `json:"health,omitempty"`
+	// Metrics is the URL of the program's /metrics when it is not served
+	// beside Health; empty when it is, or when the program has none.
+	Metrics string `json:"metrics,omitempty"`
 
 	// exited is closed once a child of this process has been reaped; nil
 	// when the program was started by another muster-local invocation.

@@ -597,6 +597,7 @@ func (s *starter) startController(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		p.Metrics = "http://127.0.0.1:" + strconv.Itoa(ports.metrics) + "/metrics"
 		if err := s.waitHealthy(ctx, p); err != nil {
 			return err
 		}

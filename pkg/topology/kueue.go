@@ -54,6 +54,10 @@ const (
 // assignment is written into the pod's node selector.
 const KueueTopologyGate = "kueue.x-k8s.io/topology"
 
+// KueueAdmissionGate is the scheduling gate Kueue keeps on the pods of
+// its pod integration until it admits their Workload.
+const KueueAdmissionGate = "kueue.x-k8s.io/admission"
+
 // KueuePlaces reports whether Kueue's Topology Aware Scheduling places the
 // pod: it chose the pod's nodes when it admitted its workload, and writes
 // them into the pod's node selector before letting it be scheduled. Such a

@@ -57,8 +57,16 @@ type PodDefaulter struct {
 var _ admission.CustomDefaulter = &PodDefaulter{}
 
 // Default gives a member its environment, or refuses it with the field to
-// fix.
+// fix. A failure that is no refusal is counted.
 func (d *PodDefaulter) Default(ctx context.Context, obj runtime.Object) error {
+	err := d.defaultPod(ctx, obj)
+	if err != nil && !apierrors.IsInvalid(err) {
+		injectionFailures.Inc()
+	}
+	return err
+}
+
+func (d *PodDefaulter) defaultPod(ctx context.Context, obj runtime.Object) error {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return fmt.Errorf("expected a Pod, got %T", obj)
@@ -455,6 +463,7 @@ func labelPath(label string) *field.Path {
 
 // invalidPod is the refusal of a pod, with every problem naming its field.
 func invalidPod(pod *corev1.Pod, errs field.ErrorList) error {
+	countRefusal("Pod", errs)
 	name := pod.Name
 	if name == "" {
 		name = pod.GenerateName

@@ -95,6 +95,7 @@ func invalidPodGroup(pg *v1alpha1.PodGroup, errs field.ErrorList) error {
 	if len(errs) == 0 {
 		return nil
 	}
+	countRefusal("PodGroup", errs)
 	return apierrors.NewInvalid(v1alpha1.SchemeGroupVersion.WithKind("PodGroup").GroupKind(), pg.Name, errs)
 }
 

@@ -89,6 +89,7 @@ func invalidUpstreamPodGroup(pg *schedulingv1beta1.PodGroup, errs field.ErrorLis
 	if len(errs) == 0 {
 		return nil
 	}
+	countRefusal("PodGroup", errs)
 	return apierrors.NewInvalid(schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup").GroupKind(), pg.Name, errs)
 }
 

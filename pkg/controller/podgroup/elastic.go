@@ -72,6 +72,9 @@ var elasticDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 func init() {
 	metrics.Registry.MustRegister(elasticDecisions)
+	for _, decision := range []string{"grown", "shrunk"} {
+		elasticDecisions.WithLabelValues(decision)
+	}
 }
 
 // ElasticScaler shares room among elastic groups by Paddle EDL's

@@ -50,6 +50,8 @@ type StatusReconciler struct {
 	// outsiders is the last set of other schedulers' pods told of, by
 	// group: each set is told once.
 	outsiders failureReports
+	// phases keeps the gauge of gangs by phase.
+	phases phases
 }
 
 // SetupIndexes registers the cache indexes the reconcilers read through;
@@ -83,6 +85,18 @@ func (r *StatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return r.Groups.watchUpstream(b).Complete(r)
 }
 
+// countPhase keeps the group in the gauge of gangs by phase, as kubectl
+// muster reads it from the PodGroup and its members; a group with neither
+// is forgotten.
+func (r *StatusReconciler) countPhase(key types.NamespacedName, pg *v1alpha1.PodGroup, members []corev1.Pod) {
+	if pg == nil && len(members) == 0 {
+		r.phases.set(key, "")
+		return
+	}
+	view := gangview.View(gangview.Objects{Key: key, PodGroup: pg, Pods: members, Now: r.Clock.Now()})
+	r.phases.set(key, view.Phase)
+}
+
 func groupOfPod(_ context.Context, obj client.Object) []reconcile.Request {
 	if key, ok := topology.GroupOf(obj.(*corev1.Pod)); ok {
 		return []reconcile.Request{{NamespacedName: key}}
@@ -103,6 +117,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, err
 	}
 	members, stale := r.tellStale(ctx, named, pg)
+	r.countPhase(req.NamespacedName, pg, members)
 	c := countMembers(members)
 	// scheduling.k8s.io's PodGroup has no phase or counts: its status is
 	// muster-scheduler's PodGroupInitiallyScheduled condition.

@@ -356,6 +356,7 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 		fitsNowhere += " (" + why + ")"
 	}
 	if short := g.devicesShort(ctx, key); short != "" {
+		group.ReportDeviceShortfall(group.ShortOnNodes)
 		fitsNowhere += ": " + short
 	}
 	reason := fitsNowhere + ", and no lower-priority victims would make room for all the members the gang lacks"
@@ -499,7 +500,7 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 	// A gang whose bound members alone make its quorum was admitted
 	// before, perhaps by a scheduler that has since restarted.
 	if first && g.groups.BoundCount(key) < pg.Spec.MinMember {
-		reportAdmitted(latency)
+		reportAdmitted(latency, g.clock.Since(pg.CreationTimestamp.Time))
 		if at := g.attempts.TakePreempted(key); !at.IsZero() {
 			reportAdmittedAfterPreemption(g.clock.Since(at))
 		}

@@ -24,6 +24,13 @@ var (
 		Help:           "Gang scheduling attempts by result: admitted, rejected, or evicted (a partly bound gang that could not complete).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
+	creationToAdmission = metrics.NewHistogram(&metrics.HistogramOpts{
+		Subsystem:      subsystem,
+		Name:           "gang_creation_to_admission_seconds",
+		Help:           "Time from a gang's PodGroup being created to the gang's first admission at Permit.",
+		Buckets:        metrics.ExponentialBuckets(0.01, 2, 20),
+		StabilityLevel: metrics.ALPHA,
+	})
 	preemptionToAdmission = metrics.NewHistogram(&metrics.HistogramOpts{
 		Subsystem:      subsystem,
 		Name:           "gang_preemption_to_admission_seconds",
@@ -40,9 +47,10 @@ const (
 	resultEvicted  = "evicted"
 )
 
-func reportAdmitted(latency time.Duration) {
+func reportAdmitted(latency, sinceCreation time.Duration) {
 	attemptsTotal.WithLabelValues(resultAdmitted).Inc()
 	admissionDuration.Observe(latency.Seconds())
+	creationToAdmission.Observe(sinceCreation.Seconds())
 }
 
 func reportRejected() { attemptsTotal.WithLabelValues(resultRejected).Inc() }
@@ -58,6 +66,9 @@ func reportAdmittedAfterPreemption(d time.Duration) { preemptionToAdmission.Obse
 // The scheduler serves legacyregistry on its /metrics endpoint.
 func register() {
 	registerMetrics.Do(func() {
-		legacyregistry.MustRegister(admissionDuration, attemptsTotal, preemptionToAdmission)
+		legacyregistry.MustRegister(admissionDuration, attemptsTotal, creationToAdmission, preemptionToAdmission)
+		for _, result := range []string{resultAdmitted, resultRejected, resultEvicted} {
+			attemptsTotal.WithLabelValues(result)
+		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -37,19 +38,52 @@ var (
 		Help:           "What preemption for gangs took: victim units (a whole gang, a member above an elastic min, a pod of no group) and their pods.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"kind"})
+	victimUnitsTaken = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      "muster",
+		Name:           "gang_preemption_victim_units_total",
+		Help:           "Victim units preemption for gangs took, by what was taken: a whole gang, members above an elastic group's min, or a pod of no group.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"taken"})
 	registerMetrics sync.Once
 )
 
 // The scheduler serves legacyregistry on its /metrics endpoint.
 func register() {
-	registerMetrics.Do(func() { legacyregistry.MustRegister(preemptionsTotal, preemptionVictimsTotal) })
+	registerMetrics.Do(func() {
+		legacyregistry.MustRegister(preemptionsTotal, preemptionVictimsTotal, victimUnitsTaken)
+		// Each is a series from the start, so that a query reads 0, not
+		// nothing, before the first preemption.
+		for _, label := range []string{"units", "pods"} {
+			preemptionVictimsTotal.WithLabelValues(label)
+		}
+		for _, taken := range []string{takenWholeGang, takenElasticMembers, takenPod} {
+			victimUnitsTaken.WithLabelValues(taken)
+		}
+	})
 }
 
+// What a victim unit is.
+const (
+	takenWholeGang      = "whole_gang"
+	takenElasticMembers = "elastic_members"
+	takenPod            = "pod"
+)
+
 // reportPreemption counts one preemption for a gang and what it took.
-func reportPreemption(units, pods int) {
+func reportPreemption(taken []*unit, pods int) {
 	preemptionsTotal.Inc()
-	preemptionVictimsTotal.WithLabelValues("units").Add(float64(units))
+	preemptionVictimsTotal.WithLabelValues("units").Add(float64(len(taken)))
 	preemptionVictimsTotal.WithLabelValues("pods").Add(float64(pods))
+	for _, u := range taken {
+		switch {
+		case u.shrink:
+			victimUnitsTaken.WithLabelValues(takenElasticMembers).Inc()
+		case u.keyType == fwk.PodKeyType:
+			victimUnitsTaken.WithLabelValues(takenPod).Inc()
+		default:
+			victimUnitsTaken.WithLabelValues(takenWholeGang).Inc()
+		}
+	}
 }
 
 func podPriority(pod *corev1.Pod) int32 { return corev1helpers.PodPriority(pod) }

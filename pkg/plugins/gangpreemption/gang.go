@@ -557,7 +557,7 @@ func (pl *GangPreemption) actuate(logger klog.Logger, pg *v1alpha1.PodGroup, pod
 	// calls at once would flood the API server and its watchers.
 	go pl.sendVictims(klog.NewContext(context.Background(), logger), pg, preemptor, victims)
 	unitNames := names(search.taken)
-	reportPreemption(len(search.taken), len(victims))
+	reportPreemption(search.taken, len(victims))
 	logger.V(2).Info("Preempting for a gang", "podGroup", klog.KObj(pg), "priority", preemptor.priority, "victims", unitNames)
 	pl.recordEvent(pg, corev1.EventTypeNormal, ReasonPreempting, "Preempt",
 		fmt.Sprintf("took %s (priority below %d) so that its %d missing members fit at once", victimList(unitNames), preemptor.priority, len(search.placed)))

@@ -9,6 +9,7 @@ package launchorder
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -60,7 +61,21 @@ func New(ctx context.Context, _ runtime.Object, handle fwk.Handle, groups *group
 	logger := klog.FromContext(ctx).WithValues("plugin", Name)
 	groups.OnPodGroupChange(l.podGroupHandler(logger))
 	groups.OnPodChange(l.podChanged(logger))
+	groups.ReadHeldFrom(l.heldNames)
 	return l, nil
+}
+
+// heldNames are the names of the group's members held at Permit, sorted:
+// what the scheduler publishes of its launch holds.
+func (l *LaunchOrder) heldNames(key types.NamespacedName) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	names := make([]string, 0, len(l.held[key]))
+	for _, h := range l.held[key] {
+		names = append(names, h.pod.Name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 func newLaunchOrder(handle fwk.Handle, groups *group.Model, clk clock.PassiveClock) *LaunchOrder {
@@ -145,6 +160,7 @@ func (l *LaunchOrder) Permit(ctx context.Context, state fwk.CycleState, pod *cor
 
 // addHold records a successor held at Permit.
 func (l *LaunchOrder) addHold(key types.NamespacedName, pod *corev1.Pod) {
+	defer l.groups.Publish(key)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.held[key] == nil {
@@ -166,6 +182,7 @@ func (l *LaunchOrder) dropHold(key types.NamespacedName, uid types.UID) (hold, b
 		return hold{}, false
 	}
 	reportHeld(-1)
+	defer l.groups.Publish(key)
 	delete(l.held[key], uid)
 	if len(l.held[key]) == 0 {
 		delete(l.held, key)

@@ -143,6 +143,7 @@ func (p *Placement) PreFilter(ctx context.Context, state fwk.CycleState, pod *co
 	if !chosen {
 		d = p.choose(ctx, pod, pg, topo, c, nodes)
 		attempts.ChooseDomain(key, d)
+		group.ReportDomainChoice(d)
 		klog.FromContext(ctx).V(2).Info("Chose a topology domain", "podGroup", key, "required", c.required, "preferred", c.preferred,
 			"domain", d.String(), "unplaceable", d.Unplaceable)
 	}
@@ -329,6 +330,7 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 	message := topology.NoDomainMessage(key, c.required, len(members), found.closest.String(), found.most)
 	if i := slices.IndexFunc(domains, func(d domain) bool { return d.id.String() == found.closest.String() }); i >= 0 {
 		if short := dev.shortfall(ctx, members, domains[i]); short != "" {
+			group.ReportDeviceShortfall(group.ShortInDomain)
 			message += ": " + short
 		}
 	}

@@ -475,20 +475,42 @@ func CheckIntruderKeptOut(t *testing.T, namespace string) {
 func SchedulerMetrics(t *testing.T) map[string]float64 {
 	t.Helper()
 	endpoint := cluster.Endpoint("muster-scheduler")
-	req, err := http.NewRequest(http.MethodGet, endpoint+"/metrics", nil)
+	return scrape(t, endpoint+"/metrics", Config.BearerToken)
+}
+
+// ControllerMetrics scrapes muster-controller's /metrics, served by
+// controller-runtime over plain HTTP: each series by its name and labels.
+func ControllerMetrics(t *testing.T) map[string]float64 {
+	t.Helper()
+	for _, p := range cluster.Processes {
+		if p.Name == localcluster.ControllerReplica(0) {
+			return scrape(t, p.Metrics, "")
+		}
+	}
+	t.Fatal("the cluster runs no muster-controller")
+	return nil
+}
+
+// scrape reads the series a /metrics endpoint serves, as the bearer when
+// one is given.
+func scrape(t *testing.T, url, bearer string) map[string]float64 {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatalf("building the /metrics request: %v", err)
 	}
-	req.Header.Set("Authorization", "Bearer "+Config.BearerToken)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
 	// The scheduler serves a self-signed certificate on loopback.
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback
 	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatalf("scraping %s/metrics: %v", endpoint, err)
+		t.Fatalf("scraping %s: %v", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("scraping %s/metrics: %s", endpoint, resp.Status)
+		t.Fatalf("scraping %s: %s", url, resp.Status)
 	}
 	samples := map[string]float64{}
 	scanner := bufio.NewScanner(resp.Body)

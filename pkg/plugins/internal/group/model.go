@@ -105,6 +105,9 @@ type Model struct {
 	// its PodGroup; nil in unit tests that build the model without a
 	// scheduler.
 	publisher *publisher
+	// held reads the members held at Permit for their predecessors, for
+	// the published record; nil until LaunchOrder is built.
+	held func(types.NamespacedName) []string
 	// activator is the scheduling queue: a group's pending members are
 	// moved back to it when their PodGroup appears or changes. nil in
 	// unit tests that build the model without a scheduler.
@@ -811,22 +814,40 @@ func (m *Model) observePod(key types.NamespacedName, pod *corev1.Pod) {
 	pg := m.PodGroup(key)
 	notAMember := m.NotAMember(pod, pg) != ""
 	var noted bool
+	var partly time.Duration
+	now := time.Now()
 	m.states.update(key, func(st *State) {
 		if notAMember {
 			st.remove(pod.UID)
-			return
+		} else {
+			st.put(pod)
+			noted = st.noteQuorum(pg)
 		}
-		st.put(pod)
-		noted = st.noteQuorum(pg)
+		partly = st.notePartly(pg, now)
 	})
+	if partly > 0 {
+		partlyBound.Observe(partly.Seconds())
+	}
+	// A restarted scheduler notes again a quorum its PodGroup records.
+	if noted && !topology.ReachedQuorum(pg) {
+		creationToBound.Observe(now.Sub(pg.CreationTimestamp.Time).Seconds())
+	}
 	if noted {
-		m.recordQuorumReached(pg, time.Now())
+		m.recordQuorumReached(pg, now)
 	}
 }
 
 func (m *Model) forgetPod(key types.NamespacedName, pod *corev1.Pod) {
+	pg := m.PodGroup(key)
+	var partly time.Duration
+	defer func() {
+		if partly > 0 {
+			partlyBound.Observe(partly.Seconds())
+		}
+	}()
 	m.states.update(key, func(st *State) {
 		st.remove(pod.UID)
+		partly = st.notePartly(pg, time.Now())
 		st.attempt.reserved.Delete(pod.UID)
 		// A group with no member left starts its next attempt afresh.
 		if st.census.Active() == 0 {

@@ -56,6 +56,14 @@ func newPublisher(m *Model, kube kubernetes.Interface, podGroups schedulingclien
 	}
 }
 
+// ReadHeldFrom names where the record reads the members held at Permit
+// for their predecessors: LaunchOrder, which owns the holds.
+func (m *Model) ReadHeldFrom(held func(types.NamespacedName) []string) { m.held = held }
+
+// Publish queues the group's record to be written: a plugin whose state
+// the record shows calls it when that changes.
+func (m *Model) Publish(key types.NamespacedName) { m.publish(key) }
+
 // publish queues the group's record to be written.
 func (m *Model) publish(key types.NamespacedName) {
 	if m.publisher != nil {
@@ -92,7 +100,7 @@ func (p *publisher) write(ctx context.Context, key types.NamespacedName) error {
 	}
 	record := p.model.Published(key)
 	var value *string
-	if record.HeldRooms != nil || record.Domain != "" || record.NoDomain != "" || record.LastAttempt != nil {
+	if record.HeldRooms != nil || record.Held != nil || record.Domain != "" || record.NoDomain != "" || record.LastAttempt != nil {
 		encoded, err := json.Marshal(record)
 		if err != nil {
 			return fmt.Errorf("encoding the record: %w", err)
@@ -135,6 +143,11 @@ func (m *Model) Published(key types.NamespacedName) gangview.Published {
 	var p gangview.Published
 	for _, r := range m.rooms.Of(key) {
 		p.HeldRooms = append(p.HeldRooms, gangview.HeldRoom{Role: r.Role, Node: r.Node, Expires: metav1.NewTime(r.Expires)})
+	}
+	if m.held != nil {
+		if held := m.held(key); len(held) > 0 {
+			p.Held = held
+		}
 	}
 	var domain *Domain
 	m.states.read(key, func(st *State) {

@@ -30,6 +30,8 @@ type Room struct {
 	// Expires is when the room is released if its member has not come;
 	// zero until HeldRooms arms the release.
 	Expires time.Time
+	// HeldSince is when the room was first held.
+	HeldSince time.Time
 }
 
 // Rooms holds the rooms of every gang. The Filter of every pod reads it,
@@ -77,10 +79,14 @@ func (l *Rooms) ToCheck() []types.NamespacedName {
 
 // Add holds a room.
 func (l *Rooms) Add(r *Room) {
+	if r.HeldSince.IsZero() {
+		r.HeldSince = time.Now()
+	}
 	l.mu.Lock()
 	l.byNode[r.Node] = append(l.byNode[r.Node], r)
 	l.byGroup[r.Group] = append(l.byGroup[r.Group], r)
 	l.mu.Unlock()
+	heldRooms.Inc()
 	l.tell(r.Group)
 }
 
@@ -167,6 +173,7 @@ func (l *Rooms) Take(key types.NamespacedName, role string) *Room {
 	r := l.byGroup[key][i]
 	l.removeUnlocked(r)
 	l.mu.Unlock()
+	ended(r, "taken")
 	l.tell(key)
 	return r
 }
@@ -179,10 +186,20 @@ func (l *Rooms) Release(key types.NamespacedName) int {
 		l.removeUnlocked(r)
 	}
 	l.mu.Unlock()
+	for _, r := range rooms {
+		ended(r, "released")
+	}
 	if len(rooms) > 0 {
 		l.tell(key)
 	}
 	return len(rooms)
+}
+
+// ended counts a room no longer held, and how long it was, by how it
+// ended.
+func ended(r *Room, end string) {
+	heldRooms.Dec()
+	heldRoomAge.WithLabelValues(end).Observe(time.Since(r.HeldSince).Seconds())
 }
 
 func (l *Rooms) removeUnlocked(r *Room) {

@@ -170,7 +170,10 @@ type State struct {
 	// quorumHad is the UID of the PodGroup once minMember of its members
 	// were bound at once: the gang is admitted for good.
 	quorumHad types.UID
-	attempt   attempt
+	// partlySince is when the gang, short of its quorum, last came to have
+	// a member bound; zero while it has none bound or has had its quorum.
+	partlySince time.Time
+	attempt     attempt
 }
 
 func newState() *State {
@@ -210,6 +213,24 @@ func (s *State) noteQuorum(pg *v1alpha1.PodGroup) bool {
 	first := s.quorumHad != pg.UID
 	s.quorumHad = pg.UID
 	return first
+}
+
+// notePartly keeps the time the gang spends partly bound, and returns
+// how long a stretch that ends now lasted, or 0.
+func (s *State) notePartly(pg *v1alpha1.PodGroup, now time.Time) time.Duration {
+	bound := s.census.Bound()
+	had := pg != nil && s.quorumHad == pg.UID
+	switch {
+	case s.partlySince.IsZero():
+		if bound > 0 && !had {
+			s.partlySince = now
+		}
+	case had || bound == 0:
+		lasted := now.Sub(s.partlySince)
+		s.partlySince = time.Time{}
+		return lasted
+	}
+	return 0
 }
 
 // Counting says what counts toward a gang's quorum beyond its members
