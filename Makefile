@@ -44,6 +44,16 @@ build: ## Build muster-scheduler, muster-controller, muster-local and kubectl-mu
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/muster-local ./cmd/muster-local
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-muster ./cmd/kubectl-muster
 
+.PHONY: krew-archives
+krew-archives: ## Build the kubectl-muster archives .krew.yaml names, for linux and darwin, amd64 and arm64, into _output/krew/.
+	@mkdir -p _output/krew
+	@for platform in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64; do \
+		os=$${platform%/*}; arch=$${platform#*/}; dir=$$(mktemp -d); \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "$(LDFLAGS)" -o $$dir/kubectl-muster ./cmd/kubectl-muster; \
+		tar -C $$dir -czf _output/krew/kubectl-muster_$(VERSION)_$${os}_$${arch}.tar.gz .; rm -rf $$dir; \
+		echo "_output/krew/kubectl-muster_$(VERSION)_$${os}_$${arch}.tar.gz"; \
+	done
+
 # Operators the integration tests run as their users do, each pinned
 # exactly: NAME MODULE@VERSION PACKAGE CRD_FILES [WEBHOOK_FILE].
 TRAINING_OPERATOR := training-operator github.com/kubeflow/training-operator@v1.9.4 ./cmd/training-operator.v1 \

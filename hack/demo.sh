@@ -14,6 +14,8 @@ dir=$root/_output/demo
 # The real-node scene's cluster, beside the simulated one.
 real_dir=$root/_output/demo-real-nodes
 kubectl() { "$bin/kubectl" --kubeconfig "${kubeconfig:-$dir/kubeconfig}" "$@"; }
+# kubectl muster, the plugin make build writes: how a user sees gangs.
+muster() { "$bin/kubectl-muster" --kubeconfig "${kubeconfig:-$dir/kubeconfig}" "$@"; }
 say() { if [[ -t 1 ]]; then printf '\n\033[1m== %s\033[0m\n' "$*"; else printf '\n== %s\n' "$*"; fi; }
 # events NAMESPACE CONDITION lists the namespace's events, oldest first,
 # that the awk CONDITION keeps: $1 is what one is about, $2 its reason.
@@ -36,6 +38,38 @@ bound_after_ready() {
 	done
 }
 
+# watched_bound_after_ready FILE JOB fails the demo unless, in the pods a
+# watch wrote to FILE, the MPIJob's launcher was bound no earlier than
+# each of its workers became Ready.
+watched_bound_after_ready() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+path, job = sys.argv[1], sys.argv[2]
+text, decoder, at, pods = open(path).read(), json.JSONDecoder(), 0, []
+while True:
+    while at < len(text) and text[at].isspace():
+        at += 1
+    if at == len(text):
+        break
+    pod, at = decoder.raw_decode(text, at)
+    pods.append(pod)
+bound, ready = {}, {}
+for pod in pods:
+    labels = pod["metadata"].get("labels", {})
+    if labels.get("training.kubeflow.org/job-name") != job:
+        continue
+    name, role = pod["metadata"]["name"], labels.get("training.kubeflow.org/job-role")
+    for c in pod.get("status", {}).get("conditions", []):
+        if role == "launcher" and c["type"] == "PodScheduled" and c["status"] == "True":
+            bound[name] = c["lastTransitionTime"]
+        if role == "worker" and c["type"] == "Ready" and c["status"] == "True":
+            ready[name] = c["lastTransitionTime"]
+if not bound or len(ready) < 2 or min(bound.values()) < max(ready.values()):
+    sys.exit(f"job {job}: launcher bound at {bound}, workers Ready at {ready}: want the launcher bound after both workers were Ready")
+print(f"job {job}: launcher bound at {min(bound.values())}, after its workers were Ready at {sorted(ready.values())}")
+PY
+}
+
 # Clusters left by an earlier KEEP=1 run go first.
 for d in "$dir" "$real_dir"; do
 	if [[ -f $d/state.json ]]; then
@@ -49,6 +83,9 @@ say "Starting a local control plane with 4 simulated nodes, serving upstream's W
 # the cluster and its logs go (KEEP=1 keeps both).
 finish() {
 	local status=$?
+	if [[ -n ${team_a_watch:-} ]]; then
+		kill "$team_a_watch" 2>/dev/null || true
+	fi
 	if [[ $status != 0 ]]; then
 		for log in "$dir"/logs/*.log "$real_dir"/logs/*.log; do
 			[[ -f $log ]] || continue
@@ -101,14 +138,13 @@ for _ in $(seq 100); do
 	sleep 0.2
 done
 
-say "PodGroups"
-# Named in full: where the API server serves upstream's PodGroups too, as
-# here, kubectl's "podgroups" means those.
-kubectl get podgroups.scheduling.x-k8s.io --namespace muster-demo
+say "The gangs, as kubectl muster gangs shows them"
+muster gangs --namespace muster-demo
 
-say "Gang members and why they wait"
-kubectl get pods --namespace muster-demo --selector scheduling.x-k8s.io/pod-group --sort-by .metadata.name \
-	-o custom-columns='POD:.metadata.name,GROUP:.metadata.labels.scheduling\.x-k8s\.io/pod-group,NODE:.spec.nodeName,PHASE:.status.phase,WHY:.status.conditions[?(@.type=="PodScheduled")].message'
+say "Why short and huge wait: kubectl muster describe gang huge, kubectl muster why short-0"
+muster describe gang huge --namespace muster-demo
+echo
+muster why short-0 --namespace muster-demo
 
 say "What the scheduler and the controller said about the groups"
 kubectl get events.events.k8s.io --namespace muster-demo --sort-by .metadata.resourceVersion \
@@ -124,10 +160,9 @@ grep '"Reading groups from PodGroups"' "$dir/logs/muster-scheduler.log" | sed 's
 grep -h '"Serving groups from PodGroups"' "$dir"/logs/muster-controller*.log | sed 's/^.*\] //' | sort -u
 kubectl apply -f "$root/manifests/examples/upstream-gang.yaml"
 kubectl wait --namespace muster-demo --for=condition=Ready pod/upstream-launcher-0 --timeout=120s >/dev/null
-kubectl get podgroups.scheduling.k8s.io --namespace muster-demo \
-	-o custom-columns='PODGROUP:.metadata.name,GANG-MIN-COUNT:.spec.schedulingPolicy.gang.minCount,FRAMEWORK:.metadata.annotations.muster\.dev/framework'
+muster describe gang upstream --namespace muster-demo
 kubectl get pods --namespace muster-demo --selector muster.dev/role --sort-by .metadata.name \
-	-o custom-columns='POD:.metadata.name,GROUP:.spec.schedulingGroup.podGroupName,ROLE:.metadata.labels.muster\.dev/role,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
+	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.muster\.dev/role,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime'
 events muster-demo '$1 ~ /^upstream/ && $2 ~ /^Gang|^Launch/'
 bound_after_ready muster-demo upstream-launcher-0 upstream-worker-0 upstream-worker-1
 echo
@@ -188,9 +223,8 @@ for _ in $(seq 600); do
 	sleep 0.2
 done
 
-say "The MPIJob's PodGroup and pods: the gang admitted before its launcher existed"
-kubectl get podgroups.scheduling.x-k8s.io pi --namespace muster-operators \
-	-o jsonpath='minMember:    {.spec.minMember}{"\n"}late members: {.metadata.annotations.muster\.dev/late-members}{"\n"}'
+say "The MPIJob's gang and pods: admitted before its launcher existed"
+muster describe gang pi --namespace muster-operators
 kubectl get pods --namespace muster-operators --selector training.kubeflow.org/job-name=pi --sort-by .metadata.creationTimestamp \
 	-o custom-columns='POD:.metadata.name,ROLE:.metadata.labels.training\.kubeflow\.org/job-role,CREATED:.metadata.creationTimestamp,BOUND:.status.conditions[?(@.type=="PodScheduled")].lastTransitionTime,READY:.status.conditions[?(@.type=="Ready")].lastTransitionTime,NODE:.spec.nodeName'
 events muster-operators '$1 ~ /^pi/ && $2 ~ /^Topology|^Gang|^Late/'
@@ -266,6 +300,9 @@ echo
 echo "Trainer's PodGroup counted the initializer, which must finish before the"
 echo "nodes exist; muster ran it first, alone, made the three nodes the gang,"
 echo "and the TrainJob completed with Trainer's environment as Trainer wrote it."
+
+say "Every operator's gang, each read from its job: kubectl muster gangs"
+muster gangs --namespace muster-operators
 
 # running NAMESPACE GROUP... counts the groups' Running pods.
 running() {
@@ -473,6 +510,11 @@ for _ in $(seq 100); do
 	sleep 0.2
 done
 kubectl apply --namespace muster-team-b -f "$root/manifests/examples/kueue/mpijobs.yaml" >/dev/null
+# Team a's pods, as a watch sees each change: the job Kueue admits later
+# may finish, and its workers go (cleanPodPolicy: Running), before the
+# scene reads when they were Ready.
+kubectl get pods --namespace muster-team-a --watch -o json >"$dir/team-a-pods.json" &
+team_a_watch=$!
 # launcher_of NAMESPACE JOB prints the node of the job's launcher, if bound.
 launcher_of() {
 	kubectl get pods --namespace "$1" --selector "training.kubeflow.org/job-name=$2,training.kubeflow.org/job-role=launcher" -o jsonpath='{.items[*].spec.nodeName}'
@@ -520,10 +562,10 @@ for ns in muster-team-a muster-team-b; do
 	fi
 	echo "$ns: Kueue admitted job $earlier first; it finished at $finished, and job $later was admitted at $admitted"
 	if [[ $ns == muster-team-a ]]; then
-		# The job admitted later still has its workers: the earlier one's
-		# were deleted as it finished (cleanPodPolicy: Running).
-		launcher=$(kubectl get pods --namespace "$ns" --selector "training.kubeflow.org/job-name=$later,training.kubeflow.org/job-role=launcher" -o jsonpath='{.items[0].metadata.name}')
-		bound_after_ready "$ns" "$launcher" "$later-worker-0" "$later-worker-1"
+		# From the watch: the job's pods may be gone already.
+		kill "$team_a_watch"
+		wait "$team_a_watch" 2>/dev/null || true
+		watched_bound_after_ready "$dir/team-a-pods.json" "$later"
 	fi
 done
 kubectl delete namespace muster-team-a muster-team-b --wait=false >/dev/null
