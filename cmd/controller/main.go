@@ -46,6 +46,7 @@ type options struct {
 	leaderElect             bool
 	leaderElectionNamespace string
 	metricsAddress          string
+	schedulerName           string
 	healthAddress           string
 	showVersion             bool
 	clusterDomain           string
@@ -74,6 +75,7 @@ func main() {
 	flags.StringVar(&opts.metricsAddress, "metrics-bind-address", ":8080", "address of the /metrics endpoint; 0 turns it off")
 	flags.StringVar(&opts.healthAddress, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints")
 	flags.BoolVar(&opts.showVersion, "version", false, "print the version and exit")
+	flags.StringVar(&opts.schedulerName, "scheduler-name", topology.SchedulerName, "the schedulerName of muster-scheduler's profile: pods that name it are members of their groups; the webhook configurations' matchConditions must name it too")
 	flags.StringVar(&opts.clusterDomain, "cluster-domain", envinject.DefaultClusterDomain, "the cluster's DNS domain, for the DNS search path of MPI workers")
 	flags.StringVar(&opts.webhookHost, "webhook-bind-address", "", "address the webhooks listen on; empty means every address")
 	flags.IntVar(&opts.webhookPort, "webhook-port", 9443, "port the webhooks listen on")
@@ -149,7 +151,7 @@ func run(opts options) error {
 	if err := podgroup.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	groups, err := readGroups(ctx, mgr)
+	groups, err := readGroups(ctx, mgr, opts.schedulerName)
 	if err != nil {
 		return err
 	}
@@ -236,8 +238,8 @@ func run(opts options) error {
 // source of groups when the API server serves them. It asks discovery
 // once, at start: on a cluster without the API, the default, nothing
 // watches it.
-func readGroups(ctx context.Context, mgr ctrl.Manager) (*podgroup.Groups, error) {
-	groups := &podgroup.Groups{Client: mgr.GetClient()}
+func readGroups(ctx context.Context, mgr ctrl.Manager, schedulerName string) (*podgroup.Groups, error) {
+	groups := &podgroup.Groups{Client: mgr.GetClient(), SchedulerName: schedulerName}
 	discoveryClient, err := discovery.NewDiscoveryClientForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
 		return nil, fmt.Errorf("creating a discovery client: %w", err)

@@ -34,6 +34,9 @@ type Groups struct {
 	// which topology.UpstreamMemberLabel selects; nil where the cluster
 	// does not serve that API.
 	UpstreamMembers cache.Cache
+	// SchedulerName is muster-scheduler's profile, whose pods are members;
+	// empty means topology.SchedulerName.
+	SchedulerName string
 }
 
 // NewUpstreamMemberCache returns the cache of the members of
@@ -90,13 +93,20 @@ func (g *Groups) Members(ctx context.Context, pg *v1alpha1.PodGroup) ([]corev1.P
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(named, func(pod corev1.Pod) bool { return topology.NotAMember(&pod, pg, isMusters) != "" }), nil
+	return slices.DeleteFunc(named, func(pod corev1.Pod) bool { return topology.NotAMember(&pod, pg, g.Ours) != "" }), nil
 }
 
-// isMusters reports whether the pods that name the scheduler are
-// muster's: muster-controller's webhooks serve the profile
-// topology.SchedulerName.
-func isMusters(schedulerName string) bool { return schedulerName == topology.SchedulerName }
+// Scheduler is the name of muster-scheduler's profile.
+func (g *Groups) Scheduler() string {
+	if g.SchedulerName == "" {
+		return topology.SchedulerName
+	}
+	return g.SchedulerName
+}
+
+// Ours reports whether the pods that name the scheduler are muster's:
+// muster-controller's webhooks serve its profile.
+func (g *Groups) Ours(schedulerName string) bool { return schedulerName == g.Scheduler() }
 
 // named lists the pods that name the group, of both sources: a name is
 // one group in its namespace, whichever API holds it.

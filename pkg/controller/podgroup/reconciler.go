@@ -169,11 +169,11 @@ func (r *StatusReconciler) tellStale(ctx context.Context, named []corev1.Pod, pg
 	var errs []error
 	for i := range named {
 		pod := &named[i]
-		why := topology.NotAMember(pod, pg, isMusters)
+		why := topology.NotAMember(pod, pg, r.Groups.Ours)
 		switch {
 		case why == "":
 			members = append(members, *pod)
-		case isMusters(pod.Spec.SchedulerName):
+		case r.Groups.Ours(pod.Spec.SchedulerName):
 			if _, err := r.markMember(ctx, pod, why); err != nil {
 				errs = append(errs, err)
 			}
@@ -184,7 +184,7 @@ func (r *StatusReconciler) tellStale(ctx context.Context, named []corev1.Pod, pg
 	if pg != nil && len(outsiders) > 0 {
 		slices.Sort(outsiders)
 		note := fmt.Sprintf("pods %s name this group but are for another scheduler (spec.schedulerName), so they are not counted toward its minMember; a group's pods are all %s's",
-			strings.Join(outsiders, ", "), topology.SchedulerName)
+			strings.Join(outsiders, ", "), r.Groups.Scheduler())
 		if r.outsiders.isNew(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, note) {
 			r.Recorder.Event(pg, corev1.EventTypeWarning, ReasonOtherSchedulersPods, note)
 		}
