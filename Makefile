@@ -79,8 +79,9 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, k
 	@hack/build-operator.sh $(KUEUE)
 
 .PHONY: test
-test: tools build images example-images conformance-deps ## Unit, integration and conformance tests, against a real control plane.
+test: tools build images example-images conformance-deps ## Unit, integration and conformance tests, against a real control plane; the Helm chart's tests, in their own module.
 	go test -count=1 -timeout 30m ./...
+	cd charts && go test -count=1 ./...
 
 .PHONY: unit
 unit: ## Unit tests only: no control plane.
@@ -93,6 +94,7 @@ demo: tools build images example-images ## Start a local cluster, schedule examp
 .PHONY: lint
 lint: ## go vet and gofmt.
 	go vet ./...
+	cd charts && go vet ./...
 	go vet -tags bench ./test/perf ./test/perf/elastic ./test/perf/preemption ./test/perf/cost ./test/perf/fragmentation ./test/perf/kueue ./test/integration/multikueue
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n $$unformatted ]]; then echo "gofmt wants to rewrite:"; echo "$$unformatted"; exit 1; fi
