@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
@@ -40,9 +41,9 @@ func (t *table) header() {
 	fmt.Fprintln(t.w, strings.Join(cols, "\t"))
 }
 
-// row prints one gang and returns the line it printed, without colour.
+// row prints one gang and returns what a watch compares (rowString).
 func (t *table) row(g gangview.Gang, now time.Time) string {
-	line, cols := t.columns(g, now)
+	_, cols := t.columns(g, now)
 	if t.color {
 		phase := 2
 		if t.allNamespaces {
@@ -51,12 +52,15 @@ func (t *table) row(g gangview.Gang, now time.Time) string {
 		cols[phase] = paint(g.Phase, cols[phase])
 	}
 	fmt.Fprintln(t.w, strings.Join(cols, "\t"))
-	return line
+	return t.rowString(g)
 }
 
-// rowString is the line row would print for g, without colour.
-func (t *table) rowString(g gangview.Gang, now time.Time) string {
-	line, _ := t.columns(g, now)
+// rowString is the line row would print for g, without colour and with
+// no age: what a watch compares, so that a gang is printed again when it
+// changes, not as it ages.
+func (t *table) rowString(g gangview.Gang) string {
+	g.Created = metav1.Time{}
+	line, _ := t.columns(g, time.Time{})
 	return line
 }
 

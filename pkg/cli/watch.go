@@ -47,7 +47,7 @@ func (o *options) watchGangs(ctx context.Context, r *reader, ns string, t *table
 		}
 		for _, g := range s.gangs(o.schedulerName) {
 			key := types.NamespacedName{Namespace: g.Namespace, Name: g.Name}
-			line := t.rowString(g, s.now)
+			line := t.rowString(g)
 			if printed[key] == line {
 				continue
 			}

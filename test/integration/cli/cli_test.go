@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -467,3 +469,65 @@ spec:
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestWatchPrintsAGangAgainAsItChanges: `gangs -A --watch` prints the
+// table, then a row again, with no header, each time the gang changes,
+// until it is stopped: here from waiting for members to running.
+func TestWatchPrintsAGangAgainAsItChanges(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "4")
+	framework.CreatePodGroup(t, ns, "watched", 2, nil)
+	framework.CreatePods(t, member(ns, "watched", 0, "1"))
+	waitForGang(t, ns, "watched", gangview.WaitingForMembers)
+
+	cmd := exec.Command(filepath.Join(framework.BinDir(), "kubectl-muster"), "--kubeconfig", framework.Cluster().Kubeconfig, "gangs", "-A", "--watch")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		scanner := bufio.NewScanner(stdout)
+		for scanner.Scan() {
+			lines <- scanner.Text()
+		}
+	}()
+	// next returns the next line that is about the gang, or the header.
+	next := func(want string) string {
+		t.Helper()
+		timeout := time.After(framework.Timeout)
+		for {
+			select {
+			case line, ok := <-lines:
+				if !ok {
+					t.Fatalf("the watch ended before printing %q", want)
+				}
+				if strings.HasPrefix(line, "NAMESPACE") || strings.HasPrefix(line, ns+" ") && strings.Contains(line, " watched ") {
+					if strings.Contains(line, want) {
+						return line
+					}
+				}
+			case <-timeout:
+				t.Fatalf("the watch printed no line with %q within %s", want, framework.Timeout)
+			}
+		}
+	}
+	header := next("NAMESPACE")
+	if !strings.Contains(header, "WAITING-FOR") {
+		t.Errorf("header %q", header)
+	}
+	next(string(gangview.WaitingForMembers))
+	framework.CreatePods(t, member(ns, "watched", 1, "1"))
+	row := next(string(gangview.Running))
+	if !strings.Contains(row, "2/2") {
+		t.Errorf("the running row is %q, want 2/2 bound", row)
+	}
+}
