@@ -149,8 +149,8 @@ bench-preemption: tools build ## muster's gang-aware preemption against DefaultP
 	BENCH_PREEMPTION_DOC=$(CURDIR)/docs/preemption-benchmark.md go test -tags bench -run '^$$' -bench BenchmarkPreemption -benchtime 1x -timeout 30m ./test/perf/preemption
 
 .PHONY: bench-kueue
-bench-kueue: tools build ## Kueue in front of muster against Kueue in front of the default scheduler: BENCH_KUEUE_JOBS (200) Jobs of 8 to 64 pods on BENCH_KUEUE_NODES (1,000) nodes, two ClusterQueues that borrow, BENCH_KUEUE_ROUNDS (3) rounds; see docs/benchmarks-kueue.md.
-	go test -tags bench -run '^$$' -bench BenchmarkKueueAdmissionAndScheduling -benchtime 1x -timeout 3h ./test/perf/kueue
+bench-kueue: tools build ## Kueue in front of muster against Kueue in front of the default scheduler: BENCH_KUEUE_JOBS (200) Jobs of 8 to 64 pods on BENCH_KUEUE_NODES (1,000) nodes, two ClusterQueues that borrow, BENCH_KUEUE_ROUNDS (3) rounds; draws each round's p50 and p99 in docs/benchmarks-kueue-bound.svg; see docs/benchmarks-kueue.md.
+	BENCH_KUEUE_FIGURE=$(CURDIR)/docs/benchmarks-kueue-bound.svg go test -tags bench -run '^$$' -bench BenchmarkKueueAdmissionAndScheduling -benchtime 1x -timeout 3h ./test/perf/kueue
 
 .PHONY: bench-multikueue
 bench-multikueue: tools build ## MultiKueue: jobs per minute through one manager dispatching to two muster workers against one (one round); see docs/kueue.md.

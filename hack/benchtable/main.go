@@ -118,6 +118,9 @@ func run(in, out, title, command, cpuProfile, profileWorkload, findings string) 
 	fmt.Fprintf(&b, "Machine: %s.\n\n", machine())
 	b.WriteString(intro)
 	writeTargets(&b, r)
+	if err := writeFigures(&b, r, out); err != nil {
+		return err
+	}
 	if findings != "" {
 		text, err := os.ReadFile(findings)
 		if err != nil {

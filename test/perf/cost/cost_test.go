@@ -17,6 +17,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,7 @@ import (
 	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
+	"github.com/muster-dev/muster/test/perf/figures"
 )
 
 const (
@@ -138,10 +140,38 @@ func BenchmarkCost(b *testing.B) {
 
 func write(b *testing.B, rows []row, lists map[string]int) {
 	if doc := os.Getenv("BENCH_COST_DOC"); doc != "" {
-		if err := os.WriteFile(doc, []byte(render(rows, lists)), 0o644); err != nil {
+		page := render(rows, lists)
+		if len(rows) > 1 {
+			figure, err := costFigure(rows)
+			if err != nil {
+				b.Fatal(err)
+			}
+			path := strings.TrimSuffix(doc, ".md") + "-requests.svg"
+			if err := os.WriteFile(path, figure, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			page += fmt.Sprintf("\n![Requests per minute of each program against the cluster's size](%s)\n", filepath.Base(path))
+		}
+		if err := os.WriteFile(doc, []byte(page), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// costFigure draws each program's requests per minute against the
+// cluster's nodes.
+func costFigure(rows []row) ([]byte, error) {
+	xs := make([]float64, len(rows))
+	var series []figures.Series
+	for _, program := range []string{"muster-controller", "muster-scheduler"} {
+		s := figures.Series{Name: program}
+		for i, r := range rows {
+			xs[i] = float64(r.nodes)
+			s.Values = append(s.Values, []float64{r.cost[program].requestsPerMinute})
+		}
+		series = append(series, s)
+	}
+	return figures.Lines("API requests per minute at rest, against the cluster's size", "nodes", "requests per minute", xs, true, series)
 }
 
 // fastClient is an admin client that creates thousands of objects quickly.

@@ -43,6 +43,7 @@ import (
 	"github.com/muster-dev/muster/manifests"
 	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/test/integration/framework"
+	"github.com/muster-dev/muster/test/perf/figures"
 )
 
 const (
@@ -206,10 +207,41 @@ func BenchmarkFragmentation(b *testing.B) {
 	page := render(rounds, jobs, medians(results))
 	b.Log("\n" + page)
 	if doc := os.Getenv("BENCH_FRAGMENTATION_DOC"); doc != "" {
+		figure, err := waitFigure(results)
+		if err != nil {
+			b.Fatal(err)
+		}
+		path := strings.TrimSuffix(doc, ".md") + "-waits.svg"
+		if err := os.WriteFile(path, figure, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		page += fmt.Sprintf("\n## Figures\n\nEvery gang's wait, of every round, by scheduler: drawn by the same command from the same runs.\n\n![Gang waits, by scheduler](%s)\n", filepath.Base(path))
 		if err := os.WriteFile(doc, []byte(page), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// waitFigure draws the distribution of every gang's wait, of every round,
+// for each setup.
+func waitFigure(results map[string][]result) ([]byte, error) {
+	var names []string
+	series := figures.Series{Name: "gang wait"}
+	for _, s := range []string{"muster", "in-tree", "unconstrained"} {
+		runs, ok := results[s]
+		if !ok {
+			continue
+		}
+		var waits []float64
+		for _, r := range runs {
+			for _, w := range r.waits {
+				waits = append(waits, w.Seconds())
+			}
+		}
+		names = append(names, s)
+		series.Values = append(series.Values, waits)
+	}
+	return figures.Distributions("Gangs' waits, every round", "wait (s)", names, []figures.Series{series})
 }
 
 // run plays the workload on a cluster of its own, started for the setup

@@ -159,6 +159,8 @@ type result struct {
 	// how many were bound over more than one rack.
 	gangs, unplaced, spanning int
 	waitP50, waitP99          time.Duration
+	// waits is each measured gang's wait, for the page's figure.
+	waits []time.Duration
 	// waste is the gang-seconds spent waiting while some single rack had
 	// room for the gang: a placement's failure, not capacity's.
 	waste time.Duration
@@ -190,6 +192,7 @@ func (l *ledger) close(end time.Time) result {
 		}
 	}
 	r.waitP50, r.waitP99 = percentile(waits, 0.50), percentile(waits, 0.99)
+	r.waits = waits
 	if window := l.to.Sub(l.from).Seconds(); window > 0 {
 		r.utilization = l.slotSeconds / (float64(l.capacity) * window)
 	}

@@ -21,6 +21,7 @@ package kueue
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -49,6 +50,7 @@ import (
 	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
+	"github.com/muster-dev/muster/test/perf/figures"
 )
 
 const (
@@ -115,11 +117,12 @@ type result struct {
 func BenchmarkKueueAdmissionAndScheduling(b *testing.B) {
 	rounds := framework.Rounds(b, "BENCH_KUEUE_ROUNDS")
 	nodes, jobs := envInt(b, "BENCH_KUEUE_NODES", 1000), workload(envInt(b, "BENCH_KUEUE_JOBS", 200))
-	p99 := map[string][]float64{}
+	p50, p99 := map[string][]float64{}, map[string][]float64{}
 	for round := 1; round <= rounds; round++ {
 		for _, s := range setups(b) {
 			b.Run(fmt.Sprintf("%s/round-%d", s.name, round), func(b *testing.B) {
 				r := run(b, s, nodes, jobs)
+				p50[s.name] = append(p50[s.name], r.p50.Seconds())
 				p99[s.name] = append(p99[s.name], r.p99.Seconds())
 				b.ReportMetric(r.p50.Seconds(), "bound-p50-s")
 				b.ReportMetric(r.p99.Seconds(), "bound-p99-s")
@@ -130,6 +133,19 @@ func BenchmarkKueueAdmissionAndScheduling(b *testing.B) {
 	}
 	if len(p99["muster"]) == rounds && len(p99["default"]) == rounds {
 		b.Logf("p99, muster over default, median of %d rounds: %.2f", rounds, median(p99["muster"])/median(p99["default"]))
+	}
+	if path := os.Getenv("BENCH_KUEUE_FIGURE"); path != "" {
+		var series []figures.Series
+		for _, side := range []string{"muster", "default"} {
+			series = append(series, figures.Series{Name: side, Values: [][]float64{p50[side], p99[side]}})
+		}
+		figure, err := figures.Rounds("Submission to every pod bound, behind Kueue, each round", "seconds", []string{"p50", "p99"}, math.NaN(), series)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(path, figure, 0o644); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
