@@ -48,6 +48,8 @@ one derived from an operator's job or a Kueue pod group, with its pods, claims,
 Kueue workload and what muster-scheduler published of it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// kubectl runs kubectl-muster as `kubectl muster`: its help says so.
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl muster"},
 	}
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
