@@ -181,15 +181,25 @@ func (o *options) runGangs(ctx context.Context) error {
 	return o.watchGangs(ctx, r, ns, t, printed)
 }
 
-func (o *options) runDescribe(ctx context.Context, name string) error {
+// start checks the flags and returns the reader and the namespace they
+// name, for a command about one object.
+func (o *options) start() (*reader, string, error) {
 	if err := o.check(); err != nil {
-		return err
+		return nil, "", err
 	}
 	r, err := o.reader()
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	ns, err := o.namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	return r, ns, nil
+}
+
+func (o *options) runDescribe(ctx context.Context, name string) error {
+	r, ns, err := o.start()
 	if err != nil {
 		return err
 	}
@@ -211,14 +221,7 @@ func (o *options) runDescribe(ctx context.Context, name string) error {
 }
 
 func (o *options) runWhy(ctx context.Context, name string) error {
-	if err := o.check(); err != nil {
-		return err
-	}
-	r, err := o.reader()
-	if err != nil {
-		return err
-	}
-	ns, err := o.namespace()
+	r, ns, err := o.start()
 	if err != nil {
 		return err
 	}
