@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/muster-dev/muster/pkg/gangview"
 	"github.com/muster-dev/muster/pkg/localcluster"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/test/integration/framework"
@@ -97,6 +98,9 @@ type measurement struct {
 	cpu float64
 	// rssMiB is the resident memory at the window's end.
 	rssMiB float64
+	// recordWrites counts the window's writes of a PodGroup's published
+	// record (muster-scheduler's patches of PodGroups).
+	recordWrites int
 }
 
 type row struct {
@@ -134,13 +138,13 @@ func BenchmarkCost(b *testing.B) {
 		// Written after each size, so that a size the machine cannot
 		// hold leaves the figures of those before it.
 		checkElasticSteadyState(b, ns)
-		write(b, rows, listsSince(b, auditPath, start))
+		write(b, rows, listsSince(b, auditPath, start), recordWrites(b, auditPath))
 	}
 }
 
-func write(b *testing.B, rows []row, lists map[string]int) {
+func write(b *testing.B, rows []row, lists map[string]int, records int) {
 	if doc := os.Getenv("BENCH_COST_DOC"); doc != "" {
-		page := render(rows, lists)
+		page := render(rows, lists, records)
 		if len(rows) > 1 {
 			figure, err := costFigure(rows)
 			if err != nil {
@@ -467,6 +471,9 @@ func measure(b *testing.B, client kubernetes.Interface, auditPath string) row {
 			if e.program() == name {
 				m.byVerb[e.Verb]++
 				total++
+				if e.writesPublishedRecord() {
+					m.recordWrites++
+				}
 			}
 		}
 		m.requestsPerMinute = float64(total) / to.Sub(from).Minutes()
@@ -528,9 +535,17 @@ type auditEvent struct {
 		Username string `json:"username"`
 	} `json:"user"`
 	ObjectRef struct {
-		Resource string `json:"resource"`
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
 	} `json:"objectRef"`
 	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
+}
+
+// writesPublishedRecord says whether the request is muster-scheduler
+// writing a PodGroup's published record: the only PodGroup writes it
+// makes besides upstream PodGroups' status, which is a subresource.
+func (e auditEvent) writesPublishedRecord() bool {
+	return e.program() == "muster-scheduler" && e.ObjectRef.Resource == "podgroups" && e.ObjectRef.Subresource == "" && (e.Verb == "patch" || e.Verb == "update")
 }
 
 func (e auditEvent) program() string {
@@ -604,7 +619,23 @@ func listsSince(b *testing.B, path string, start time.Time) map[string]int {
 	return lists
 }
 
-func render(rows []row, lists map[string]int) string {
+// recordWrites counts muster-scheduler's writes of PodGroups' published
+// records over the whole run, the groups' admission included.
+func recordWrites(b *testing.B, path string) int {
+	all, err := readAudit(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for _, e := range all {
+		if e.writesPublishedRecord() {
+			n++
+		}
+	}
+	return n
+}
+
+func render(rows []row, lists map[string]int, records int) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "# Controller and scheduler cost\n\n")
 	command := "make bench-cost"
@@ -637,5 +668,10 @@ func render(rows []row, lists map[string]int) string {
 		}
 		fmt.Fprintf(&sb, "%s.\n", strings.Join(parts, ", "))
 	}
+	var atRest []string
+	for _, r := range rows {
+		atRest = append(atRest, fmt.Sprintf("%d at %d nodes", r.cost["muster-scheduler"].recordWrites, r.nodes))
+	}
+	fmt.Fprintf(&sb, "\nWrites of the record muster-scheduler publishes on each PodGroup (`%s`, what `kubectl muster` reads): %d over the whole run for its %d groups, their admission and every retry as nodes were added included; in the windows at rest, %s.\n", gangview.PublishedAnnotation, records, elasticGroups, strings.Join(atRest, ", "))
 	return sb.String()
 }
