@@ -116,9 +116,9 @@ func gangSizeFigure(r results) ([]byte, bool, error) {
 		for i, p := range points {
 			xs[i] = p.size
 			var perMember []float64
-			for _, v := range r.samples[key{p.workload, profile, throughputUnit}] {
+			for _, v := range r.samples[key{p.workload, profile, metricByUnit("completion_s").unit}] {
 				if v > 0 {
-					perMember = append(perMember, 1000/v)
+					perMember = append(perMember, msPerMember(v, p.size))
 				}
 			}
 			any = any || len(perMember) > 0
@@ -131,7 +131,7 @@ func gangSizeFigure(r results) ([]byte, bool, error) {
 			series = append(series, s)
 		}
 	}
-	data, err := figures.Lines("What one member costs against the gang's size", "members in the gang", "ms of scheduling per member (1000 / pods per second)", xs, true, series)
+	data, err := figures.Lines("What one member costs against the gang's size", "members in the gang", "ms per member (completion time / members)", xs, true, series)
 	return data, err == nil, err
 }
 

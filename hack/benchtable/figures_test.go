@@ -21,7 +21,7 @@ func TestThePageLinksItsFiguresDrawnFromEachRound(t *testing.T) {
 			suite, name, _ := strings.Cut(workload, "/")
 			for i, profile := range profiles {
 				throughput := 100 + 10*i + round
-				lines = append(lines, "BenchmarkPerfScheduling/"+suite+"-"+profile+"/"+name+"-2 1 "+strconv.Itoa(throughput)+" SchedulingThroughput/Average")
+				lines = append(lines, "BenchmarkPerfScheduling/"+suite+"-"+profile+"/"+name+"-2 1 "+strconv.Itoa(throughput)+" SchedulingThroughput/Average "+strconv.Itoa(1+round)+" completion_s")
 			}
 		}
 	}
@@ -47,6 +47,9 @@ func TestThePageLinksItsFiguresDrawnFromEachRound(t *testing.T) {
 		if !strings.Contains(string(svg), "<svg") {
 			t.Errorf("%s is not SVG", figure)
 		}
+	}
+	if svg, _ := os.ReadFile(filepath.Join(dir, "benchmarks-test-gangsize.svg")); !strings.Contains(string(svg), "completion time / members") {
+		t.Error("the gang-size figure is not drawn from the completion time, as the target is")
 	}
 	svg, _ := os.ReadFile(filepath.Join(dir, "benchmarks-test-throughput.svg"))
 	for _, workload := range []string{"GangFit10/500Nodes", "GangSize10/5000Nodes"} {

@@ -337,6 +337,12 @@ func writeTargets(b *strings.Builder, r results) {
 	b.WriteString("\n")
 }
 
+// msPerMember is what a gang's completion time, in seconds, costs each of
+// its members, in milliseconds.
+func msPerMember(completionSeconds, members float64) float64 {
+	return completionSeconds / members * 1000
+}
+
 // writeGangSizeTarget checks that a gang's size costs each of its members
 // no more: the time per member from the first pod created to the last of
 // the quorum bound, for one gang of 5,000 against one of 10.
@@ -347,7 +353,7 @@ func writeGangSizeTarget(b *strings.Builder, r results) {
 		if v < 0 {
 			return v
 		}
-		return v / size * 1000
+		return msPerMember(v, size)
 	}
 	small, large := perMember("muster", 10), perMember("muster", 5000)
 	if small < 0 || large < 0 {
