@@ -80,14 +80,6 @@ func desiredStatus(pg *v1alpha1.PodGroup, c census, now metav1.Time) v1alpha1.Po
 	return status
 }
 
-func lateMissing(topo *topology.Topology, activeByRole map[string]int32) int32 {
-	var n int32
-	for _, missing := range topo.MissingLate(activeByRole) {
-		n += missing
-	}
-	return n
-}
-
 // waitingMessage says why the group's unscheduled members cannot be
 // scheduled yet, or "" when nothing in the group holds them back. It is
 // the message Gang's or LaunchOrder's PreEnqueue gives.
@@ -107,8 +99,8 @@ func waitingMessage(pg *v1alpha1.PodGroup, members []corev1.Pod, c census, group
 	}
 	// Members their owner creates later count: the scheduler holds room
 	// for them.
-	if active := c.active + lateMissing(topo, c.activeByRole); active < pg.Spec.MinMember {
-		return topology.WaitingForMembersMessage(group, active, pg.Spec.MinMember)
+	if late := topo.MissingLate(c.activeByRole).Total(); !topology.QuorumOf(pg).EnoughMembers(c.active, late) {
+		return topology.WaitingForMembersMessage(group, c.active+late, pg.Spec.MinMember)
 	}
 	return ""
 }

@@ -229,5 +229,5 @@ func (pl *GangPreemption) isElasticExtra(pod *corev1.Pod) bool {
 	}
 	pg := pl.groups.PodGroup(key)
 	topo, err := pl.groups.Topology(key)
-	return pg != nil && err == nil && topo != nil && topo.Elastic != nil && pl.groups.BoundCount(key) >= pg.Spec.MinMember
+	return pg != nil && err == nil && topo != nil && topo.Elastic != nil && topology.QuorumOf(pg).ReachedBy(pl.groups.BoundCount(key))
 }

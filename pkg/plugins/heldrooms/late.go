@@ -48,7 +48,8 @@ func (h *HeldRooms) holdForGang(ctx context.Context, key types.NamespacedName, s
 	if !h.groups.IsReserved(key, self.UID) {
 		placed++
 	}
-	if placed >= pg.Spec.MinMember || placed+late.Total()-h.groups.Rooms().Count(key, "") < pg.Spec.MinMember {
+	quorum := topology.QuorumOf(pg)
+	if quorum.ReachedBy(placed) || !quorum.EnoughMembers(placed, late.Total()-h.groups.Rooms().Count(key, "")) {
 		return ""
 	}
 	nodes, err := h.handle.SnapshotSharedLister().NodeInfos().List()
@@ -77,7 +78,7 @@ func (h *HeldRooms) restore(ctx context.Context, nodes []fwk.NodeInfo) {
 		if pg == nil || late.Total() == 0 || late.Came || h.groups.Rooms().Count(key, "") > 0 {
 			continue
 		}
-		if bound := h.groups.BoundCount(key); bound == 0 || bound+late.Total() < pg.Spec.MinMember {
+		if bound := h.groups.BoundCount(key); bound == 0 || !topology.QuorumOf(pg).EnoughMembers(bound, late.Total()) {
 			continue
 		}
 		if why := h.hold(ctx, key, late.Missing, nodes, nil, ""); why == "" {

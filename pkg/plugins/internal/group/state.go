@@ -207,7 +207,7 @@ func (s *State) remove(uid types.UID) {
 // noteQuorum records that the gang of pg has its quorum bound, for good,
 // and reports whether this is the first it is noted for pg.
 func (s *State) noteQuorum(pg *v1alpha1.PodGroup) bool {
-	if pg == nil || s.census.Bound() < pg.Spec.MinMember {
+	if pg == nil || !topology.QuorumOf(pg).ReachedBy(s.census.Bound()) {
 		return false
 	}
 	first := s.quorumHad != pg.UID
