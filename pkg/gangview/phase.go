@@ -180,10 +180,10 @@ func phaseOf(o Objects, topo *topology.Topology, topoErr string, c count, member
 	}
 	quorum, minMember := topology.QuorumOf(pg), pg.Spec.MinMember
 	switch {
-	case quorum.ReachedBy(c.succeeded):
+	case quorum.ReachedBy(c.Succeeded()):
 		return Finished, ""
-	case c.failed > 0 && !quorum.EnoughMembers(c.active+c.succeeded, 0):
-		return Failed, fmt.Sprintf("%d members failed, and %d of the %d the gang needs are left; its owner decides whether to replace them", c.failed, c.active+c.succeeded, minMember)
+	case c.Failed() > 0 && !quorum.EnoughMembers(c.Active()+c.Succeeded(), 0):
+		return Failed, fmt.Sprintf("%d members failed, and %d of the %d the gang needs are left; its owner decides whether to replace them", c.Failed(), c.Active()+c.Succeeded(), minMember)
 	case g.Workload != nil && !g.Workload.Admitted:
 		why := g.Workload.Message
 		if why == "" {
@@ -212,7 +212,7 @@ func phaseOf(o Objects, topo *topology.Topology, topoErr string, c count, member
 			}
 		}
 	}
-	bound := c.bound + c.succeeded
+	bound := c.Bound() + c.Succeeded()
 	admitted := topology.ReachedQuorum(pg)
 	if a := last(g.Attempts, ReasonGangAdmitted, ReasonGangRejected, ReasonGangEvicted); a != nil {
 		admitted = admitted || a.Reason == ReasonGangAdmitted
@@ -229,13 +229,13 @@ func phaseOf(o Objects, topo *topology.Topology, topoErr string, c count, member
 			return Launching, heldFor
 		case admitted && late > 0:
 			return Launching, lateMessage(topo, c, g.HeldRooms)
-		case quorum.ReachedBy(c.running + c.succeeded):
+		case quorum.ReachedBy(c.Running() + c.Succeeded()):
 			return Running, ""
 		}
-		return Admitted, fmt.Sprintf("%d of %d members running", c.running+c.succeeded, minMember)
+		return Admitted, fmt.Sprintf("%d of %d members running", c.Running()+c.Succeeded(), minMember)
 	}
-	if !quorum.EnoughMembers(c.active, late) {
-		return WaitingForMembers, topology.WaitingForMembersMessage(o.Key, c.active+late, minMember)
+	if !quorum.EnoughMembers(c.Active(), late) {
+		return WaitingForMembers, topology.WaitingForMembersMessage(o.Key, c.Active()+late, minMember)
 	}
 	why := roomReason(g, members, noDomain)
 	if bound > 0 {

@@ -30,6 +30,12 @@ func (q Quorum) CompletedBy(existing int32) bool {
 	return existing == q.MinMember
 }
 
+// Short is how many more members the gang needs placed: none once the
+// placed reach the quorum.
+func (q Quorum) Short(placed int32) int32 {
+	return max(q.MinMember-placed, 0)
+}
+
 // ReachedBy says whether the placed members make the gang.
 func (q Quorum) ReachedBy(placed int32) bool {
 	return placed >= q.MinMember

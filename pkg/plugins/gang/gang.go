@@ -451,7 +451,7 @@ func (g *Gang) Permit(ctx context.Context, state fwk.CycleState, pod *corev1.Pod
 	if admitted, placed := g.admitIfComplete(klog.FromContext(ctx), key, pg, pod); !admitted {
 		heldAtPermit(state)
 		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("waiting at Permit for %d more members of group %s (%d/%d placed)",
-			pg.Spec.MinMember-placed, key, placed, pg.Spec.MinMember)), g.permitTimeout(pg)
+			topology.QuorumOf(pg).Short(placed), key, placed, pg.Spec.MinMember)), g.permitTimeout(pg)
 	}
 	return nil, 0
 }

@@ -728,8 +728,8 @@ func (m *Model) LateMembers(key types.NamespacedName) LateMembers {
 }
 
 // Census counts the group's members by phase.
-func (m *Model) Census(key types.NamespacedName) Census {
-	var c Census
+func (m *Model) Census(key types.NamespacedName) topology.Census {
+	var c topology.Census
 	m.read(key, func(st *State) { c = st.census })
 	return c
 }
