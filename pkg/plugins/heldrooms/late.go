@@ -248,9 +248,7 @@ func (h *HeldRooms) expire(logger klog.Logger, pg *v1alpha1.PodGroup) {
 	timeout := h.groups.ScheduleTimeout(pg)
 	h.groups.Rooms().Expire(key, h.clock.Now().Add(timeout))
 	h.clock.AfterFunc(timeout, func() {
-		if released := h.groups.Rooms().Release(key); released > 0 {
-			logger.V(2).Info("Released the room of late members that did not come", "podGroup", key, "rooms", released)
-			h.wakeTurnedAway(logger)
+		if released := h.releaseGroup(logger, key, group.LateMembersMissing); released > 0 {
 			group.RecordEvent(h.handle, pg, corev1.EventTypeWarning, gangview.ReasonLateMemberMissing, "Release",
 				fmt.Sprintf("%d late members were not created within %s of the gang's admission; released the room held for them", released, timeout))
 		}
@@ -284,13 +282,11 @@ func (h *HeldRooms) gangGone(change group.PodChange) {
 	if h.groups.BoundCount(change.Key) > 0 {
 		return
 	}
-	released := h.groups.Rooms().Release(change.Key)
+	logger := klog.Background().WithValues("plugin", Name, "lastMember", klog.KObj(change.Pod))
+	released := h.releaseGroup(logger, change.Key, group.GangGone)
 	if released == 0 {
 		return
 	}
-	logger := klog.Background().WithValues("plugin", Name)
-	logger.V(2).Info("Released the room of late members whose gang has gone", "podGroup", change.Key, "rooms", released, "lastMember", klog.KObj(change.Pod))
-	h.wakeTurnedAway(logger)
 	if pg := h.groups.PodGroup(change.Key); pg != nil {
 		group.RecordEvent(h.handle, pg, corev1.EventTypeNormal, RoomReleasedReason, "Release",
 			fmt.Sprintf("the gang's last bound member %s has gone; released the room held for %d late members", change.Pod.Name, released))

@@ -26,18 +26,19 @@ func TestWaitingGaugeFollowsTheGroups(t *testing.T) {
 	assert.Equal(t, 0.0, waiting)
 }
 
+// TestAFailedAttemptGivesUpTheRoomHeldForItsLateMembers: the attempt
+// tells the rooms' releaser (HeldRooms, which alone releases them) that
+// the failed gang's rooms end, and not another's.
 func TestAFailedAttemptGivesUpTheRoomHeldForItsLateMembers(t *testing.T) {
 	s := NewAttempts(func(float64) {})
 	mpi := types.NamespacedName{Namespace: "team-a", Name: "mpi"}
-	other := types.NamespacedName{Namespace: "team-a", Name: "other"}
-	s.rooms.Add(&Room{Group: mpi, Role: "launcher", Node: "n1"})
-	s.rooms.Add(&Room{Group: other, Role: "launcher", Node: "n1"})
+	ended := map[types.NamespacedName]RoomsEnd{}
+	s.rooms.OnEnd(func(key types.NamespacedName, why RoomsEnd) { ended[key] = why })
 	s.Begin(mpi)
 	s.Reserve(mpi, "w0")
 	reserved, _ := s.Fail(mpi, time.Now(), 0, FoundNoRoom, "member w1 fits on no node")
 	assert.Equal(t, []types.UID{"w0"}, reserved)
-	assert.Zero(t, s.rooms.Count(mpi, ""), "the failed gang's room is given up")
-	assert.Equal(t, int32(1), s.rooms.Count(other, ""), "another gang's is not")
+	assert.Equal(t, map[types.NamespacedName]RoomsEnd{mpi: AttemptEnded}, ended, "the failed gang's rooms end, and no other gang's")
 }
 
 func TestAnAttemptKeepsItsDomainOnlyWhenItEndsToWaitForItsVictims(t *testing.T) {

@@ -591,7 +591,7 @@ func (m *Model) podGroupEvents() cache.ResourceEventHandler {
 				st.attempt.forget()
 				st.quorumHad = ""
 			})
-			m.rooms.Release(key)
+			m.rooms.End(key, PodGroupDeleted)
 			m.recount(key)
 			for _, handler := range m.podGroupHandlers() {
 				handler.OnDelete(obj)
