@@ -8,17 +8,21 @@ import (
 	"os"
 	"strings"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/component-base/cli"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
+	"github.com/muster-dev/muster/pkg/ownerscale"
 	"github.com/muster-dev/muster/pkg/plugins"
+	"github.com/muster-dev/muster/pkg/plugins/gangpreemption"
 	"github.com/muster-dev/muster/pkg/version"
 )
 
-// options register muster's plugins (plugins.Registry) in kube-scheduler.
+// options register muster's plugins (plugins.Registry) in kube-scheduler,
+// GangPreemption shrinking elastic owners through pkg/ownerscale.
 func options() []app.Option {
 	var opts []app.Option
-	for name, factory := range plugins.Registry() {
+	for name, factory := range plugins.Registry(NewOwnerShrinker) {
 		opts = append(opts, app.WithPlugin(name, factory))
 	}
 	return opts
@@ -43,6 +47,12 @@ Start it with a KubeSchedulerConfiguration:
 
 Every kube-scheduler flag below is accepted.`
 	os.Exit(cli.Run(command))
+}
+
+// NewOwnerShrinker is GangPreemption's OwnerShrinker: pkg/ownerscale's,
+// on the scheduler's client configuration.
+func NewOwnerShrinker(config *rest.Config) (gangpreemption.OwnerShrinker, error) {
+	return ownerscale.NewShrinker(config)
 }
 
 // versionRequested reports whether the command line asks for the version.

@@ -199,7 +199,7 @@ func View(o Objects) Gang {
 		g.MaxMember = g.MinMember + topo.Elastic.Max - topo.Elastic.Min
 	}
 	c := countOf(members, topo)
-	g.Bound = c.bound + c.succeeded
+	g.Bound = c.Bound() + c.Succeeded()
 	g.Workload = workloadOf(o.Workload)
 	g.LaunchStage = launchStage(topo, c, heldRoles)
 	g.Domain = domainOf(topo, members, o.Nodes)
@@ -258,37 +258,28 @@ func membersOf(o Objects) []corev1.Pod {
 	return members
 }
 
-// count is what the members show, by state and role.
+// count is what the members show: by phase, as both programs count them
+// (topology.Census), and the active ones by role.
 type count struct {
-	active, bound, running, succeeded, failed int32
-	byRole                                    map[string]int32
-	reached                                   map[string]int32
-	unboundByRole                             map[string]int32
+	topology.Census
+	byRole        map[string]int32
+	reached       map[string]int32
+	unboundByRole map[string]int32
 }
 
 func countOf(members []corev1.Pod, topo *topology.Topology) count {
-	c := count{byRole: map[string]int32{}, reached: map[string]int32{}, unboundByRole: map[string]int32{}}
+	c := count{Census: topology.CensusOf(members), byRole: map[string]int32{}, reached: map[string]int32{}, unboundByRole: map[string]int32{}}
 	for i := range members {
 		pod := &members[i]
-		switch pod.Status.Phase {
-		case corev1.PodSucceeded:
-			c.succeeded++
-		case corev1.PodFailed:
-			c.failed++
-		}
-		if !topology.IsActiveMember(pod) {
+		phase := topology.PhaseOf(pod)
+		if !phase.IsActive() {
 			continue
 		}
-		c.active++
 		role, _ := topology.RoleOf(pod)
 		c.byRole[role]++
-		if pod.Spec.NodeName == "" {
+		if !phase.IsBound() {
 			c.unboundByRole[role]++
 			continue
-		}
-		c.bound++
-		if pod.Status.Phase == corev1.PodRunning {
-			c.running++
 		}
 		if topo != nil && topology.HasReached(pod, topo.StartAfter) {
 			c.reached[role]++

@@ -178,12 +178,12 @@ func phaseOf(o Objects, topo *topology.Topology, topoErr string, c count, member
 		}
 		return WaitingForMembers, topology.WaitingForPodGroupMessage(o.Key, topology.GroupFieldOf(&members[0]))
 	}
-	minMember := pg.Spec.MinMember
+	quorum, minMember := topology.QuorumOf(pg), pg.Spec.MinMember
 	switch {
-	case c.succeeded >= minMember:
+	case quorum.ReachedBy(c.Succeeded()):
 		return Finished, ""
-	case c.failed > 0 && c.active+c.succeeded < minMember:
-		return Failed, fmt.Sprintf("%d members failed, and %d of the %d the gang needs are left; its owner decides whether to replace them", c.failed, c.active+c.succeeded, minMember)
+	case c.Failed() > 0 && !quorum.EnoughMembers(c.Active()+c.Succeeded(), 0):
+		return Failed, fmt.Sprintf("%d members failed, and %d of the %d the gang needs are left; its owner decides whether to replace them", c.Failed(), c.Active()+c.Succeeded(), minMember)
 	case g.Workload != nil && !g.Workload.Admitted:
 		why := g.Workload.Message
 		if why == "" {
@@ -200,9 +200,7 @@ func phaseOf(o Objects, topo *topology.Topology, topoErr string, c count, member
 	}
 	var late int32
 	if topo != nil {
-		for _, n := range topo.MissingLate(c.byRole) {
-			late += n
-		}
+		late = topo.MissingLate(c.byRole).Total()
 	}
 	held := 0
 	var heldFor string
@@ -214,7 +212,7 @@ func phaseOf(o Objects, topo *topology.Topology, topoErr string, c count, member
 			}
 		}
 	}
-	bound := c.bound + c.succeeded
+	bound := c.Bound() + c.Succeeded()
 	admitted := topology.ReachedQuorum(pg)
 	if a := last(g.Attempts, ReasonGangAdmitted, ReasonGangRejected, ReasonGangEvicted); a != nil {
 		admitted = admitted || a.Reason == ReasonGangAdmitted
@@ -225,19 +223,19 @@ func phaseOf(o Objects, topo *topology.Topology, topoErr string, c count, member
 	if admitted {
 		placed += late
 	}
-	if placed >= minMember && bound > 0 {
+	if quorum.ReachedBy(placed) && bound > 0 {
 		switch {
 		case held > 0:
 			return Launching, heldFor
 		case admitted && late > 0:
 			return Launching, lateMessage(topo, c, g.HeldRooms)
-		case c.running+c.succeeded >= minMember:
+		case quorum.ReachedBy(c.Running() + c.Succeeded()):
 			return Running, ""
 		}
-		return Admitted, fmt.Sprintf("%d of %d members running", c.running+c.succeeded, minMember)
+		return Admitted, fmt.Sprintf("%d of %d members running", c.Running()+c.Succeeded(), minMember)
 	}
-	if c.active+late < minMember {
-		return WaitingForMembers, topology.WaitingForMembersMessage(o.Key, c.active+late, minMember)
+	if !quorum.EnoughMembers(c.Active(), late) {
+		return WaitingForMembers, topology.WaitingForMembersMessage(o.Key, c.Active()+late, minMember)
 	}
 	why := roomReason(g, members, noDomain)
 	if bound > 0 {

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/muster-dev/muster/pkg/topology"
@@ -105,4 +107,35 @@ func (s *Scale) Set(ctx context.Context, c client.Client, n int32) error {
 		return fmt.Errorf("setting %s of %s to %d: %w", strings.Join(s.replicasPath, "."), s, n, err)
 	}
 	return nil
+}
+
+// Shrinker lowers owners' workers directly through the API, with no
+// informer: for muster-scheduler's GangPreemption, which shrinks an
+// elastic owner before taking one of its members, too rarely for an
+// informer on every kind of owner to pay.
+type Shrinker struct {
+	client client.Client
+}
+
+// NewShrinker builds a Shrinker on the client configuration.
+func NewShrinker(config *rest.Config) (*Shrinker, error) {
+	c, err := client.New(config, client.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("creating the client that scales elastic owners: %w", err)
+	}
+	return &Shrinker{client: c}, nil
+}
+
+// ShrinkTo has the owner run at most n workers. It reads the owner again
+// after a conflict: the owner's controller writes its status as members
+// go, and each write is a conflict for a scale read before it. An owner
+// that already runs n or fewer, or has no scale, is left as it is.
+func (s *Shrinker) ShrinkTo(ctx context.Context, namespace string, owner *metav1.OwnerReference, n int32) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		scale, err := Of(ctx, s.client, s.client, namespace, owner)
+		if err != nil || scale == nil || scale.Replicas <= n {
+			return err
+		}
+		return scale.Set(ctx, s.client, n)
+	})
 }

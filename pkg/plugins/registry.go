@@ -18,12 +18,13 @@ import (
 // Registry holds every plugin of muster's by name. A plugin listed here
 // can be enabled in a profile of the KubeSchedulerConfiguration. The
 // plugins of one scheduler share its group model, which the registry
-// owns: nothing outlives the scheduler it serves.
-func Registry() frameworkruntime.Registry {
+// owns: nothing outlives the scheduler it serves. GangPreemption shrinks
+// elastic owners through what newShrinker builds.
+func Registry(newShrinker gangpreemption.NewOwnerShrinker) frameworkruntime.Registry {
 	models := group.NewModels()
 	return frameworkruntime.Registry{
 		gang.Name:           models.Plugin(gang.New),
-		gangpreemption.Name: models.Plugin(gangpreemption.New),
+		gangpreemption.Name: models.Plugin(gangpreemption.New(newShrinker)),
 		heldrooms.Name:      models.Plugin(heldrooms.New),
 		launchorder.Name:    models.Plugin(launchorder.New),
 		placement.Name:      models.Plugin(placement.New),

@@ -134,8 +134,7 @@ func GroupFieldOf(pod *corev1.Pod) string {
 // IsActiveMember reports whether a member counts toward its group: it is not
 // being deleted and has not finished.
 func IsActiveMember(pod *corev1.Pod) bool {
-	return pod.DeletionTimestamp == nil &&
-		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+	return PhaseOf(pod).IsActive()
 }
 
 // WaitingForPodGroupMessage says why a member waits when its PodGroup does

@@ -25,8 +25,8 @@ func LackingMembers(minMember int32, members []*corev1.Pod) []*corev1.Pod {
 			unbound = append(unbound, pod)
 		}
 	}
-	lacking := minMember - bound
-	if lacking <= 0 || int32(len(unbound)) < lacking {
+	lacking := Quorum{MinMember: minMember}.Short(bound)
+	if lacking == 0 || int32(len(unbound)) < lacking {
 		return nil
 	}
 	slices.SortFunc(unbound, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })

@@ -459,12 +459,25 @@ func (t *Topology) IsLate(role string) bool {
 
 // MissingLate returns how many pods of each late role do not exist yet,
 // given how many active pods each role has.
-func (t *Topology) MissingLate(active map[string]int32) map[string]int32 {
-	missing := map[string]int32{}
+func (t *Topology) MissingLate(active map[string]int32) LateToCome {
+	missing := LateToCome{}
 	for role := range t.Late {
 		missing[role] = max(t.Replicas[role]-active[role], 0)
 	}
 	return missing
+}
+
+// LateToCome counts, by role, the late members their owner has yet to
+// create.
+type LateToCome map[string]int32
+
+// Total is the late members to come of every role.
+func (l LateToCome) Total() int32 {
+	var n int32
+	for _, c := range l {
+		n += c
+	}
+	return n
 }
 
 func frameworkNames() []string {

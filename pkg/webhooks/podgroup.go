@@ -71,7 +71,7 @@ func Validate(pg *v1alpha1.PodGroup) field.ErrorList {
 	if errs := envinject.CheckSize(envinject.Group{Name: pg.Name, Namespace: pg.Namespace, Topology: topo, WorkerSlots: 1}); len(errs) > 0 {
 		return errs
 	}
-	if members := totalReplicas(topo); pg.Spec.MinMember > members {
+	if members := totalReplicas(topo); !topology.QuorumOf(pg).EnoughMembers(members, 0) {
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "minMember"), pg.Spec.MinMember,
 			fmt.Sprintf("%s names %d pods in all, so a gang of %d would never start; lower minMember or add replicas", topology.RolesAnnotation, members, pg.Spec.MinMember))}
 	}

@@ -35,7 +35,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/muster-dev/muster/manifests"
+	"github.com/muster-dev/muster/pkg/ownerscale"
 	"github.com/muster-dev/muster/pkg/plugins"
+	"github.com/muster-dev/muster/pkg/plugins/gangpreemption"
 )
 
 // TestMain sets up the harness's flags and logging. The harness starts
@@ -54,7 +56,11 @@ func TestMain(m *testing.M) {
 // it calls the prepare hook; so the CRD is also installed just before
 // muster's plugins are created, through the handle's client configuration.
 var registry = func() frameworkruntime.Registry {
-	registry := plugins.Registry()
+	// Elastic owners are shrunk as muster-scheduler shrinks them
+	// (cmd/scheduler).
+	registry := plugins.Registry(func(config *rest.Config) (gangpreemption.OwnerShrinker, error) {
+		return ownerscale.NewShrinker(config)
+	})
 	for name, factory := range registry {
 		registry[name] = withPodGroupCRD(factory)
 	}

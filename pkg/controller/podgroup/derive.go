@@ -179,7 +179,7 @@ func minMemberReset(pg *v1alpha1.PodGroup) bool {
 	for _, pods := range topo.Replicas {
 		members += pods
 	}
-	return pg.Spec.MinMember > members
+	return !topology.QuorumOf(pg).EnoughMembers(members, 0)
 }
 
 // withoutRequests is total less requests, none below zero; an empty total

@@ -611,7 +611,7 @@ const untriedGrace = 10 * time.Second
 // owner may not have made its pods yet), or with a member made within it
 // that muster-scheduler has not tried (topology.UntriedMembers).
 func aboutToBeTried(pg *v1alpha1.PodGroup, members []corev1.Pod, now time.Time) bool {
-	if now.Sub(pg.CreationTimestamp.Time) < untriedGrace && countBound(members) < pg.Spec.MinMember {
+	if now.Sub(pg.CreationTimestamp.Time) < untriedGrace && !topology.QuorumOf(pg).ReachedBy(countBound(members)) {
 		return true
 	}
 	return slices.ContainsFunc(topology.UntriedMembers(pg.Spec.MinMember, pointersTo(members)), func(pod *corev1.Pod) bool {
@@ -645,7 +645,7 @@ func (r *ElasticScaler) survey(ctx context.Context) (groups []*elasticGroup, wai
 			continue
 		}
 		workers := boundWorkers(topo, members)
-		if bound := countBound(members); bound < pg.Spec.MinMember || len(workers) == 0 {
+		if bound := countBound(members); !topology.QuorumOf(pg).ReachedBy(bound) || len(workers) == 0 {
 			continue
 		}
 		g := &elasticGroup{key: key, elastic: *topo.Elastic, workers: workers}

@@ -154,7 +154,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if stale != nil {
 		return requeueOnConflict(stale)
 	}
-	logger.V(4).Info("Reconciled", "active", c.active, "scheduled", c.scheduled, "waiting", message)
+	logger.V(4).Info("Reconciled", "active", c.Active(), "scheduled", c.Bound(), "waiting", message)
 	return reconcile.Result{}, nil
 }
 
@@ -234,7 +234,7 @@ func (r *StatusReconciler) updateStatus(ctx context.Context, pg *v1alpha1.PodGro
 	// A new group starts Pending; only a change from a phase is news.
 	if previous != status.Phase && previous != "" {
 		r.Recorder.Eventf(pg, corev1.EventTypeNormal, "Phase", "%s: %d scheduled, %d running, %d succeeded, %d failed of minMember %d",
-			status.Phase, c.scheduled, c.running, c.succeeded, c.failed, pg.Spec.MinMember)
+			status.Phase, c.Bound(), c.Running(), c.Succeeded(), c.Failed(), pg.Spec.MinMember)
 	}
 	return nil
 }

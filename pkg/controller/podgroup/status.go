@@ -10,35 +10,18 @@ import (
 )
 
 // census counts a group's members by state.
+// census is a group's members counted by phase, as the scheduler counts
+// them (topology.Census), and its active members by role.
 type census struct {
-	active       int32 // neither finished nor being deleted
+	topology.Census
 	activeByRole map[string]int32
-	scheduled    int32 // active and bound to a node
-	running      int32
-	succeeded    int32
-	failed       int32
 }
 
 func countMembers(pods []corev1.Pod) census {
-	c := census{activeByRole: map[string]int32{}}
+	c := census{Census: topology.CensusOf(pods), activeByRole: map[string]int32{}}
 	for i := range pods {
-		pod := &pods[i]
-		switch pod.Status.Phase {
-		case corev1.PodSucceeded:
-			c.succeeded++
-		case corev1.PodFailed:
-			c.failed++
-		case corev1.PodRunning:
-			c.running++
-		}
-		if topology.IsActiveMember(pod) {
-			c.active++
-			if role, ok := topology.RoleOf(pod); ok {
-				c.activeByRole[role]++
-			}
-			if pod.Spec.NodeName != "" {
-				c.scheduled++
-			}
+		if role, ok := topology.RoleOf(&pods[i]); ok && topology.IsActiveMember(&pods[i]) {
+			c.activeByRole[role]++
 		}
 	}
 	return c
@@ -60,32 +43,24 @@ func countMembers(pods []corev1.Pod) census {
 // that is when it could first be scheduled; it is never moved after.
 func desiredStatus(pg *v1alpha1.PodGroup, c census, now metav1.Time) v1alpha1.PodGroupStatus {
 	status := pg.Status
-	status.Running, status.Succeeded, status.Failed = c.running, c.succeeded, c.failed
-	min := pg.Spec.MinMember
+	status.Running, status.Succeeded, status.Failed = c.Running(), c.Succeeded(), c.Failed()
+	quorum := topology.QuorumOf(pg)
 	switch {
-	case c.succeeded >= min:
+	case quorum.ReachedBy(c.Succeeded()):
 		status.Phase = v1alpha1.PodGroupFinished
-	case c.failed > 0:
+	case c.Failed() > 0:
 		status.Phase = v1alpha1.PodGroupFailed
-	case c.running+c.succeeded >= min:
+	case quorum.ReachedBy(c.Running() + c.Succeeded()):
 		status.Phase = v1alpha1.PodGroupRunning
-	case c.scheduled+c.succeeded >= min:
+	case quorum.ReachedBy(c.Bound() + c.Succeeded()):
 		status.Phase = v1alpha1.PodGroupScheduling
 	default:
 		status.Phase = v1alpha1.PodGroupPending
 	}
-	if status.ScheduleStartTime.IsZero() && c.active+c.succeeded+c.failed >= min {
+	if status.ScheduleStartTime.IsZero() && quorum.EnoughMembers(c.Active()+c.Succeeded()+c.Failed(), 0) {
 		status.ScheduleStartTime = now
 	}
 	return status
-}
-
-func lateMissing(topo *topology.Topology, activeByRole map[string]int32) int32 {
-	var n int32
-	for _, missing := range topo.MissingLate(activeByRole) {
-		n += missing
-	}
-	return n
 }
 
 // waitingMessage says why the group's unscheduled members cannot be
@@ -107,8 +82,8 @@ func waitingMessage(pg *v1alpha1.PodGroup, members []corev1.Pod, c census, group
 	}
 	// Members their owner creates later count: the scheduler holds room
 	// for them.
-	if active := c.active + lateMissing(topo, c.activeByRole); active < pg.Spec.MinMember {
-		return topology.WaitingForMembersMessage(group, active, pg.Spec.MinMember)
+	if late := topo.MissingLate(c.activeByRole).Total(); !topology.QuorumOf(pg).EnoughMembers(c.Active(), late) {
+		return topology.WaitingForMembersMessage(group, c.Active()+late, pg.Spec.MinMember)
 	}
 	return ""
 }

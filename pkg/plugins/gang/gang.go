@@ -124,8 +124,8 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		return status
 	}
 	// Members their owner creates only later count: room is held for them.
-	if active := g.groups.Census(key).Active() + g.groups.LateMembers(key).Total(); active < pg.Spec.MinMember {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForMembersMessage(key, active, pg.Spec.MinMember))
+	if active, late := g.groups.Census(key).Active(), g.groups.LateMembers(key).Total(); !topology.QuorumOf(pg).EnoughMembers(active, late) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForMembersMessage(key, active+late, pg.Spec.MinMember))
 	}
 	g.attempts.Seen(key, g.clock.Now())
 	return nil
@@ -451,7 +451,7 @@ func (g *Gang) Permit(ctx context.Context, state fwk.CycleState, pod *corev1.Pod
 	if admitted, placed := g.admitIfComplete(klog.FromContext(ctx), key, pg, pod); !admitted {
 		heldAtPermit(state)
 		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("waiting at Permit for %d more members of group %s (%d/%d placed)",
-			pg.Spec.MinMember-placed, key, placed, pg.Spec.MinMember)), g.permitTimeout(pg)
+			topology.QuorumOf(pg).Short(placed), key, placed, pg.Spec.MinMember)), g.permitTimeout(pg)
 	}
 	return nil, 0
 }
@@ -499,7 +499,7 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 	}
 	// A gang whose bound members alone make its quorum was admitted
 	// before, perhaps by a scheduler that has since restarted.
-	if first && g.groups.BoundCount(key) < pg.Spec.MinMember {
+	if first && !topology.QuorumOf(pg).ReachedBy(g.groups.BoundCount(key)) {
 		reportAdmitted(latency, g.clock.Since(pg.CreationTimestamp.Time))
 		if at := g.attempts.TakePreempted(key); !at.IsZero() {
 			reportAdmittedAfterPreemption(g.clock.Since(at))

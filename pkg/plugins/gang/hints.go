@@ -80,13 +80,14 @@ func (g *Gang) podChanged(logger klog.Logger) func(group.PodChange) {
 			if pg == nil {
 				break
 			}
+			quorum := topology.QuorumOf(pg)
 			switch active := g.groups.Census(change.Key).Active() + g.groups.LateMembers(change.Key).Total(); {
-			case active == pg.Spec.MinMember:
+			case quorum.CompletedBy(active):
 				// The member that completes a group wakes its gated
 				// siblings here, once, with the members its owner creates
 				// later counted.
 				g.activate(logger, change.Key)
-			case active > pg.Spec.MinMember:
+			case quorum.EnoughMembers(active, 0):
 				// The queue hears of a pod apart from the model, and may
 				// have gated this one before the model counted the members
 				// that complete the group, and after it woke the members

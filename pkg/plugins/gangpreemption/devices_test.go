@@ -23,7 +23,6 @@ import (
 	"github.com/muster-dev/muster/pkg/plugins/internal/devices"
 	"github.com/muster-dev/muster/pkg/plugins/internal/devices/devicestest"
 	"github.com/muster-dev/muster/pkg/plugins/internal/frameworktest"
-	"github.com/muster-dev/muster/pkg/plugins/podgroupdra"
 )
 
 // TestNodesShortOfDevicesAreOnesPreemptionMayHelp: DynamicResources calls a
@@ -32,9 +31,9 @@ import (
 // status reads as it is.
 func TestNodesShortOfDevicesAreOnesPreemptionMayHelp(t *testing.T) {
 	statuses := framework.NewDefaultNodeToStatus()
-	statuses.Set("no-devices", fwk.NewStatus(fwk.UnschedulableAndUnresolvable, noDevices).WithPlugin(podgroupdra.Name))
+	statuses.Set("no-devices", fwk.NewStatus(fwk.UnschedulableAndUnresolvable, noDevices).WithPlugin(devices.FilterName))
 	statuses.Set("no-cpu", fwk.NewStatus(fwk.Unschedulable, "Insufficient cpu").WithPlugin("NodeResourcesFit"))
-	statuses.Set("bad-claim", fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "resourceclaim not found").WithPlugin(podgroupdra.Name))
+	statuses.Set("bad-claim", fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "resourceclaim not found").WithPlugin(devices.FilterName))
 	statuses.Set("other-plugin", fwk.NewStatus(fwk.UnschedulableAndUnresolvable, noDevices).WithPlugin("SomeoneElse"))
 	statuses.Set("wrong-node", fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "node(s) didn't match Pod's node affinity/selector").WithPlugin("NodeAffinity"))
 	var nodes []*corev1.Node
@@ -64,7 +63,7 @@ func TestNodesShortOfDevicesAreOnesPreemptionMayHelp(t *testing.T) {
 		assert.Equal(t, want, got.Code(), fmt.Sprintf("node %s", node))
 	}
 	got := read.Get("no-devices")
-	assert.Equal(t, podgroupdra.Name, got.Plugin())
+	assert.Equal(t, devices.FilterName, got.Plugin())
 	assert.Equal(t, []string{noDevices}, got.Reasons())
 }
 
@@ -74,7 +73,7 @@ func TestNodesShortOfDevicesAreOnesPreemptionMayHelp(t *testing.T) {
 // it never sees a victim's devices freed.
 type fakeDynamicResources struct{ dra fwk.SharedDRAManager }
 
-func (f *fakeDynamicResources) Name() string { return podgroupdra.Name }
+func (f *fakeDynamicResources) Name() string { return devices.FilterName }
 
 func (f *fakeDynamicResources) Filter(ctx context.Context, _ fwk.CycleState, pod *corev1.Pod, node fwk.NodeInfo) *fwk.Status {
 	claims, ok, err := devices.Claims(f.dra, pod)
@@ -120,7 +119,7 @@ func deviceSearch(t *testing.T, preemptors []*corev1.Pod, pgs []*v1alpha1.PodGro
 	filter := func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) {
 		return &fakeDynamicResources{dra: dra}, nil
 	}
-	return newSearchOn(t, c, tf.RegisterFilterPlugin(podgroupdra.Name, filter))
+	return newSearchOn(t, c, tf.RegisterFilterPlugin(devices.FilterName, filter))
 }
 
 func TestAPodOfNoGroupTakesOneDeviceHolder(t *testing.T) {
@@ -141,7 +140,7 @@ func TestAPodOfNoGroupTakesOneDeviceHolder(t *testing.T) {
 	require.True(t, status.IsSuccess(), status.Message())
 	require.NotNil(t, result)
 	assert.Len(t, s.deleted(t, 1), 1, "one device is needed, one holder goes")
-	assert.False(t, state.GetSkipFilterPlugins().Has(podgroupdra.Name), "the dry run's skip of DynamicResources is undone")
+	assert.False(t, state.GetSkipFilterPlugins().Has(devices.FilterName), "the dry run's skip of DynamicResources is undone")
 }
 
 func TestAGangSearchTakesOneDeviceHolderPerMember(t *testing.T) {

@@ -31,7 +31,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -62,31 +61,32 @@ type GangPreemption struct {
 	clock     clock.WithDelayedExecution
 }
 
-// New builds the plugin from its args, the framework's handle and the
-// scheduler's group model.
-func New(_ context.Context, obj runtime.Object, handle fwk.Handle, groups *group.Model) (fwk.Plugin, error) {
-	args, err := decodeArgs(obj)
-	if err != nil {
-		return nil, err
+// New returns the plugin's factory: it builds the plugin from its args,
+// the framework's handle, the scheduler's group model and an
+// OwnerShrinker newShrinker builds on the handle's client configuration.
+func New(newShrinker NewOwnerShrinker) func(context.Context, runtime.Object, fwk.Handle, *group.Model) (fwk.Plugin, error) {
+	return func(_ context.Context, obj runtime.Object, handle fwk.Handle, groups *group.Model) (fwk.Plugin, error) {
+		args, err := decodeArgs(obj)
+		if err != nil {
+			return nil, err
+		}
+		register()
+		shrinker, err := newShrinker(handle.KubeConfig())
+		if err != nil {
+			return nil, err
+		}
+		return newGangPreemption(handle, args, groups, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate), shrinker)
 	}
-	register()
-	// Owners are read and scaled directly: an informer on every kind of
-	// owner would cost more than the rare preemption of an elastic member.
-	c, err := client.New(handle.KubeConfig(), client.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("creating the client that scales elastic owners: %w", err)
-	}
-	return newGangPreemption(handle, args, groups, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate), c)
 }
 
-func newGangPreemption(handle fwk.Handle, args Args, groups *group.Model, fts feature.Features, c client.Client) (*GangPreemption, error) {
+func newGangPreemption(handle fwk.Handle, args Args, groups *group.Model, fts feature.Features, shrinker OwnerShrinker) (*GangPreemption, error) {
 	// A gang's other members are filtered with the profile's PreFilter
 	// state of their own, which only the framework itself can build.
 	fw, ok := handle.(framework.Framework)
 	if !ok {
 		return nil, fmt.Errorf("%s needs the scheduler's framework as its handle, got %T", Name, handle)
 	}
-	pl := &GangPreemption{handle: handle, args: args, framework: fw, groups: groups, fts: fts, going: newGoing(), owners: &owners{client: c}, clock: clock.RealClock{}}
+	pl := &GangPreemption{handle: handle, args: args, framework: fw, groups: groups, fts: fts, going: newGoing(), owners: &owners{shrinker: shrinker}, clock: clock.RealClock{}}
 	pl.executor = preemption.NewExecutor(handle, fts)
 	pl.executor.PreemptPod = pl.preemptPod(pl.executor.PreemptPod)
 	pl.evaluator = preemption.NewEvaluator(Name, handle, pl, pl.executor)
@@ -229,5 +229,5 @@ func (pl *GangPreemption) isElasticExtra(pod *corev1.Pod) bool {
 	}
 	pg := pl.groups.PodGroup(key)
 	topo, err := pl.groups.Topology(key)
-	return pg != nil && err == nil && topo != nil && topo.Elastic != nil && pl.groups.BoundCount(key) >= pg.Spec.MinMember
+	return pg != nil && err == nil && topo != nil && topo.Elastic != nil && topology.QuorumOf(pg).ReachedBy(pl.groups.BoundCount(key))
 }

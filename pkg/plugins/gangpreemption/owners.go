@@ -9,21 +9,32 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/rest"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/muster-dev/muster/pkg/ownerscale"
 	"github.com/muster-dev/muster/pkg/topology"
 )
+
+// OwnerShrinker lowers the workers an elastic member's owner runs.
+// muster-scheduler wires pkg/ownerscale's (cmd/scheduler), so that the
+// plugin holds no client of its own.
+type OwnerShrinker interface {
+	// ShrinkTo has the owner run at most n workers; an owner that runs
+	// no more, or cannot be scaled, is left as it is.
+	ShrinkTo(ctx context.Context, namespace string, owner *metav1.OwnerReference, n int32) error
+}
+
+// NewOwnerShrinker builds a scheduler's OwnerShrinker on its client
+// configuration.
+type NewOwnerShrinker func(*rest.Config) (OwnerShrinker, error)
 
 // owners shrinks the owner of a member above an elastic min before the
 // member is preempted, as muster-controller's elastic scaler does, so that
 // the owner does not create again what preemption took. Scalings are one
 // at a time: two victims of one owner each take one replica.
 type owners struct {
-	mu     sync.Mutex
-	client client.Client
+	mu       sync.Mutex
+	shrinker OwnerShrinker
 }
 
 // shrink has the victim's owner run no more workers than the victim's
@@ -40,16 +51,7 @@ func (o *owners) shrink(ctx context.Context, victim *corev1.Pod, index int32) er
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	// The owner's controller writes its status as the members before this
-	// victim go, and each write is a conflict for a scale read before it:
-	// read again, and decide again.
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		scale, err := ownerscale.Of(ctx, o.client, o.client, victim.Namespace, ref)
-		if err != nil || scale == nil || scale.Replicas <= index {
-			return err
-		}
-		return scale.Set(ctx, o.client, index)
-	})
+	return o.shrinker.ShrinkTo(ctx, victim.Namespace, ref, index)
 }
 
 // victimsByGang sorts the victims by their gang; pods of no group are left

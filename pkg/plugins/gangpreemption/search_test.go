@@ -244,114 +244,142 @@ func running(name, node string, priority int32, cpu string) *st.PodWrapper {
 	return st.MakePod().Namespace("ns").Name(name).UID(name).Node(node).Priority(priority).Req(map[corev1.ResourceName]string{"cpu": cpu})
 }
 
-func TestAGangOnOneHostPortTakesOneVictimPerNode(t *testing.T) {
-	pg := podGroup("web", 2)
-	members := []*corev1.Pod{
-		gangMember("web", "web-0", "1").ContainerPort([]corev1.ContainerPort{{HostPort: 8080, ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}).Obj(),
-		gangMember("web", "web-1", "1").ContainerPort([]corev1.ContainerPort{{HostPort: 8080, ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}).Obj(),
-	}
+// TestTheGangSearch pins what a gang's search for room takes, for the
+// member whose PostFilter runs it: the victims deleted, the node the
+// member is nominated to, and what its status says when nothing is taken.
+func TestTheGangSearch(t *testing.T) {
 	port := []corev1.ContainerPort{{HostPort: 8080, ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}
-	pods := append([]*corev1.Pod{
-		running("old-a", "n1", low, "1").ContainerPort(port).Obj(),
-		running("old-b", "n2", low, "1").ContainerPort(port).Obj(),
-		running("bystander", "n1", low, "1").Obj(),
-	}, members...)
-	s := newSearch(t, []*corev1.Node{node("n1", "8"), node("n2", "8")}, pods, []*v1alpha1.PodGroup{pg})
-
-	result, status := s.postFilter(t, members[1], pg)
-	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
-	assert.Contains(t, status.Message(), "preempting 2 victims for the gang's 2 missing members")
-	require.NotNil(t, result)
-	assert.NotEmpty(t, result.NominatingInfo.NominatedNodeName)
-	assert.Equal(t, []string{"old-a", "old-b"}, s.deleted(t, 2), "one holder of the port per node; the bystander stays")
-}
-
-func TestAMemberWithRequiredAffinityTakesItsVictimBesideItsPeer(t *testing.T) {
-	pg := podGroup("train", 1)
-	affine := gangMember("train", "train-0", "2").PodAffinityExists("app", "kubernetes.io/hostname", st.PodAffinityWithRequiredReq).Obj()
-	pods := []*corev1.Pod{
-		running("peer", "n2", high, "1").Label("app", "db").Obj(),
-		running("victim-n1", "n1", low, "3").Obj(),
-		running("victim-n2", "n2", low, "3").Obj(),
-		affine,
+	twoNodes := []*corev1.Node{node("n1", "4"), node("n2", "4")}
+	members := func(gang string, n int, cpu string) []*corev1.Pod {
+		var pods []*corev1.Pod
+		for i := range n {
+			pods = append(pods, gangMember(gang, fmt.Sprintf("%s-%d", gang, i), cpu).Obj())
+		}
+		return pods
 	}
-	s := newSearch(t, []*corev1.Node{node("n1", "4"), node("n2", "4")}, pods, []*v1alpha1.PodGroup{pg})
-
-	result, status := s.postFilter(t, affine, pg)
-	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
-	require.NotNil(t, result)
-	assert.Equal(t, "n2", result.NominatingInfo.NominatedNodeName, "beside its peer")
-	assert.Equal(t, []string{"victim-n2"}, s.deleted(t, 1))
-}
-
-func TestAPreemptorNeverTakesTheRoomHeldForALateMember(t *testing.T) {
-	pg := podGroup("gang", 1)
-	member := gangMember("gang", "gang-0", "3").Obj()
-	pods := []*corev1.Pod{
-		running("victim-n1", "n1", low, "2").Obj(),
-		running("victim-n2", "n2", low, "2").Obj(),
-		member,
+	tests := []struct {
+		name      string
+		nodes     []*corev1.Node
+		others    []*corev1.Pod
+		minMember int32
+		members   []*corev1.Pod
+		// preemptor is the member whose PostFilter runs the search.
+		preemptor int
+		// heldOnN1 holds 2 CPUs of n1 for another gang's launcher, to
+		// come.
+		heldOnN1 bool
+		// wantDeleted are the victims taken; none when nothing is.
+		wantDeleted []string
+		// wantNode is the node the member is nominated to; "" for any.
+		wantNode string
+		// wantMessage is part of the status's message.
+		wantMessage string
+		// noRequests: the search ran no dry run and deleted nothing.
+		noRequests bool
+	}{
+		{
+			name:  "a gang on one host port takes one victim per node",
+			nodes: []*corev1.Node{node("n1", "8"), node("n2", "8")},
+			others: []*corev1.Pod{
+				running("old-a", "n1", low, "1").ContainerPort(port).Obj(),
+				running("old-b", "n2", low, "1").ContainerPort(port).Obj(),
+				running("bystander", "n1", low, "1").Obj(),
+			},
+			minMember: 2,
+			members: []*corev1.Pod{
+				gangMember("web", "web-0", "1").ContainerPort(port).Obj(),
+				gangMember("web", "web-1", "1").ContainerPort(port).Obj(),
+			},
+			preemptor:   1,
+			wantDeleted: []string{"old-a", "old-b"},
+			wantMessage: "preempting 2 victims for the gang's 2 missing members",
+		},
+		{
+			name:  "a member with required affinity takes its victim beside its peer",
+			nodes: twoNodes,
+			others: []*corev1.Pod{
+				running("peer", "n2", high, "1").Label("app", "db").Obj(),
+				running("victim-n1", "n1", low, "3").Obj(),
+				running("victim-n2", "n2", low, "3").Obj(),
+			},
+			minMember:   1,
+			members:     []*corev1.Pod{gangMember("train", "train-0", "2").PodAffinityExists("app", "kubernetes.io/hostname", st.PodAffinityWithRequiredReq).Obj()},
+			wantDeleted: []string{"victim-n2"},
+			wantNode:    "n2",
+		},
+		{
+			name:        "a preemptor never takes the room held for a late member",
+			nodes:       twoNodes,
+			others:      []*corev1.Pod{running("victim-n1", "n1", low, "2").Obj(), running("victim-n2", "n2", low, "2").Obj()},
+			minMember:   1,
+			members:     members("gang", 1, "3"),
+			heldOnN1:    true,
+			wantDeleted: []string{"victim-n2"},
+			wantNode:    "n2",
+		},
+		{
+			// Two nodes of 4 CPUs hold two members of 3, whatever goes.
+			name:        "nothing is taken for a gang that would still not fit",
+			nodes:       twoNodes,
+			others:      []*corev1.Pod{running("victim-n1", "n1", low, "3").Obj(), running("victim-n2", "n2", low, "3").Obj()},
+			minMember:   3,
+			members:     members("big", 3, "3"),
+			wantMessage: "no lower-priority victims would make room for member big-2",
+		},
+		{
+			// The room of one member is no room for the gang.
+			name:        "only lower-priority victims are taken",
+			nodes:       twoNodes,
+			others:      []*corev1.Pod{running("equal", "n1", high, "3").Obj(), running("lower", "n2", low, "3").Obj()},
+			minMember:   2,
+			members:     members("gang", 2, "3"),
+			wantMessage: "no lower-priority victims would make room",
+		},
+		{
+			// Nothing to take and no reservation to give back: a search
+			// per domain would find no room.
+			name:        "no search is run when no pod has a lower priority",
+			nodes:       twoNodes,
+			others:      []*corev1.Pod{running("equal-1", "n1", high, "3").Obj(), running("equal-2", "n2", high, "3").Obj()},
+			minMember:   2,
+			members:     members("gang", 2, "3"),
+			wantMessage: "preemption: no pod of lower priority to take",
+			noRequests:  true,
+		},
 	}
-	s := newSearch(t, []*corev1.Node{node("n1", "4"), node("n2", "4")}, pods, []*v1alpha1.PodGroup{pg})
-	// n1's last 2 CPUs are held for another gang's launcher, to come.
-	s.model.Rooms().Add(&group.Room{Group: types.NamespacedName{Namespace: "ns", Name: "mpi"}, Role: "launcher", Node: "n1",
-		Request: corev1.ResourceList{corev1.ResourceCPU: *resourceQuantity("2")}})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gang, _ := topology.GroupOf(tt.members[0])
+			pg := podGroup(gang.Name, tt.minMember)
+			s := newSearch(t, tt.nodes, append(slices.Clone(tt.others), tt.members...), []*v1alpha1.PodGroup{pg})
+			if tt.heldOnN1 {
+				s.model.Rooms().Add(&group.Room{Group: types.NamespacedName{Namespace: "ns", Name: "mpi"}, Role: "launcher", Node: "n1",
+					Request: corev1.ResourceList{corev1.ResourceCPU: *resourceQuantity("2")}})
+			}
 
-	result, status := s.postFilter(t, member, pg)
-	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
-	require.NotNil(t, result)
-	assert.Equal(t, "n2", result.NominatingInfo.NominatedNodeName)
-	assert.Equal(t, []string{"victim-n2"}, s.deleted(t, 1))
-}
+			result, status := s.postFilter(t, tt.members[tt.preemptor], pg)
 
-func TestNothingIsTakenForAGangThatWouldStillNotFit(t *testing.T) {
-	pg := podGroup("big", 3)
-	members := []*corev1.Pod{gangMember("big", "big-0", "3").Obj(), gangMember("big", "big-1", "3").Obj(), gangMember("big", "big-2", "3").Obj()}
-	pods := append([]*corev1.Pod{running("victim-n1", "n1", low, "3").Obj(), running("victim-n2", "n2", low, "3").Obj()}, members...)
-	s := newSearch(t, []*corev1.Node{node("n1", "4"), node("n2", "4")}, pods, []*v1alpha1.PodGroup{pg})
-
-	result, status := s.postFilter(t, members[0], pg)
-	assert.Equal(t, fwk.Unschedulable, status.Code())
-	assert.Contains(t, status.Message(), "no lower-priority victims would make room for member big-2", "two nodes of 4 CPUs hold two members of 3, whatever goes")
-	assert.Nil(t, result)
-	for _, a := range s.client.Actions() {
-		assert.NotEqual(t, "delete", a.GetVerb(), "nothing is taken: %v", a)
+			require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
+			assert.Contains(t, status.Message(), tt.wantMessage)
+			if len(tt.wantDeleted) == 0 {
+				assert.Nil(t, result)
+				for _, a := range s.client.Actions() {
+					assert.NotEqual(t, "delete", a.GetVerb(), "nothing is taken: %v", a)
+				}
+				if tt.noRequests {
+					assert.Empty(t, s.client.Actions())
+				}
+				return
+			}
+			require.NotNil(t, result)
+			if tt.wantNode == "" {
+				assert.NotEmpty(t, result.NominatingInfo.NominatedNodeName)
+			} else {
+				assert.Equal(t, tt.wantNode, result.NominatingInfo.NominatedNodeName)
+			}
+			assert.Equal(t, tt.wantDeleted, s.deleted(t, len(tt.wantDeleted)))
+		})
 	}
-}
-
-func TestOnlyLowerPriorityVictimsAreTaken(t *testing.T) {
-	pg := podGroup("gang", 2)
-	members := []*corev1.Pod{gangMember("gang", "gang-0", "3").Obj(), gangMember("gang", "gang-1", "3").Obj()}
-	pods := append([]*corev1.Pod{
-		running("equal", "n1", high, "3").Obj(),
-		running("lower", "n2", low, "3").Obj(),
-	}, members...)
-	s := newSearch(t, []*corev1.Node{node("n1", "4"), node("n2", "4")}, pods, []*v1alpha1.PodGroup{pg})
-
-	result, status := s.postFilter(t, members[0], pg)
-	assert.Equal(t, fwk.Unschedulable, status.Code())
-	assert.Contains(t, status.Message(), "no lower-priority victims would make room")
-	assert.Nil(t, result)
-	for _, a := range s.client.Actions() {
-		assert.NotEqual(t, "delete", a.GetVerb(), "the room of one member is no room for the gang: %v", a)
-	}
-}
-
-func TestNoSearchIsRunWhenNoPodHasALowerPriority(t *testing.T) {
-	pg := podGroup("gang", 2)
-	members := []*corev1.Pod{gangMember("gang", "gang-0", "3").Obj(), gangMember("gang", "gang-1", "3").Obj()}
-	pods := append([]*corev1.Pod{
-		running("equal-1", "n1", high, "3").Obj(),
-		running("equal-2", "n2", high, "3").Obj(),
-	}, members...)
-	s := newSearch(t, []*corev1.Node{node("n1", "4"), node("n2", "4")}, pods, []*v1alpha1.PodGroup{pg})
-
-	result, status := s.postFilter(t, members[0], pg)
-	assert.Equal(t, fwk.Unschedulable, status.Code())
-	assert.Equal(t, "preemption: no pod of lower priority to take", status.Message(),
-		"nothing to take and no reservation to give back: a search per domain would find no room")
-	assert.Nil(t, result)
-	assert.Empty(t, s.client.Actions())
 }
 
 func resourceQuantity(v string) *resource.Quantity {

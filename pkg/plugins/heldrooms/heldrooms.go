@@ -109,11 +109,24 @@ func NewWithModel(logger klog.Logger, groups Groups, handle fwk.Handle, clk cloc
 	h := &HeldRooms{handle: handle, groups: groups, clock: clk, turned: newTurnedAway(),
 		devices: newHeldDevices(dra, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))}
 	groups.OnPodChange(h.podChanged)
+	groups.Rooms().OnEnd(func(key types.NamespacedName, why group.RoomsEnd) { h.releaseGroup(logger, key, why) })
 	groups.OnPodGroupChange(cache.ResourceEventHandlerFuncs{
 		// A deleted gang's rooms are released, and it waits for room no more.
 		DeleteFunc: func(any) { h.wakeTurnedAway(logger) },
 	})
 	return h
+}
+
+// releaseGroup releases the group's rooms, as every release of a group's
+// rooms goes, and returns how many there were. The pods Filter kept off
+// their nodes go back to the queue.
+func (h *HeldRooms) releaseGroup(logger klog.Logger, key types.NamespacedName, why group.RoomsEnd) int {
+	released := h.groups.Rooms().Release(key)
+	if released > 0 {
+		logger.V(2).Info("Released the room held for late members", "podGroup", key, "rooms", released, "why", why)
+		h.wakeTurnedAway(logger)
+	}
+	return released
 }
 
 // wakeTurnedAway moves the pods Filter kept off a node for a gang back to

@@ -356,3 +356,23 @@ func TestSignPod(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldRoomsReleasesAGroupsRoomsWhenToldTheyEnd: HeldRooms alone
+// releases rooms; a failed attempt or a deleted PodGroup ends them
+// (group.Rooms.End), and it releases that group's, whatever the reason,
+// and no other's.
+func TestHeldRoomsReleasesAGroupsRoomsWhenToldTheyEnd(t *testing.T) {
+	for _, why := range []group.RoomsEnd{group.AttemptEnded, group.PodGroupDeleted, group.LateMembersMissing, group.GangGone} {
+		t.Run(string(why), func(t *testing.T) {
+			g := newGroups()
+			g.rooms.Add(&group.Room{Group: key("mpi"), Role: "launcher", Node: "n1", Request: cpu("1")})
+			g.rooms.Add(&group.Room{Group: key("other"), Role: "launcher", Node: "n1", Request: cpu("1")})
+			NewWithModel(klog.Background(), g, nil, testingclock.NewFakeClock(time.Time{}))
+
+			g.rooms.End(key("mpi"), why)
+
+			assert.Zero(t, g.rooms.Count(key("mpi"), ""), "the group's rooms are released")
+			assert.Equal(t, int32(1), g.rooms.Count(key("other"), ""), "another group's are not")
+		})
+	}
+}

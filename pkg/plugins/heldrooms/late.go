@@ -48,7 +48,8 @@ func (h *HeldRooms) holdForGang(ctx context.Context, key types.NamespacedName, s
 	if !h.groups.IsReserved(key, self.UID) {
 		placed++
 	}
-	if placed >= pg.Spec.MinMember || placed+late.Total()-h.groups.Rooms().Count(key, "") < pg.Spec.MinMember {
+	quorum := topology.QuorumOf(pg)
+	if quorum.ReachedBy(placed) || !quorum.EnoughMembers(placed, late.Total()-h.groups.Rooms().Count(key, "")) {
 		return ""
 	}
 	nodes, err := h.handle.SnapshotSharedLister().NodeInfos().List()
@@ -77,7 +78,7 @@ func (h *HeldRooms) restore(ctx context.Context, nodes []fwk.NodeInfo) {
 		if pg == nil || late.Total() == 0 || late.Came || h.groups.Rooms().Count(key, "") > 0 {
 			continue
 		}
-		if bound := h.groups.BoundCount(key); bound == 0 || bound+late.Total() < pg.Spec.MinMember {
+		if bound := h.groups.BoundCount(key); bound == 0 || !topology.QuorumOf(pg).EnoughMembers(bound, late.Total()) {
 			continue
 		}
 		if why := h.hold(ctx, key, late.Missing, nodes, nil, ""); why == "" {
@@ -247,9 +248,7 @@ func (h *HeldRooms) expire(logger klog.Logger, pg *v1alpha1.PodGroup) {
 	timeout := h.groups.ScheduleTimeout(pg)
 	h.groups.Rooms().Expire(key, h.clock.Now().Add(timeout))
 	h.clock.AfterFunc(timeout, func() {
-		if released := h.groups.Rooms().Release(key); released > 0 {
-			logger.V(2).Info("Released the room of late members that did not come", "podGroup", key, "rooms", released)
-			h.wakeTurnedAway(logger)
+		if released := h.releaseGroup(logger, key, group.LateMembersMissing); released > 0 {
 			group.RecordEvent(h.handle, pg, corev1.EventTypeWarning, gangview.ReasonLateMemberMissing, "Release",
 				fmt.Sprintf("%d late members were not created within %s of the gang's admission; released the room held for them", released, timeout))
 		}
@@ -283,13 +282,11 @@ func (h *HeldRooms) gangGone(change group.PodChange) {
 	if h.groups.BoundCount(change.Key) > 0 {
 		return
 	}
-	released := h.groups.Rooms().Release(change.Key)
+	logger := klog.Background().WithValues("plugin", Name, "lastMember", klog.KObj(change.Pod))
+	released := h.releaseGroup(logger, change.Key, group.GangGone)
 	if released == 0 {
 		return
 	}
-	logger := klog.Background().WithValues("plugin", Name)
-	logger.V(2).Info("Released the room of late members whose gang has gone", "podGroup", change.Key, "rooms", released, "lastMember", klog.KObj(change.Pod))
-	h.wakeTurnedAway(logger)
 	if pg := h.groups.PodGroup(change.Key); pg != nil {
 		group.RecordEvent(h.handle, pg, corev1.EventTypeNormal, RoomReleasedReason, "Release",
 			fmt.Sprintf("the gang's last bound member %s has gone; released the room held for %d late members", change.Pod.Name, released))

@@ -11,6 +11,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/topology"
 )
 
 // A claim holds at most 256 consumers (status.reservedFor), and
@@ -40,8 +41,9 @@ func (s *SharedClaims) consumerShortfall(state fwk.CycleState, pod *corev1.Pod, 
 		return "" // one entry holds the PodGroup, whatever its size
 	}
 	cycle, ok := group.CycleOf(state)
-	if !ok || cycle.PodGroup == nil || int(cycle.PodGroup.Spec.MinMember) <= free {
-		// The whole quorum fits: the members need not be counted.
+	if !ok || cycle.PodGroup == nil || topology.QuorumOf(cycle.PodGroup).ReachedBy(int32(free)) {
+		// The free entries would hold the whole quorum: the members need
+		// not be counted.
 		return ""
 	}
 	members, err := s.gangs.Members(cycle.Key)

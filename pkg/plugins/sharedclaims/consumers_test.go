@@ -58,63 +58,75 @@ func preFilterInGang(s *SharedClaims, pg *v1alpha1.PodGroup, pod *corev1.Pod) *f
 	return status
 }
 
-func TestAPodIsTurnedAwayFromAClaimWithNoConsumerEntryLeft(t *testing.T) {
-	s := claimWithConsumers(&gangs{}, maxConsumers)
-	_, status := preFilter(t, s, naming("late", "shared"))
-	require.Equal(t, fwk.Unschedulable, status.Code(), "a pod the claim cannot be reserved for would fail at every PreBind")
-	assert.Contains(t, status.Message(), "ResourceClaim team/shared has 256 consumers in status.reservedFor, the most it holds: late waits for one of them to finish")
-
-	s = claimWithConsumers(&gangs{}, maxConsumers-1)
-	_, status = preFilter(t, s, naming("late", "shared"))
-	assert.True(t, status.IsSuccess(), "the last entry of the claim was refused: %v", status.AsError())
-}
-
-func TestAPodAlreadyAConsumerOfAFullClaimIsNotTurnedAway(t *testing.T) {
-	s := claimWithConsumers(&gangs{}, maxConsumers-1, "bound")
-	_, status := preFilter(t, s, naming("bound", "shared"))
-	assert.True(t, status.IsSuccess(), "a consumer of the claim was refused it: %v", status.AsError())
-}
-
-func TestAGangNeedingMoreConsumersThanTheClaimHasRoomForIsTurnedAway(t *testing.T) {
-	members := membersNaming(3, "shared")
-	g, pg := gangOf(3, members...)
-	status := preFilterInGang(claimWithConsumers(g, maxConsumers-2), pg, members[0])
-	require.Equal(t, fwk.Unschedulable, status.Code(), "a gang the claim cannot hold whole would be bound in part")
-	assert.Contains(t, status.Message(), "group team/job needs 3 more consumers of ResourceClaim team/shared to bind its minMember of 3, and the claim's status.reservedFor has room for 2 more (at most 256)")
-	assert.Contains(t, status.Message(), "name one claim in at most 256 pods, or give each member a claim of its own from a ResourceClaimTemplate")
-
-	status = preFilterInGang(claimWithConsumers(g, maxConsumers-3), pg, members[0])
-	assert.True(t, status.IsSuccess(), "a gang the claim has room for was refused: %v", status.AsError())
-}
-
-func TestAGangOfMoreThanAClaimEverHoldsIsTurnedAway(t *testing.T) {
-	members := membersNaming(maxConsumers+1, "shared")
-	g, pg := gangOf(maxConsumers+1, members...)
-	status := preFilterInGang(claimWithConsumers(g, 0), pg, members[0])
-	require.Equal(t, fwk.Unschedulable, status.Code())
-	assert.Contains(t, status.Message(), "group team/job needs 257 more consumers of ResourceClaim team/shared to bind its minMember of 257, and the claim's status.reservedFor has room for 256 more")
-}
-
-func TestOnlyTheMembersTheQuorumNeedsCount(t *testing.T) {
-	members := membersNaming(3, "shared")
-	members = append(members, st.MakePod().Namespace(ns).Name("launcher").UID("launcher").Obj())
-	// A quorum of 3: the launcher and two of the three members naming the
-	// claim; the claim has room for two.
-	g, pg := gangOf(3, members...)
-	status := preFilterInGang(claimWithConsumers(g, maxConsumers-2), pg, members[0])
-	assert.True(t, status.IsSuccess(), "members beyond the quorum were counted: %v", status.AsError())
-
-	// Members already consumers need no entry.
-	g, pg = gangOf(3, membersNaming(3, "shared")...)
-	status = preFilterInGang(claimWithConsumers(g, maxConsumers-3, "job-1"), pg, members[0])
-	assert.True(t, status.IsSuccess(), "a member that is a consumer already was counted: %v", status.AsError())
-}
-
-func TestAMemberTheModelDoesNotSeeYetCountsItself(t *testing.T) {
-	g, pg := gangOf(2, member("job", "seen", "shared"))
-	status := preFilterInGang(claimWithConsumers(g, maxConsumers-1), pg, member("job", "new", "shared"))
-	require.Equal(t, fwk.Unschedulable, status.Code(), "the member asking was not counted")
-	assert.Contains(t, status.Message(), "needs 2 more consumers")
+func TestAClaimTurnsAwayWhatItsConsumerEntriesCannotHold(t *testing.T) {
+	withLauncher := append(membersNaming(3, "shared"), st.MakePod().Namespace(ns).Name("launcher").UID("launcher").Obj())
+	tests := []struct {
+		name string
+		// members and minMember are the gang "job" the pod asks in; no
+		// members for a pod of no gang.
+		members   []*corev1.Pod
+		minMember int32
+		// others are the claim's consumers of no gang, consumers the
+		// pods named among them.
+		others    int
+		consumers []string
+		pod       *corev1.Pod
+		// want are the parts of the status's message; none for success.
+		want []string
+	}{
+		{
+			name:   "a pod is turned away from a claim with no consumer entry left",
+			others: maxConsumers, pod: naming("late", "shared"),
+			want: []string{"ResourceClaim team/shared has 256 consumers in status.reservedFor, the most it holds: late waits for one of them to finish"},
+		},
+		{name: "a pod takes the claim's last entry", others: maxConsumers - 1, pod: naming("late", "shared")},
+		{name: "a pod already a consumer of a full claim is not turned away", others: maxConsumers - 1, consumers: []string{"bound"}, pod: naming("bound", "shared")},
+		{
+			name:    "a gang needing more consumers than the claim has room for is turned away",
+			members: membersNaming(3, "shared"), minMember: 3, others: maxConsumers - 2, pod: membersNaming(1, "shared")[0],
+			want: []string{
+				"group team/job needs 3 more consumers of ResourceClaim team/shared to bind its minMember of 3, and the claim's status.reservedFor has room for 2 more (at most 256)",
+				"name one claim in at most 256 pods, or give each member a claim of its own from a ResourceClaimTemplate",
+			},
+		},
+		{name: "a gang the claim has room for is not turned away", members: membersNaming(3, "shared"), minMember: 3, others: maxConsumers - 3, pod: membersNaming(1, "shared")[0]},
+		{
+			name:    "a gang of more than a claim ever holds is turned away",
+			members: membersNaming(maxConsumers+1, "shared"), minMember: maxConsumers + 1, pod: membersNaming(1, "shared")[0],
+			want: []string{"group team/job needs 257 more consumers of ResourceClaim team/shared to bind its minMember of 257, and the claim's status.reservedFor has room for 256 more"},
+		},
+		{
+			// A quorum of 3: the launcher and two of the three members
+			// naming the claim; the claim has room for two.
+			name:    "only the members the quorum needs count",
+			members: withLauncher, minMember: 3, others: maxConsumers - 2, pod: withLauncher[0],
+		},
+		{name: "members already consumers need no entry", members: membersNaming(3, "shared"), minMember: 3, others: maxConsumers - 3, consumers: []string{"job-1"}, pod: membersNaming(1, "shared")[0]},
+		{
+			name:    "a member the model does not see yet counts itself",
+			members: []*corev1.Pod{member("job", "seen", "shared")}, minMember: 2, others: maxConsumers - 1, pod: member("job", "new", "shared"),
+			want: []string{"needs 2 more consumers"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var status *fwk.Status
+			if tt.members == nil {
+				_, status = preFilter(t, claimWithConsumers(&gangs{}, tt.others, tt.consumers...), tt.pod)
+			} else {
+				g, pg := gangOf(tt.minMember, tt.members...)
+				status = preFilterInGang(claimWithConsumers(g, tt.others, tt.consumers...), pg, tt.pod)
+			}
+			if len(tt.want) == 0 {
+				assert.True(t, status.IsSuccess(), "turned away: %v", status.AsError())
+				return
+			}
+			require.Equal(t, fwk.Unschedulable, status.Code(), "a pod or gang the claim cannot be reserved for would fail at PreBind, or bind in part")
+			for _, part := range tt.want {
+				assert.Contains(t, status.Message(), part)
+			}
+		})
+	}
 }
 
 // countingGangs counts the reads of a gang's members.

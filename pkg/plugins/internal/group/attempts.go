@@ -107,7 +107,7 @@ type Attempts struct {
 	changed func(types.NamespacedName)
 	states  *states
 	// rooms are the rooms held for late members, which a failed attempt
-	// gives up with its reservations.
+	// ends with its reservations.
 	rooms *Rooms
 }
 
@@ -222,8 +222,8 @@ const (
 	WaitsForClaims
 )
 
-// Fail ends the group's attempt, which failed for reason: it releases the
-// rooms held for the group's late members, returns the members still
+// Fail ends the group's attempt, which failed for reason: it ends the
+// rooms held for the group's late members (Rooms.End), returns the members still
 // holding a reservation, to be rejected, which gives their reservations
 // up, and whether this call ended the attempt (false when a
 // sibling's failure already did).
@@ -255,7 +255,7 @@ func (s *Attempts) Fail(key types.NamespacedName, now time.Time, backoff time.Du
 			a.queuedAt = now
 		}
 	})
-	s.rooms.Release(key)
+	s.rooms.End(key, AttemptEnded)
 	if first {
 		s.tell(key)
 	}

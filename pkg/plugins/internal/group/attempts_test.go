@@ -26,18 +26,19 @@ func TestWaitingGaugeFollowsTheGroups(t *testing.T) {
 	assert.Equal(t, 0.0, waiting)
 }
 
+// TestAFailedAttemptGivesUpTheRoomHeldForItsLateMembers: the attempt
+// tells the rooms' releaser (HeldRooms, which alone releases them) that
+// the failed gang's rooms end, and not another's.
 func TestAFailedAttemptGivesUpTheRoomHeldForItsLateMembers(t *testing.T) {
 	s := NewAttempts(func(float64) {})
 	mpi := types.NamespacedName{Namespace: "team-a", Name: "mpi"}
-	other := types.NamespacedName{Namespace: "team-a", Name: "other"}
-	s.rooms.Add(&Room{Group: mpi, Role: "launcher", Node: "n1"})
-	s.rooms.Add(&Room{Group: other, Role: "launcher", Node: "n1"})
+	ended := map[types.NamespacedName]RoomsEnd{}
+	s.rooms.OnEnd(func(key types.NamespacedName, why RoomsEnd) { ended[key] = why })
 	s.Begin(mpi)
 	s.Reserve(mpi, "w0")
 	reserved, _ := s.Fail(mpi, time.Now(), 0, FoundNoRoom, "member w1 fits on no node")
 	assert.Equal(t, []types.UID{"w0"}, reserved)
-	assert.Zero(t, s.rooms.Count(mpi, ""), "the failed gang's room is given up")
-	assert.Equal(t, int32(1), s.rooms.Count(other, ""), "another gang's is not")
+	assert.Equal(t, map[types.NamespacedName]RoomsEnd{mpi: AttemptEnded}, ended, "the failed gang's rooms end, and no other gang's")
 }
 
 func TestAnAttemptKeepsItsDomainOnlyWhenItEndsToWaitForItsVictims(t *testing.T) {
@@ -109,4 +110,116 @@ func TestTheFirstReservationTakesTheMembersTheBackoffTurnedAway(t *testing.T) {
 	s.Fail(job, time.Now(), 0, FoundNoRoom, "member p3 fits on no node")
 	assert.ElementsMatch(t, []types.UID{"p2"}, s.Reserve(job, "p0"), "kept for the next attempt's first reservation")
 	assert.Empty(t, s.Reserve(job, "p1"))
+}
+
+// TestHowAFailedAttemptEnds pins what each Ending keeps of the attempt:
+// its domain, whether the domain counts as tried, and the group's backoff
+// and reason, which every ending sets.
+func TestHowAFailedAttemptEnds(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rackB := Domain{Name: "rack-b"}
+	tests := []struct {
+		name       string
+		ending     Ending
+		wantDomain bool
+		wantTried  bool
+	}{
+		{name: "a gang that found no room forgets its domain and counts it tried", ending: FoundNoRoom, wantTried: true},
+		{name: "a gang that lost its domain's room to another pod tries another", ending: LostItsDomain, wantTried: true},
+		{name: "a gang waiting for its victims keeps the domain they free", ending: WaitsForVictims, wantDomain: true},
+		{name: "a gang waiting for its claims to be made counts no domain tried", ending: WaitsForClaims},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewAttempts(func(float64) {})
+			key := types.NamespacedName{Namespace: "team-a", Name: "a"}
+			s.Begin(key)
+			s.ChooseDomain(key, rackB)
+			s.Reserve(key, "a0")
+
+			reserved, first := s.Fail(key, now, time.Minute, tt.ending, "member a1 fits on no node")
+
+			assert.Equal(t, []types.UID{"a0"}, reserved, "the members still holding a reservation are rejected")
+			assert.True(t, first)
+			assert.False(t, s.IsReserved(key, "a0"), "the reservations are given up")
+			_, chosen := s.Domain(key)
+			assert.Equal(t, tt.wantDomain, chosen)
+			assert.Equal(t, tt.wantTried, s.TriedDomains(key).Has("rack-b"))
+			until, failure := s.Backoff(key)
+			assert.Equal(t, now.Add(time.Minute), until)
+			assert.Equal(t, "member a1 fits on no node", failure)
+			assert.Equal(t, []types.NamespacedName{key}, s.Failed())
+
+			_, again := s.Fail(key, now, time.Minute, tt.ending, "a sibling's failure")
+			assert.False(t, again, "a sibling's failure does not end the attempt again")
+		})
+	}
+}
+
+func TestShortenBackoff(t *testing.T) {
+	failedAt := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name          string
+		backoff       time.Duration
+		after         time.Duration
+		wantUntil     time.Time
+		wantShortened bool
+	}{
+		{name: "a backoff longer than asked ends sooner", backoff: time.Minute, after: 5 * time.Second, wantUntil: failedAt.Add(5 * time.Second), wantShortened: true},
+		{name: "a backoff as short as asked is kept", backoff: 5 * time.Second, after: 5 * time.Second, wantUntil: failedAt.Add(5 * time.Second)},
+		{name: "a backoff shorter than asked is never lengthened", backoff: time.Second, after: 5 * time.Second, wantUntil: failedAt.Add(time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewAttempts(func(float64) {})
+			key := types.NamespacedName{Namespace: "team-a", Name: "a"}
+			s.Begin(key)
+			s.Fail(key, failedAt, tt.backoff, FoundNoRoom, "no room")
+			until, shortened := s.ShortenBackoff(key, tt.after)
+			assert.Equal(t, tt.wantUntil, until)
+			assert.Equal(t, tt.wantShortened, shortened)
+		})
+	}
+}
+
+func TestAdmissionLatencyAndWhatAdmissionClears(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name        string
+		seen        bool
+		wantLatency time.Duration
+	}{
+		{name: "the latency runs from the first member seen at PreEnqueue", seen: true, wantLatency: 3 * time.Second},
+		{name: "a group no member of which was seen, as after a restart, has none", wantLatency: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewAttempts(func(float64) {})
+			key := types.NamespacedName{Namespace: "team-a", Name: "a"}
+			if tt.seen {
+				s.Seen(key, start)
+				s.Seen(key, start.Add(time.Second))
+			}
+			s.Begin(key)
+			s.ChooseDomain(key, Domain{Name: "rack-a"})
+			s.Fail(key, start, time.Minute, FoundNoRoom, "no room")
+			s.Begin(key)
+			s.Reserve(key, "a0")
+
+			waiting, latency, first := s.Admit(key, start.Add(3*time.Second))
+
+			assert.Equal(t, []types.UID{"a0"}, waiting)
+			assert.Equal(t, tt.wantLatency, latency)
+			assert.True(t, first)
+			assert.True(t, s.IsAdmitted(key))
+			until, _ := s.Backoff(key)
+			assert.True(t, until.IsZero(), "an admitted gang has no backoff")
+			assert.Empty(t, s.TriedDomains(key), "an admitted gang has tried no domain")
+			assert.Empty(t, s.Failed())
+
+			_, latency, first = s.Admit(key, start.Add(time.Hour))
+			assert.False(t, first, "admitted once")
+			assert.Zero(t, latency)
+		})
+	}
 }

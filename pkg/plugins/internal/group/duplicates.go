@@ -78,7 +78,7 @@ func (m *Model) mayShare(key types.NamespacedName, pod *corev1.Pod) bool {
 	var others int32
 	m.read(key, func(st *State) {
 		others = st.places[place]
-		if own, counted := st.members[pod.UID]; counted && own.place == place && own.phase <= Running {
+		if own, counted := st.members[pod.UID]; counted && own.place == place && own.phase.IsActive() {
 			others--
 		}
 	})

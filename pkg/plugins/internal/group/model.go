@@ -488,7 +488,7 @@ func (m *Model) isOurs(schedulerName string) bool {
 // runs.
 func (m *Model) HadQuorum(key types.NamespacedName, pg *v1alpha1.PodGroup) bool {
 	var had bool
-	m.read(key, func(st *State) { had = st.quorumHad == pg.UID || st.census.Bound() >= pg.Spec.MinMember })
+	m.read(key, func(st *State) { had = st.quorumHad == pg.UID || topology.QuorumOf(pg).ReachedBy(st.census.Bound()) })
 	if had {
 		return true
 	}
@@ -591,7 +591,7 @@ func (m *Model) podGroupEvents() cache.ResourceEventHandler {
 				st.attempt.forget()
 				st.quorumHad = ""
 			})
-			m.rooms.Release(key)
+			m.rooms.End(key, PodGroupDeleted)
 			m.recount(key)
 			for _, handler := range m.podGroupHandlers() {
 				handler.OnDelete(obj)
@@ -688,7 +688,7 @@ func (m *Model) Quorum(key types.NamespacedName, minMember int32, counting Count
 	if counting.HeldRooms {
 		placed += m.rooms.Count(key, "")
 	}
-	return placed, placed >= minMember
+	return placed, topology.Quorum{MinMember: minMember}.ReachedBy(placed)
 }
 
 // LateMembers is where a group's late members stand: the members of the
@@ -696,7 +696,7 @@ func (m *Model) Quorum(key types.NamespacedName, minMember int32, counting Count
 // for which room is held at admission.
 type LateMembers struct {
 	// Missing is how many members of each late role do not exist yet.
-	Missing map[string]int32
+	Missing topology.LateToCome
 	// Came reports whether a pod of a late role exists, in any phase: a
 	// launcher that has finished needs no room.
 	Came bool
@@ -704,11 +704,7 @@ type LateMembers struct {
 
 // Total is how many late members do not exist yet.
 func (l LateMembers) Total() int32 {
-	var n int32
-	for _, c := range l.Missing {
-		n += c
-	}
-	return n
+	return l.Missing.Total()
 }
 
 // LateMembers reads where the group's late members stand; the zero value
@@ -732,8 +728,8 @@ func (m *Model) LateMembers(key types.NamespacedName) LateMembers {
 }
 
 // Census counts the group's members by phase.
-func (m *Model) Census(key types.NamespacedName) Census {
-	var c Census
+func (m *Model) Census(key types.NamespacedName) topology.Census {
+	var c topology.Census
 	m.read(key, func(st *State) { c = st.census })
 	return c
 }
@@ -938,7 +934,7 @@ func (m *Model) ElasticFulfillment(pod *corev1.Pod) (score float64, extra bool) 
 }
 
 func (m *Model) elasticFulfillment(key types.NamespacedName, pg *v1alpha1.PodGroup, bound int32) (score float64, extra bool) {
-	if bound < pg.Spec.MinMember {
+	if !topology.QuorumOf(pg).ReachedBy(bound) {
 		return 0, false
 	}
 	topo, err := m.TopologyOf(key, pg)
@@ -975,7 +971,7 @@ func (m *Model) QueuePlaceOf(key types.NamespacedName, pg *v1alpha1.PodGroup) Qu
 		p.QueuedAt, p.SeenAt = st.attempt.queuedAt, st.attempt.firstSeen
 		p.Reserving = st.attempt.waiting()
 	})
-	if bound > 0 && bound < pg.Spec.MinMember && !had {
+	if bound > 0 && !topology.QuorumOf(pg).ReachedBy(bound) && !had {
 		p.PartlyBound = !m.HadQuorum(key, pg)
 	}
 	p.Fulfillment, p.ElasticExtra = m.elasticFulfillment(key, pg, bound)

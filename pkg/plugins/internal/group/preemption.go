@@ -47,7 +47,7 @@ func (m *Model) Promises(except types.NamespacedName) []Promise {
 		var unplaced []*corev1.Pod
 		var need int
 		m.read(key, func(st *State) {
-			need = int(pg.Spec.MinMember-st.census.Bound()) - st.attempt.reserved.Len()
+			need = int(topology.QuorumOf(pg).Short(st.census.Bound() + int32(st.attempt.reserved.Len())))
 			for uid, pod := range st.unbound {
 				if !st.attempt.reserved.Has(uid) {
 					unplaced = append(unplaced, pod)

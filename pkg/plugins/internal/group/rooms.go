@@ -47,6 +47,45 @@ type Rooms struct {
 	// without having bound them, as after a restart: their rooms, held in
 	// memory, may have to be held again.
 	unchecked sets.Set[types.NamespacedName]
+	// releasers are told when a group's rooms are no longer needed
+	// (OnEnd): HeldRooms, once per profile that runs it.
+	releasers []func(types.NamespacedName, RoomsEnd)
+}
+
+// RoomsEnd is why a group's rooms are no longer needed. HeldRooms alone
+// releases rooms; what else ends them tells it why (End).
+type RoomsEnd string
+
+const (
+	// AttemptEnded: the gang's attempt failed, and gave up its
+	// reservations and the rooms with them.
+	AttemptEnded RoomsEnd = "its attempt failed"
+	// PodGroupDeleted: the gang's PodGroup is gone.
+	PodGroupDeleted RoomsEnd = "its PodGroup was deleted"
+	// LateMembersMissing: the late members were not created within the
+	// gang's schedule timeout.
+	LateMembersMissing RoomsEnd = "its late members did not come in time"
+	// GangGone: the gang's last bound member has gone.
+	GangGone RoomsEnd = "its last bound member has gone"
+)
+
+// OnEnd registers release, which releases a group's rooms when told they
+// are no longer needed, and why.
+func (l *Rooms) OnEnd(release func(types.NamespacedName, RoomsEnd)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.releasers = append(l.releasers, release)
+}
+
+// End tells the rooms' releaser that the group's rooms are no longer
+// needed, and why. With no releaser registered, no profile holds rooms.
+func (l *Rooms) End(key types.NamespacedName, why RoomsEnd) {
+	l.mu.RLock()
+	releasers := slices.Clone(l.releasers)
+	l.mu.RUnlock()
+	for _, release := range releasers {
+		release(key, why)
+	}
 }
 
 // NewRooms returns an empty set of rooms.
@@ -179,6 +218,7 @@ func (l *Rooms) Take(key types.NamespacedName, role string) *Room {
 }
 
 // Release removes every room of the group and returns how many there were.
+// Only HeldRooms calls it; others End the rooms.
 func (l *Rooms) Release(key types.NamespacedName) int {
 	l.mu.Lock()
 	rooms := slices.Clone(l.byGroup[key])

@@ -13,58 +13,6 @@ import (
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
-// Phase is where a member stands, as the scheduler's informer shows it.
-type Phase uint8
-
-const (
-	// Gated: not bound, held back by scheduling gates.
-	Gated Phase = iota
-	// Pending: not bound, to be scheduled.
-	Pending
-	// Bound: bound to a node, not running yet.
-	Bound
-	// Running: bound and running.
-	Running
-	// Succeeded and Failed: finished.
-	Succeeded
-	Failed
-	// Terminating: being deleted before it finished.
-	Terminating
-	phases
-)
-
-// PhaseOf is where a member stands.
-func PhaseOf(pod *corev1.Pod) Phase {
-	switch {
-	case pod.Status.Phase == corev1.PodSucceeded:
-		return Succeeded
-	case pod.Status.Phase == corev1.PodFailed:
-		return Failed
-	case pod.DeletionTimestamp != nil:
-		return Terminating
-	case pod.Spec.NodeName == "" && len(pod.Spec.SchedulingGates) > 0:
-		return Gated
-	case pod.Spec.NodeName == "":
-		return Pending
-	case pod.Status.Phase == corev1.PodRunning:
-		return Running
-	}
-	return Bound
-}
-
-// Census counts a group's members by phase.
-type Census [phases]int32
-
-// Active counts the members neither finished nor being deleted, as
-// topology.IsActiveMember says.
-func (c Census) Active() int32 { return c[Gated] + c[Pending] + c[Bound] + c[Running] }
-
-// Bound counts the active members bound to a node.
-func (c Census) Bound() int32 { return c[Bound] + c[Running] }
-
-// Unbound counts the active members not bound to a node.
-func (c Census) Unbound() int32 { return c[Gated] + c[Pending] }
-
 // RoleCount is what a group knows of one role's members.
 type RoleCount struct {
 	// Any counts its members in any phase, finished ones too.
@@ -95,7 +43,7 @@ func (r RoleCount) ReachedCount(state topology.StartAfter) int32 {
 
 // member is what a group keeps of one of its pods.
 type member struct {
-	phase   Phase
+	phase   topology.MemberPhase
 	role    string
 	hasRole bool
 	// reached is the launch-order states the pod reached, as indexes of
@@ -130,14 +78,14 @@ func placeOf(pod *corev1.Pod) string {
 }
 
 func memberOf(pod *corev1.Pod) member {
-	m := member{phase: PhaseOf(pod), place: placeOf(pod)}
+	m := member{phase: topology.PhaseOf(pod), place: placeOf(pod)}
 	m.role, m.hasRole = topology.RoleOf(pod)
 	if topology.IsActiveMember(pod) {
 		m.reached = [3]bool{topology.HasReached(pod, topology.StartAfterScheduled), topology.HasReached(pod, topology.StartAfterRunning), topology.HasReached(pod, topology.StartAfterReady)}
 	}
 	if pod.Spec.NodeName != "" {
 		m.boundAt = boundAt(pod)
-		if m.phase == Bound || m.phase == Running {
+		if m.phase.IsBound() {
 			m.node = pod.Spec.NodeName
 		}
 	}
@@ -156,7 +104,7 @@ type State struct {
 	members  map[types.UID]*member
 	// unbound holds the active members not bound to a node, to be woken.
 	unbound map[types.UID]*corev1.Pod
-	census  Census
+	census  topology.Census
 	roles   map[string]*RoleCount
 	// places counts the active members by place (placeOf).
 	places map[string]int32
@@ -187,7 +135,7 @@ func (s *State) put(pod *corev1.Pod) {
 	m := memberOf(pod)
 	s.members[pod.UID] = &m
 	s.count(&m, 1)
-	if m.phase == Gated || m.phase == Pending {
+	if m.phase == topology.MemberGated || m.phase == topology.MemberPending {
 		s.unbound[pod.UID] = pod
 		return
 	}
@@ -207,7 +155,7 @@ func (s *State) remove(uid types.UID) {
 // noteQuorum records that the gang of pg has its quorum bound, for good,
 // and reports whether this is the first it is noted for pg.
 func (s *State) noteQuorum(pg *v1alpha1.PodGroup) bool {
-	if pg == nil || s.census.Bound() < pg.Spec.MinMember {
+	if pg == nil || !topology.QuorumOf(pg).ReachedBy(s.census.Bound()) {
 		return false
 	}
 	first := s.quorumHad != pg.UID
@@ -250,14 +198,14 @@ type Counting struct {
 func (s *State) placed(counting Counting) int32 {
 	n := s.census.Bound() + int32(s.attempt.reserved.Len())
 	if counting.Succeeded {
-		n += s.census[Succeeded]
+		n += s.census.Succeeded()
 	}
 	return n
 }
 
 func (s *State) count(m *member, delta int32) {
 	s.census[m.phase] += delta
-	if m.phase == Bound || m.phase == Running {
+	if m.phase.IsBound() {
 		switch {
 		case delta > 0 && m.boundAt.After(s.last):
 			s.last = m.boundAt
@@ -265,7 +213,7 @@ func (s *State) count(m *member, delta int32) {
 			s.lastStale = true
 		}
 	}
-	if m.place != "" && m.phase <= Running {
+	if m.place != "" && m.phase.IsActive() {
 		if s.places[m.place] += delta; s.places[m.place] == 0 {
 			delete(s.places, m.place)
 		}
@@ -284,7 +232,7 @@ func (s *State) count(m *member, delta int32) {
 		s.roles[m.role] = r
 	}
 	r.Any += delta
-	if m.phase <= Running {
+	if m.phase.IsActive() {
 		r.Active += delta
 	}
 	for i, reached := range m.reached {
@@ -311,7 +259,7 @@ func (s *State) lastBind() time.Time {
 	if s.lastStale {
 		s.last, s.lastStale = time.Time{}, false
 		for _, m := range s.members {
-			if (m.phase == Bound || m.phase == Running) && m.boundAt.After(s.last) {
+			if (m.phase.IsBound()) && m.boundAt.After(s.last) {
 				s.last = m.boundAt
 			}
 		}

@@ -16,30 +16,6 @@ import (
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
-func TestPhaseOf(t *testing.T) {
-	now := metav1.Now()
-	tests := []struct {
-		name string
-		pod  corev1.Pod
-		want Phase
-	}{
-		{"gated", corev1.Pod{Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: "g"}}}}, Gated},
-		{"pending", corev1.Pod{}, Pending},
-		{"bound", corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}}, Bound},
-		{"running", corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}, Running},
-		{"succeeded", corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}, Succeeded},
-		{"failed", corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodFailed}}, Failed},
-		{"terminating", corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Spec: corev1.PodSpec{NodeName: "n"}}, Terminating},
-		{"a finished pod being deleted is finished", corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}, Succeeded},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, PhaseOf(&tt.pod))
-			assert.Equal(t, tt.want <= Running, topology.IsActiveMember(&tt.pod), "active as topology.IsActiveMember says")
-		})
-	}
-}
-
 // worker is a member of ns/train in the worker role, on node unless it is
 // "", in phase, Ready when ready.
 func worker(name, node string, phase corev1.PodPhase, ready bool) *corev1.Pod {
@@ -62,7 +38,7 @@ func TestTheStateFollowsEachMemberThroughItsPhases(t *testing.T) {
 	b := worker("b", "", "", false)
 	g.m.Take(Added(b))
 	census := g.m.Census(g.key)
-	assert.Equal(t, int32(2), census[Pending])
+	assert.Equal(t, int32(2), census[topology.MemberPending])
 	assert.Equal(t, int32(2), census.Active())
 	assert.Equal(t, RoleCount{Any: 2, Active: 2}, g.m.Role(g.key, "worker"))
 
@@ -81,8 +57,8 @@ func TestTheStateFollowsEachMemberThroughItsPhases(t *testing.T) {
 	runningB := worker("b", "n1", corev1.PodRunning, true)
 	g.m.Take(Updated(b, runningB))
 	census = g.m.Census(g.key)
-	assert.Equal(t, int32(1), census[Bound])
-	assert.Equal(t, int32(1), census[Running])
+	assert.Equal(t, int32(1), census[topology.MemberBound])
+	assert.Equal(t, int32(1), census[topology.MemberRunning])
 	assert.Equal(t, int32(2), census.Bound())
 	assert.True(t, g.m.HadQuorum(g.key, g.pg), "minMember bound at once")
 	role := g.m.Role(g.key, "worker")
@@ -101,7 +77,7 @@ func TestTheStateFollowsEachMemberThroughItsPhases(t *testing.T) {
 
 	g.m.Take(Deleted(done))
 	g.m.Take(Deleted(boundA))
-	assert.Equal(t, Census{}, g.m.Census(g.key))
+	assert.Equal(t, topology.Census{}, g.m.Census(g.key))
 	assert.Equal(t, RoleCount{}, g.m.Role(g.key, "worker"))
 	assert.True(t, g.m.HadQuorum(g.key, g.pg), "the gang had its quorum while its PodGroup lives")
 }
