@@ -23,18 +23,27 @@ import (
 // spec.mpiReplicaSpecs.Worker.replicas, and its launcher is left alone.
 const ns = "team-a"
 
-func TestAnOwnerWithoutAScaleIsScaledInItsWorkerReplicas(t *testing.T) {
-	mpiJobGVK := schema.GroupVersionKind{Group: "kubeflow.org", Version: "v2beta1", Kind: "MPIJob"}
+var mpiJobGVK = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v2beta1", Kind: "MPIJob"}
+
+// mpiJob is the MPIJob hvd in namespace with its replicas by role, and a
+// scheme that knows its kind.
+func mpiJob(t *testing.T, namespace string, replicas map[string]int64) (*runtime.Scheme, *unstructured.Unstructured) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	scheme.AddKnownTypeWithName(mpiJobGVK, &unstructured.Unstructured{})
-	job := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"mpiReplicaSpecs": map[string]any{
-		"Launcher": map[string]any{"replicas": int64(1)},
-		"Worker":   map[string]any{"replicas": int64(2)},
-	}}}}
+	specs := map[string]any{}
+	for role, n := range replicas {
+		specs[role] = map[string]any{"replicas": n}
+	}
+	job := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"mpiReplicaSpecs": specs}}}
 	job.SetGroupVersionKind(mpiJobGVK)
-	job.SetNamespace(ns)
+	job.SetNamespace(namespace)
 	job.SetName("hvd")
+	return scheme, job
+}
+
+func TestAnOwnerWithoutAScaleIsScaledInItsWorkerReplicas(t *testing.T) {
+	scheme, job := mpiJob(t, ns, map[string]int64{"Launcher": 1, "Worker": 2})
 	// muster's RBAC does not grant mpijobs/scale: the API server answers
 	// 403 (it would answer 404 for a kind without a scale subresource).
 	noScale := interceptor.Funcs{SubResourceGet: func(_ context.Context, _ client.Client, sub string, obj client.Object, _ client.Object, _ ...client.SubResourceGetOption) error {
@@ -73,25 +82,16 @@ func TestAnOwnerWithoutAScaleIsScaledInItsWorkerReplicas(t *testing.T) {
 // does while a preemption's victim before goes; the shrink reads it again and
 // scales it, rather than leave the victim in place.
 func TestAShrinkReadsTheOwnerAgainAfterAConflict(t *testing.T) {
-	mpiJob := schema.GroupVersionKind{Group: "kubeflow.org", Version: "v2beta1", Kind: "MPIJob"}
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	scheme.AddKnownTypeWithName(mpiJob, &unstructured.Unstructured{})
-	job := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"mpiReplicaSpecs": map[string]any{
-		"Worker": map[string]any{"replicas": int64(4)},
-	}}}}
-	job.SetGroupVersionKind(mpiJob)
-	job.SetNamespace("ns")
-	job.SetName("hvd")
+	scheme, job := mpiJob(t, "ns", map[string]int64{"Worker": 4})
 	patches := 0
 	conflictOnce := interceptor.Funcs{
 		SubResourceGet: func(_ context.Context, _ client.Client, sub string, obj client.Object, _ client.Object, _ ...client.SubResourceGetOption) error {
-			return apierrors.NewNotFound(schema.GroupResource{Group: mpiJob.Group, Resource: "mpijobs/" + sub}, obj.GetName())
+			return apierrors.NewNotFound(schema.GroupResource{Group: mpiJobGVK.Group, Resource: "mpijobs/" + sub}, obj.GetName())
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			patches++
 			if patches == 1 {
-				return apierrors.NewConflict(schema.GroupResource{Group: mpiJob.Group, Resource: "mpijobs"}, obj.GetName(), nil)
+				return apierrors.NewConflict(schema.GroupResource{Group: mpiJobGVK.Group, Resource: "mpijobs"}, obj.GetName(), nil)
 			}
 			return c.Patch(ctx, obj, patch, opts...)
 		},
@@ -102,7 +102,7 @@ func TestAShrinkReadsTheOwnerAgainAfterAConflict(t *testing.T) {
 	require.NoError(t, (&Shrinker{client: c}).ShrinkTo(context.Background(), "ns", owner, 2))
 
 	got := &unstructured.Unstructured{}
-	got.SetGroupVersionKind(mpiJob)
+	got.SetGroupVersionKind(mpiJobGVK)
 	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "hvd"}, got))
 	workers, _, _ := unstructured.NestedInt64(got.Object, "spec", "mpiReplicaSpecs", "Worker", "replicas")
 	assert.Equal(t, int64(2), workers)
