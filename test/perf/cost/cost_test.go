@@ -92,7 +92,7 @@ func TestMain(m *testing.M) {
 // measurement is one program's cost at one size.
 type measurement struct {
 	requestsPerMinute float64
-	// byVerb counts the requests of the window by verb.
+	// byVerb counts the requests of the window by verb and resource.
 	byVerb map[string]int
 	// cpu is the cores used on average over the window.
 	cpu float64
@@ -469,7 +469,7 @@ func measure(b *testing.B, client kubernetes.Interface, auditPath string) row {
 		total := 0
 		for _, e := range events {
 			if e.program() == name {
-				m.byVerb[e.Verb]++
+				m.byVerb[e.Verb+" "+e.ObjectRef.Resource]++
 				total++
 				if e.writesPublishedRecord() {
 					m.recordWrites++
@@ -647,7 +647,7 @@ func render(rows []row, lists map[string]int, records int) string {
 	fmt.Fprintf(&sb, "Fillers are static, as upstream's scheduler_perf nodes are: created Ready and Running, with no heartbeats (the node lifecycle controller gives them a day's grace), because kwok on this 2-core machine cannot heartbeat 5,000 nodes. So the figures leave out the node status updates a real cluster's kubelets send (one per node every 5 minutes with node leases). ")
 	fmt.Fprintf(&sb, "On %d pool nodes, %d elastic groups (%d to %d workers of %s CPUs, StatefulSets that muster-controller scales): the pool holds %d at their min and no more, so none can grow (one that grew before the pool filled keeps its extra workers pending), and %d wait for room for their min. ", poolNodes, elasticGroups, elasticMin, elasticMax, workerCPU, groupsThatFit, elasticGroups-groupsThatFit)
 	fmt.Fprintf(&sb, "At each size, once muster-scheduler has written nothing for %s (each node added sets off a retry of every pending pod, with a status patch and an event), a window of %s: requests counted from the API server's audit log (every request of each program's ServiceAccount, watches included), CPU from /proc (cores used on average), memory the resident set at the window's end.\n\n", quiet, window)
-	fmt.Fprintf(&sb, "| nodes | pods | program | requests/min | by verb | CPU (cores) | RSS (MiB) |\n|---:|---:|---|---:|---|---:|---:|\n")
+	fmt.Fprintf(&sb, "| nodes | pods | program | requests/min | by verb and resource | CPU (cores) | RSS (MiB) |\n|---:|---:|---|---:|---|---:|---:|\n")
 	for _, r := range rows {
 		for _, name := range programs {
 			m := r.cost[name]
