@@ -33,6 +33,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -103,7 +104,7 @@ func (pl *GangPreemption) Name() string { return Name }
 // preempts for itself, as DefaultPreemption does, by whole units.
 func (pl *GangPreemption) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	if key, ok := topology.GroupOf(pod); ok {
-		cycle, known := group.CycleOf(state)
+		cycle, known := groupstate.CycleOf(state)
 		if !known {
 			if pl.groups.PodGroup(key) == nil {
 				return nil, fwk.NewStatus(fwk.Unschedulable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod)))
@@ -112,7 +113,7 @@ func (pl *GangPreemption) PostFilter(ctx context.Context, state fwk.CycleState, 
 			// backs off, say): preemption would not help it now.
 			return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not helpful for scheduling")
 		}
-		if _, reached := pl.groups.Quorum(key, cycle.PodGroup.Spec.MinMember, group.Counting{}); !reached {
+		if _, reached := pl.groups.Quorum(key, cycle.PodGroup.Spec.MinMember, groupstate.Counting{}); !reached {
 			// The gang's search counts its members' devices itself.
 			return pl.preemptForGang(ctx, state, pod, devicesResolvable{m}, key, cycle.PodGroup)
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/gangview"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -111,7 +112,7 @@ func (l *LaunchOrder) Reserve(context.Context, fwk.CycleState, *corev1.Pod, stri
 // Unreserve forgets a hold that ended without a release: the pod was
 // rejected, or its wait timed out.
 func (l *LaunchOrder) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) {
-	key, ok := group.KeyIn(state, pod)
+	key, ok := groupstate.KeyIn(state, pod)
 	if !ok {
 		return
 	}
@@ -132,7 +133,7 @@ func (l *LaunchOrder) Unreserve(ctx context.Context, state fwk.CycleState, pod *
 // roles has reached the group's start-after state. The reservation is kept
 // meanwhile, so the pod still counts toward its gang's quorum.
 func (l *LaunchOrder) Permit(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
-	key, ok := group.KeyIn(state, pod)
+	key, ok := groupstate.KeyIn(state, pod)
 	if !ok {
 		return nil, 0
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/gangview"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -123,7 +124,7 @@ func (e *Evictor) strandedMembers(key types.NamespacedName, pg *v1alpha1.PodGrou
 	}
 	census := e.groups.Census(key)
 	pending := census.Unbound()
-	placed, reached := e.groups.Quorum(key, pg.Spec.MinMember, group.Counting{Succeeded: true})
+	placed, reached := e.groups.Quorum(key, pg.Spec.MinMember, groupstate.Counting{Succeeded: true})
 	if pending == 0 || reached || census.Bound() == 0 {
 		return nil, ""
 	}
