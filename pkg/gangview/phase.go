@@ -47,7 +47,9 @@ type HeldRoom struct {
 	Expires metav1.Time `json:"expires"`
 }
 
-// Attempt is the result of one attempt to place a gang.
+// Attempt is the result of a gang's last attempt to be placed. Time is
+// when its attempts began to end so: attempts that end the same way again
+// leave it, so that a gang retried while it waits costs no write.
 type Attempt struct {
 	Time     metav1.Time `json:"time"`
 	Admitted bool        `json:"admitted"`

@@ -288,12 +288,20 @@ func (s *Attempts) ChooseDomain(key types.NamespacedName, d Domain) {
 }
 
 // Record records the result of the group's attempt, which the scheduler
-// publishes.
+// publishes. An attempt that ends as the last one did changes nothing, its
+// time included: a gang waiting for room is tried again and again, and
+// each retry would otherwise be a write of its record.
 func (s *Attempts) Record(key types.NamespacedName, now time.Time, admitted bool, message string) {
+	var changed bool
 	s.update(key, func(a *attempt) {
-		a.result = &gangview.Attempt{Time: metav1.NewTime(now), Admitted: admitted, Message: message}
+		if r := a.result; r != nil && r.Admitted == admitted && r.Message == message {
+			return
+		}
+		a.result, changed = &gangview.Attempt{Time: metav1.NewTime(now), Admitted: admitted, Message: message}, true
 	})
-	s.tell(key)
+	if changed {
+		s.tell(key)
+	}
 }
 
 func (s *Attempts) tell(key types.NamespacedName) {

@@ -5,7 +5,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/muster-dev/muster/pkg/gangview"
 )
 
 func TestWaitingGaugeFollowsTheGroups(t *testing.T) {
@@ -220,6 +223,43 @@ func TestAdmissionLatencyAndWhatAdmissionClears(t *testing.T) {
 			_, latency, first = s.Admit(key, start.Add(time.Hour))
 			assert.False(t, first, "admitted once")
 			assert.Zero(t, latency)
+		})
+	}
+}
+
+// TestAnAttemptEndingAsTheLastDidChangesNothing: the published result
+// keeps the time its attempts began to end so, and the publisher is told
+// only of a change, so that a gang retried while it waits costs no write.
+func TestAnAttemptEndingAsTheLastDidChangesNothing(t *testing.T) {
+	first := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	later := first.Add(time.Minute)
+	tests := []struct {
+		name        string
+		admitted    bool
+		message     string
+		wantTime    time.Time
+		wantChanges int
+	}{
+		{name: "the same result again keeps its first time and tells nothing", message: "member x fits on no node", wantTime: first, wantChanges: 1},
+		{name: "another reason is a new result", message: "member y fits on no node", wantTime: later, wantChanges: 2},
+		{name: "admission after a rejection is a new result", admitted: true, message: "member x fits on no node", wantTime: later, wantChanges: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewAttempts(func(float64) {})
+			changes := 0
+			s.changed = func(types.NamespacedName) { changes++ }
+			key := types.NamespacedName{Namespace: "team-a", Name: "a"}
+			s.Begin(key) // a group with an attempt, whose state is kept
+			s.Record(key, first, false, "member x fits on no node")
+			s.Record(key, later, tt.admitted, tt.message)
+			var got *gangview.Attempt
+			s.read(key, func(a *attempt) { got = a.result })
+			require.NotNil(t, got)
+			assert.Equal(t, tt.wantTime, got.Time.Time)
+			assert.Equal(t, tt.admitted, got.Admitted)
+			assert.Equal(t, tt.message, got.Message)
+			assert.Equal(t, tt.wantChanges, changes)
 		})
 	}
 }
