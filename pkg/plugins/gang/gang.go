@@ -24,6 +24,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -55,12 +56,36 @@ var (
 	_ fwk.EnqueueExtensions = &Gang{}
 )
 
+// Groups is what Gang reads of the scheduler's groups, and asks of the
+// group model that owns them (group.Model).
+type Groups interface {
+	PodGroup(key types.NamespacedName) *v1alpha1.PodGroup
+	UpstreamPodGroup(key types.NamespacedName) *schedulingv1beta1.PodGroup
+	GroupIn(state fwk.CycleState, pod *corev1.Pod) (key types.NamespacedName, pg *v1alpha1.PodGroup, grouped bool)
+	NotAMember(pod *corev1.Pod, pg *v1alpha1.PodGroup) string
+	Members(key types.NamespacedName) ([]*corev1.Pod, error)
+	Topology(key types.NamespacedName) (*topology.Topology, error)
+	Census(key types.NamespacedName) topology.Census
+	BoundCount(key types.NamespacedName) int32
+	LateMembers(key types.NamespacedName) group.LateMembers
+	Quorum(key types.NamespacedName, minMember int32, counting groupstate.Counting) (placed int32, reached bool)
+	QueuePlaceOf(key types.NamespacedName, pg *v1alpha1.PodGroup) group.QueuePlace
+	WaitingForRoom() map[types.NamespacedName]topology.WaitingGang
+	ScheduleTimeout(pg *v1alpha1.PodGroup) time.Duration
+	HasTwins(pod *corev1.Pod) bool
+	HolderOf(pod *corev1.Pod) (*corev1.Pod, bool)
+	TellHeld(handle fwk.Handle, pod, holder *corev1.Pod)
+	ActivatePending(logger klog.Logger, activator fwk.PodActivator, key types.NamespacedName)
+	ActivateMembers(logger klog.Logger, activator fwk.PodActivator, key types.NamespacedName, uids []types.UID)
+	RecordInitiallyScheduled(logger klog.Logger, pg *v1alpha1.PodGroup, scheduled bool, message string)
+}
+
 // Gang places a PodGroup's pods all-or-nothing. The state it changes, the
 // attempts, is the group model's.
 type Gang struct {
 	handle   fwk.Handle
 	args     Args
-	groups   *group.Model
+	groups   Groups
 	attempts *groupstate.Attempts
 	places   *queuePlaces
 	binds    bindSlots
@@ -509,7 +534,7 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 		note := fmt.Sprintf("%d/%d members placed; all are allowed to bind", placed, pg.Spec.MinMember)
 		g.recordEvent(pg, corev1.EventTypeNormal, gangview.ReasonGangAdmitted, "Admitted", note)
 		g.attempts.Record(key, g.clock.Now(), true, note)
-		g.groups.RecordInitiallyScheduled(logger, g.handle.ClientSet(), pg, true, note)
+		g.groups.RecordInitiallyScheduled(logger, pg, true, note)
 	}
 	return true, placed
 }
@@ -545,7 +570,7 @@ func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1
 	klog.FromContext(ctx).V(2).Info("Gang rejected", "podGroup", klog.KObj(pg), "reason", reason, "released", len(reserved))
 	g.recordEvent(pg, corev1.EventTypeWarning, gangview.ReasonGangRejected, "Rejected", note)
 	g.attempts.Record(key, g.clock.Now(), false, note)
-	g.groups.RecordInitiallyScheduled(klog.FromContext(ctx), g.handle.ClientSet(), pg, false, note)
+	g.groups.RecordInitiallyScheduled(klog.FromContext(ctx), pg, false, note)
 }
 
 // heldElsewhere turns a member away while another member holds its role

@@ -37,10 +37,21 @@ var (
 	_ fwk.EnqueueExtensions = &LaunchOrder{}
 )
 
+// Groups is what LaunchOrder reads of the scheduler's groups, and asks of
+// the group model that owns them (group.Model).
+type Groups interface {
+	Topology(key types.NamespacedName) (*topology.Topology, error)
+	Role(key types.NamespacedName, role string) groupstate.RoleCount
+	Pending(key types.NamespacedName) []*corev1.Pod
+	// Publish has the group's published record written again: its held
+	// members changed.
+	Publish(key types.NamespacedName)
+}
+
 // LaunchOrder holds successors at Permit until their predecessors are up.
 type LaunchOrder struct {
 	handle fwk.Handle
-	groups *group.Model
+	groups Groups
 	clock  clock.PassiveClock
 
 	mu sync.Mutex
@@ -79,7 +90,7 @@ func (l *LaunchOrder) heldNames(key types.NamespacedName) []string {
 	return names
 }
 
-func newLaunchOrder(handle fwk.Handle, groups *group.Model, clk clock.PassiveClock) *LaunchOrder {
+func newLaunchOrder(handle fwk.Handle, groups Groups, clk clock.PassiveClock) *LaunchOrder {
 	return &LaunchOrder{
 		handle: handle,
 		groups: groups,

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	schedulingv1beta1listers "k8s.io/client-go/listers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -64,6 +65,10 @@ type Model struct {
 	// PodGroup (recordQuorumReached); nil in unit tests that build the
 	// model without a scheduler.
 	podGroupClient schedulingclient.Interface
+	// clientSet writes an upstream PodGroup's condition
+	// (RecordInitiallyScheduled); nil in unit tests that build the model
+	// without a scheduler.
+	clientSet kubernetes.Interface
 	// upstream and upstreamInformer are nil when the API server does not
 	// serve scheduling.k8s.io's PodGroups.
 	upstream         schedulingv1beta1listers.PodGroupLister
@@ -199,7 +204,7 @@ func (ms *Models) For(ctx context.Context, handle fwk.Handle) (*Model, error) {
 	factory := schedulinginformers.NewSharedInformerFactory(client, 0)
 	podGroups := factory.Scheduling().V1alpha1().PodGroups()
 	m := NewModel(podGroups.Informer().GetIndexer(), podInformer.GetIndexer(), handle.ProfileName())
-	m.podGroupInformer, m.podInformer, m.activator, m.podGroupClient = podGroups.Informer(), podInformer, handle, client
+	m.podGroupInformer, m.podInformer, m.activator, m.podGroupClient, m.clientSet = podGroups.Informer(), podInformer, handle, client, handle.ClientSet()
 	if _, err := m.podGroupInformer.AddEventHandler(m.podGroupEvents()); err != nil {
 		return nil, fmt.Errorf("watching PodGroups: %w", err)
 	}

@@ -38,10 +38,22 @@ import (
 // evictTimeout bounds the API calls of one eviction.
 const evictTimeout = 30 * time.Second
 
+// Groups is what the evictor reads of the scheduler's groups (group.Model).
+type Groups interface {
+	PodGroup(key types.NamespacedName) *v1alpha1.PodGroup
+	Members(key types.NamespacedName) ([]*corev1.Pod, error)
+	Census(key types.NamespacedName) topology.Census
+	Bound(key types.NamespacedName) (count int32, last time.Time)
+	Quorum(key types.NamespacedName, minMember int32, counting groupstate.Counting) (placed int32, reached bool)
+	HadQuorum(key types.NamespacedName, pg *v1alpha1.PodGroup) bool
+	IsAdmitted(key types.NamespacedName) bool
+	ScheduleTimeout(pg *v1alpha1.PodGroup) time.Duration
+}
+
 // Evictor evicts the bound members of gangs left partly bound.
 type Evictor struct {
 	handle fwk.Handle
-	groups *group.Model
+	groups Groups
 	clock  clock.WithDelayedExecution
 	// evicted is told of each gang evicted, for the plugin's metrics.
 	evicted func()
