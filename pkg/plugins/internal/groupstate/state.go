@@ -194,7 +194,7 @@ type Counting struct {
 }
 
 // placed counts the members toward the quorum, as counting says, but the
-// held rooms, which the model's Rooms keeps.
+// held rooms, which the Store's Rooms keeps.
 func (s *State) placed(counting Counting) int32 {
 	n := s.census.Bound() + int32(s.attempt.reserved.Len())
 	if counting.Succeeded {
