@@ -19,7 +19,7 @@ var profileParts = []struct{ name, prefix string }{
 	{"muster GangPreemption plugin", "github.com/muster-dev/muster/pkg/plugins/gangpreemption."},
 	{"muster HeldRooms plugin", "github.com/muster-dev/muster/pkg/plugins/heldrooms."},
 	{"muster LaunchOrder plugin", "github.com/muster-dev/muster/pkg/plugins/launchorder."},
-	{"muster's PodGroup and member index (`plugins/internal/group`)", "github.com/muster-dev/muster/pkg/plugins/internal/group."},
+	{"muster's PodGroup and member index (`plugins/internal/group`, `plugins/internal/groupstate`)", "github.com/muster-dev/muster/pkg/plugins/internal/group"},
 	{"kube-scheduler, all (`k8s.io/kubernetes/pkg/scheduler`)", schedulerPrefix},
 	{"kube-scheduler scheduling cycle", "k8s.io/kubernetes/pkg/scheduler.(*Scheduler).schedulingCycle"},
 	{"kube-scheduler binding cycle", "k8s.io/kubernetes/pkg/scheduler.(*Scheduler).bindingCycle"},

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
@@ -34,6 +35,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/gangview"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/plugins/internal/stranded"
 	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -54,13 +56,37 @@ var (
 	_ fwk.EnqueueExtensions = &Gang{}
 )
 
+// Groups is what Gang reads of the scheduler's groups, and asks of the
+// group model that owns them (group.Model).
+type Groups interface {
+	PodGroup(key types.NamespacedName) *v1alpha1.PodGroup
+	UpstreamPodGroup(key types.NamespacedName) *schedulingv1beta1.PodGroup
+	GroupIn(state fwk.CycleState, pod *corev1.Pod) (key types.NamespacedName, pg *v1alpha1.PodGroup, grouped bool)
+	NotAMember(pod *corev1.Pod, pg *v1alpha1.PodGroup) string
+	Members(key types.NamespacedName) ([]*corev1.Pod, error)
+	Topology(key types.NamespacedName) (*topology.Topology, error)
+	Census(key types.NamespacedName) topology.Census
+	BoundCount(key types.NamespacedName) int32
+	LateMembers(key types.NamespacedName) group.LateMembers
+	Quorum(key types.NamespacedName, minMember int32, counting groupstate.Counting) (placed int32, reached bool)
+	QueuePlaceOf(key types.NamespacedName, pg *v1alpha1.PodGroup) group.QueuePlace
+	WaitingForRoom() map[types.NamespacedName]topology.WaitingGang
+	ScheduleTimeout(pg *v1alpha1.PodGroup) time.Duration
+	HasTwins(pod *corev1.Pod) bool
+	HolderOf(pod *corev1.Pod) (*corev1.Pod, bool)
+	TellHeld(handle fwk.Handle, pod, holder *corev1.Pod)
+	ActivatePending(logger klog.Logger, activator fwk.PodActivator, key types.NamespacedName)
+	ActivateMembers(logger klog.Logger, activator fwk.PodActivator, key types.NamespacedName, uids []types.UID)
+	RecordInitiallyScheduled(logger klog.Logger, pg *v1alpha1.PodGroup, scheduled bool, message string)
+}
+
 // Gang places a PodGroup's pods all-or-nothing. The state it changes, the
 // attempts, is the group model's.
 type Gang struct {
 	handle   fwk.Handle
 	args     Args
-	groups   *group.Model
-	attempts *group.Attempts
+	groups   Groups
+	attempts *groupstate.Attempts
 	places   *queuePlaces
 	binds    bindSlots
 	clock    clock.WithDelayedExecution
@@ -140,7 +166,7 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 // first; then by the group's creation time or, after a failed attempt, the
 // time it failed, so that one stuck gang cannot hold back the rest (an
 // attempt that ended to wait for its victims, or whose domain another pod
-// took, keeps the place: group.Ending); then, as
+// took, keeps the place: groupstate.Ending); then, as
 // creation times have a second's grain, by the time the gang first had
 // its quorum of members; then by group and pod, so that a gang's members
 // are popped back to back. While a pod stays queued its place only moves
@@ -300,7 +326,7 @@ func (g *Gang) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Po
 		return nil, status
 	}
 	g.attempts.Begin(key)
-	group.EnterCycle(state, key, pg)
+	groupstate.EnterCycle(state, key, pg)
 	if placed, _ := g.quorum(key, pg); len(pg.Spec.MinResources) > 0 && placed == 0 {
 		if short := shortfall(pg.Spec.MinResources, nodes); short != "" {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
@@ -317,7 +343,7 @@ func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // fits nowhere: every waiting sibling is rejected, so that none keeps a
 // reservation for a gang that cannot start yet. It runs after
 // GangPreemption: when that made room for the gang's missing members
-// (group.RoomMade), the gang retries with no backoff as the victims go,
+// (groupstate.RoomMade), the gang retries with no backoff as the victims go,
 // and the status stays Unschedulable, keeping the preemption's nomination;
 // a member that finds its room not free yet fails alone.
 func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
@@ -341,14 +367,14 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 	if status := g.backoffStatus(key); status != nil {
 		return nil, fwk.NewStatus(status.Code())
 	}
-	if made, ok := group.RoomMadeIn(state); ok {
+	if made, ok := groupstate.RoomMadeIn(state); ok {
 		if made.Pending {
 			return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("group %s waits for the room made for it", key))
 		}
 		if !made.At.IsZero() {
 			g.attempts.Preempted(key, made.At)
 		}
-		g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s fits once the victims preempted for the gang are gone", pod.Name), 0, group.WaitsForVictims)
+		g.rejectGroup(ctx, key, pg, fmt.Sprintf("member %s fits once the victims preempted for the gang are gone", pod.Name), 0, groupstate.WaitsForVictims)
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("group %s waits for the room made for it", key))
 	}
 	fitsNowhere := fmt.Sprintf("member %s fits on no node", pod.Name)
@@ -360,8 +386,8 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 		fitsNowhere += ": " + short
 	}
 	reason := fitsNowhere + ", and no lower-priority victims would make room for all the members the gang lacks"
-	backoff, ending := g.args.backoff(), group.FoundNoRoom
-	if failed, ok := group.SearchFailedIn(state); ok {
+	backoff, ending := g.args.backoff(), groupstate.FoundNoRoom
+	if failed, ok := groupstate.SearchFailedIn(state); ok {
 		// An error is not an answer: the gang is told it, whatever its domain.
 		reason = fmt.Sprintf("%s, and the search for lower-priority victims failed: %v", fitsNowhere, failed.Err)
 	} else if d, chosen := g.attempts.Domain(key); chosen {
@@ -370,7 +396,7 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 			// No failure: the gang tries again soon, and its members'
 			// status says what it waits for.
 			reason = d.Unplaceable
-			backoff, ending = anotherDomainBackoff, group.WaitsForClaims
+			backoff, ending = anotherDomainBackoff, groupstate.WaitsForClaims
 		case d.Unplaceable != "":
 			// Placement found no topology domain for the gang: that says more.
 			reason = d.Unplaceable
@@ -383,7 +409,7 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 			// soon, from the gang's place in the queue, and backs off in
 			// full once none is left.
 			reason = fmt.Sprintf("member %s fits in no node of the gang's domain %s; trying another", pod.Name, d)
-			backoff, ending = anotherDomainBackoff, group.LostItsDomain
+			backoff, ending = anotherDomainBackoff, groupstate.LostItsDomain
 		}
 	}
 	g.rejectGroup(ctx, key, pg, reason, backoff, ending)
@@ -432,10 +458,10 @@ func (g *Gang) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 		return
 	}
 	reason := fmt.Sprintf("member %s lost its reservation before the group was complete", pod.Name)
-	if failed, ok := group.AttemptFailedIn(state); ok {
+	if failed, ok := groupstate.AttemptFailedIn(state); ok {
 		reason = failed.Reason
 	}
-	g.rejectGroup(ctx, key, pg, reason, g.args.backoff(), group.FoundNoRoom)
+	g.rejectGroup(ctx, key, pg, reason, g.args.backoff(), groupstate.FoundNoRoom)
 }
 
 // Permit holds a member until bound and reserved members reach minMember,
@@ -483,7 +509,7 @@ func (g *Gang) PostBind(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 // (self; nil for none), is allowed to bind. It reports whether the group
 // is admitted, and how many members it counted.
 func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg *v1alpha1.PodGroup, self *corev1.Pod) (admitted bool, placed int32) {
-	placed, reached := g.groups.Quorum(key, pg.Spec.MinMember, group.Counting{HeldRooms: true})
+	placed, reached := g.groups.Quorum(key, pg.Spec.MinMember, groupstate.Counting{HeldRooms: true})
 	if !reached {
 		return false, placed
 	}
@@ -508,7 +534,7 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 		note := fmt.Sprintf("%d/%d members placed; all are allowed to bind", placed, pg.Spec.MinMember)
 		g.recordEvent(pg, corev1.EventTypeNormal, gangview.ReasonGangAdmitted, "Admitted", note)
 		g.attempts.Record(key, g.clock.Now(), true, note)
-		g.groups.RecordInitiallyScheduled(logger, g.handle.ClientSet(), pg, true, note)
+		g.groups.RecordInitiallyScheduled(logger, pg, true, note)
 	}
 	return true, placed
 }
@@ -516,7 +542,7 @@ func (g *Gang) admitIfComplete(logger klog.Logger, key types.NamespacedName, pg 
 // rejectGroup ends a failed attempt: every sibling waiting at Permit is
 // rejected, which releases its reservation, and the group backs off.
 // ending says what the group keeps of its place and domain (Attempts.Fail).
-func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1alpha1.PodGroup, reason string, backoff time.Duration, ending group.Ending) {
+func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1alpha1.PodGroup, reason string, backoff time.Duration, ending groupstate.Ending) {
 	reserved, first := g.attempts.Fail(key, g.clock.Now(), backoff, ending, reason)
 	message := fmt.Sprintf("group %s rejected: %s", key, reason)
 	for _, uid := range reserved {
@@ -534,7 +560,7 @@ func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1
 		// away at PreFilter; wake them when it ends.
 		g.clock.AfterFunc(backoff, func() { g.activate(klog.FromContext(ctx), key) })
 	}
-	if ending == group.WaitsForClaims {
+	if ending == groupstate.WaitsForClaims {
 		// Not a failure: an event, which the API keeps by its reason and
 		// not its note, would outlive the wait and hide the next attempt's.
 		klog.FromContext(ctx).V(4).Info("Gang waits for its members' ResourceClaims", "podGroup", klog.KObj(pg), "reason", reason)
@@ -544,7 +570,7 @@ func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1
 	klog.FromContext(ctx).V(2).Info("Gang rejected", "podGroup", klog.KObj(pg), "reason", reason, "released", len(reserved))
 	g.recordEvent(pg, corev1.EventTypeWarning, gangview.ReasonGangRejected, "Rejected", note)
 	g.attempts.Record(key, g.clock.Now(), false, note)
-	g.groups.RecordInitiallyScheduled(klog.FromContext(ctx), g.handle.ClientSet(), pg, false, note)
+	g.groups.RecordInitiallyScheduled(klog.FromContext(ctx), pg, false, note)
 }
 
 // heldElsewhere turns a member away while another member holds its role
@@ -576,7 +602,7 @@ func (g *Gang) activate(logger klog.Logger, key types.NamespacedName) {
 // quorum counts the gang's members bound or holding a reservation: a gang
 // that has them all is not torn down for one member's failure.
 func (g *Gang) quorum(key types.NamespacedName, pg *v1alpha1.PodGroup) (placed int32, reached bool) {
-	return g.groups.Quorum(key, pg.Spec.MinMember, group.Counting{})
+	return g.groups.Quorum(key, pg.Spec.MinMember, groupstate.Counting{})
 }
 
 func (g *Gang) permitTimeout(pg *v1alpha1.PodGroup) time.Duration {

@@ -37,6 +37,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/plugins/internal/stranded"
 	"github.com/muster-dev/muster/pkg/topology"
@@ -340,7 +341,7 @@ func TestLess(t *testing.T) {
 			if tt.failed != "" {
 				key := types.NamespacedName{Namespace: ns, Name: tt.failed}
 				f.gang.attempts.Begin(key)
-				f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second, group.FoundNoRoom, "member x fits on no node")
+				f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second, groupstate.FoundNoRoom, "member x fits on no node")
 			}
 			assert.Equal(t, tt.want, f.gang.Less(tt.a, tt.b))
 			assert.Equal(t, !tt.want, f.gang.Less(tt.b, tt.a), "the order must be strict")
@@ -484,7 +485,7 @@ func TestARejectedGangIsToldWhatItsPreemptionFound(t *testing.T) {
 		},
 		{
 			name: "the search failed with an error",
-			left: &group.SearchFailed{Err: errors.New("no corresponding pod el-5 in pods of node n2")},
+			left: &groupstate.SearchFailed{Err: errors.New("no corresponding pod el-5 in pods of node n2")},
 			want: "member p1 fits on no node, and the search for lower-priority victims failed: no corresponding pod el-5 in pods of node n2",
 		},
 	}
@@ -496,7 +497,7 @@ func TestARejectedGangIsToldWhatItsPreemptionFound(t *testing.T) {
 			_, status := f.gang.PreFilter(f.ctx, state, members[1], nil)
 			require.True(t, status.IsSuccess())
 			if tt.left != nil {
-				state.Write(group.SearchFailedKey, tt.left)
+				state.Write(groupstate.SearchFailedKey, tt.left)
 			}
 
 			_, status = f.gang.PostFilter(f.ctx, state, members[1], nil)
@@ -588,7 +589,7 @@ func TestAGangThatLostItsDomainToAnotherPodKeepsItsPlaceInTheQueue(t *testing.T)
 	}, append(members, untried))
 	f.clock.Step(2 * time.Minute)
 	key := types.NamespacedName{Namespace: ns, Name: "job"}
-	attempt := func(d group.Domain) {
+	attempt := func(d groupstate.Domain) {
 		_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[0], nil)
 		require.True(t, status.IsSuccess(), status.Message())
 		f.model.Attempts().ChooseDomain(key, d)
@@ -596,11 +597,11 @@ func TestAGangThatLostItsDomainToAnotherPodKeepsItsPlaceInTheQueue(t *testing.T)
 	}
 
 	// The members are queued again as the attempt ends.
-	attempt(group.Domain{Name: "rack-a"})
+	attempt(groupstate.Domain{Name: "rack-a"})
 	assert.True(t, f.gang.Less(queued(members[1], f.clock.Now()), queued(untried, epoch)),
 		"another pod took room of its domain: the gang lost a race, not for want of room, and keeps its place")
 	f.clock.Step(time.Minute)
-	attempt(group.Domain{Unplaceable: "no topology.kubernetes.io/rack domain has room"})
+	attempt(groupstate.Domain{Unplaceable: "no topology.kubernetes.io/rack domain has room"})
 	assert.False(t, f.gang.Less(queued(members[1], f.clock.Now()), queued(untried, epoch)),
 		"a gang that fits in no domain goes behind the gangs not tried yet")
 }
@@ -612,7 +613,7 @@ func TestAGangThatFitsNoTopologyDomainIsRejectedSayingWhichCameClosest(t *testin
 	require.True(t, status.IsSuccess())
 	key := types.NamespacedName{Namespace: ns, Name: "job"}
 	why := topology.NoDomainMessage(key, "topology.kubernetes.io/rack", 2, "rack-3", 1)
-	f.model.Attempts().ChooseDomain(key, group.Domain{Unplaceable: why})
+	f.model.Attempts().ChooseDomain(key, groupstate.Domain{Unplaceable: why})
 
 	_, status = f.gang.PostFilter(f.ctx, nil, members[0], nil)
 	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
@@ -655,7 +656,7 @@ func TestAGangWhoseDomainTurnedOutFullTriesAnotherWithinASecond(t *testing.T) {
 			_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), tt.members[1], nil)
 			require.True(t, status.IsSuccess())
 			key := types.NamespacedName{Namespace: ns, Name: "job"}
-			f.model.Attempts().ChooseDomain(key, group.Domain{Name: "rack-a"})
+			f.model.Attempts().ChooseDomain(key, groupstate.Domain{Name: "rack-a"})
 
 			_, status = f.gang.PostFilter(f.ctx, nil, tt.members[2], nil)
 			assert.Equal(t, tt.want, status.Message())
@@ -682,7 +683,7 @@ func TestAGangWaitingForItsMembersClaimsIsNotRejected(t *testing.T) {
 	require.True(t, status.IsSuccess())
 	key := types.NamespacedName{Namespace: ns, Name: "job"}
 	why := "group team-a/job waits for its members' ResourceClaims, which kube-controller-manager makes from their templates: member p1: not found"
-	f.model.Attempts().ChooseDomain(key, group.Domain{WaitsForClaims: true, Unplaceable: why})
+	f.model.Attempts().ChooseDomain(key, groupstate.Domain{WaitsForClaims: true, Unplaceable: why})
 
 	_, status = f.gang.PostFilter(f.ctx, nil, members[0], nil)
 	assert.Equal(t, "group team-a/job rejected: "+why, status.Message(), "the member's status says what the gang waits for")
@@ -719,7 +720,7 @@ func TestUnreserveBeforeQuorumRollsTheGroupBack(t *testing.T) {
 	assert.Equal(t, fwk.Unschedulable, f.outcome(members[1]).Code())
 	// The rejected sibling's binding cycle unreserves it in turn.
 	f.fw.RunReservePluginsUnreserve(f.ctx, framework.NewCycleState(), members[1], "node-1")
-	placed, _ := f.gang.groups.Quorum(types.NamespacedName{Namespace: ns, Name: "job"}, 3, group.Counting{})
+	placed, _ := f.gang.groups.Quorum(types.NamespacedName{Namespace: ns, Name: "job"}, 3, groupstate.Counting{})
 	assert.Equal(t, int32(0), placed, "every reservation is released")
 	events := f.drainEvents()
 	require.Len(t, events, 1, "one teardown, one event: %v", events)
@@ -851,7 +852,7 @@ func TestAQueuedPodsPlaceNeverMovesBack(t *testing.T) {
 
 	key := types.NamespacedName{Namespace: ns, Name: "older"}
 	f.gang.attempts.Begin(key)
-	f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second, group.FoundNoRoom, "member x fits on no node")
+	f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second, groupstate.FoundNoRoom, "member x fits on no node")
 	assert.True(t, f.gang.Less(fresh, sibling), "the older gang failed while both were queued: their order holds")
 	assert.False(t, f.gang.Less(sibling, fresh))
 
@@ -868,7 +869,7 @@ func TestAQueuedPodsPlaceMovesForwardWhenItsGangsAttemptBegins(t *testing.T) {
 	assert.False(t, f.gang.Less(fresh, sibling))
 
 	key := types.NamespacedName{Namespace: ns, Name: "newer"}
-	f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second, group.FoundNoRoom, "member x fits on no node")
+	f.gang.attempts.Fail(key, epoch.Add(2*time.Minute), time.Second, groupstate.FoundNoRoom, "member x fits on no node")
 	assert.True(t, f.gang.Less(sibling, fresh), "the attempt failed while the member was queued: it keeps the better place")
 }
 
@@ -1284,7 +1285,7 @@ func TestAnElasticGroupsExtraLeavesRoomToAGangWaitingForItsMin(t *testing.T) {
 	fail := func(name string) {
 		key := types.NamespacedName{Namespace: ns, Name: name}
 		f.gang.attempts.Begin(key)
-		f.gang.attempts.Fail(key, f.clock.Now(), time.Second, group.FoundNoRoom, "member x fits on no node")
+		f.gang.attempts.Fail(key, f.clock.Now(), time.Second, groupstate.FoundNoRoom, "member x fits on no node")
 		markUnschedulable(t, f, name)
 	}
 	// filter runs a cycle of the pod: PreFilter, then Filter on the node.
@@ -1340,7 +1341,7 @@ func TestAGangWaitingForRoomIsRetriedAtOnceWhenABoundMemberGoes(t *testing.T) {
 	})
 	rigid := types.NamespacedName{Namespace: ns, Name: "rigid"}
 	f.gang.attempts.Begin(rigid)
-	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff(), group.FoundNoRoom, "member x fits on no node")
+	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff(), groupstate.FoundNoRoom, "member x fits on no node")
 	markUnschedulable(t, f, "rigid")
 	handler := f.gang.podChanged(klog.Background())
 
@@ -1356,7 +1357,7 @@ func TestAGangWaitingForRoomIsRetriedAtOnceWhenABoundMemberGoes(t *testing.T) {
 	// second after its failure rather than after its whole backoff.
 	f.activator.Activated = nil
 	f.gang.attempts.Begin(rigid)
-	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff(), group.FoundNoRoom, "member x fits on no node")
+	f.gang.attempts.Fail(rigid, f.clock.Now(), f.gang.args.backoff(), groupstate.FoundNoRoom, "member x fits on no node")
 	handler(group.Deleted(plain))
 	assert.NotNil(t, f.gang.backoffStatus(rigid), "within a second of its failure the gang still backs off")
 	assert.Empty(t, f.activator.Activated)
@@ -1435,7 +1436,7 @@ func TestAGangWaitingForItsVictimsKeepsItsPlaceInTheQueue(t *testing.T) {
 		_, status := f.gang.PreFilter(f.ctx, state, waiting, nil)
 		require.True(t, status.IsSuccess(), status.Message())
 		if roomMade {
-			state.Write(group.RoomMadeKey, &group.RoomMade{At: f.clock.Now()})
+			state.Write(groupstate.RoomMadeKey, &groupstate.RoomMade{At: f.clock.Now()})
 		}
 		f.gang.PostFilter(f.ctx, state, waiting, nil)
 	}
@@ -1483,7 +1484,7 @@ func waitingSiblings(t *testing.T) (*fixture, []*corev1.Pod) {
 func TestAMemberWhoseRoomIsNotFreeYetFailsAlone(t *testing.T) {
 	f, members := waitingSiblings(t)
 	state := framework.NewCycleState()
-	state.Write(group.RoomMadeKey, &group.RoomMade{Pending: true})
+	state.Write(groupstate.RoomMadeKey, &groupstate.RoomMade{Pending: true})
 
 	_, status := f.gang.PostFilter(f.ctx, state, members[2], nil)
 	assert.Equal(t, fwk.Unschedulable, status.Code(), "it retries as the victims go")
@@ -1499,7 +1500,7 @@ func TestASiblingRejectedWithItsGangDoesNotEndTheNextAttempt(t *testing.T) {
 	// before their binding cycles unreserve them.
 	f, members := waitingSiblings(t)
 	state := framework.NewCycleState()
-	state.Write(group.RoomMadeKey, &group.RoomMade{At: f.clock.Now()})
+	state.Write(groupstate.RoomMadeKey, &groupstate.RoomMade{At: f.clock.Now()})
 	f.gang.PostFilter(f.ctx, state, members[2], nil)
 	require.Equal(t, fwk.Unschedulable, f.outcome(members[0]).Code())
 	f.drainEvents()
@@ -1515,7 +1516,7 @@ func TestASiblingRejectedWithItsGangDoesNotEndTheNextAttempt(t *testing.T) {
 }
 
 // heldNode returns the node of a room the group holds for role.
-func heldNode(rooms *group.Rooms, key types.NamespacedName, role string) (string, bool) {
+func heldNode(rooms *groupstate.Rooms, key types.NamespacedName, role string) (string, bool) {
 	if r := rooms.Held(key, role); r != nil {
 		return r.Node, true
 	}

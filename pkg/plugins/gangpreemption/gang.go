@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/devices"
-	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 )
 
 // A gang short of its quorum needs room for all its missing members at
@@ -80,14 +80,14 @@ type gangSearch struct {
 
 // preemptForGang makes room for the members the gang lacks, or takes
 // nothing. It never ends the chain: Gang's PostFilter ends the attempt,
-// with no backoff when room was made (group.RoomMade in the state). An
+// with no backoff when room was made (groupstate.RoomMade in the state). An
 // error is logged and left for Gang to tell on the gang
-// (group.SearchFailed); it ends only the preemption, never the teardown.
+// (groupstate.SearchFailed); it ends only the preemption, never the teardown.
 func (pl *GangPreemption) preemptForGang(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, m fwk.NodeToStatusReader, key types.NamespacedName, pg *v1alpha1.PodGroup) (*fwk.PostFilterResult, *fwk.Status) {
 	result, status := pl.makeRoomForGang(ctx, state, pod, m, key, pg)
 	if status.Code() == fwk.Error {
 		klog.FromContext(ctx).Error(status.AsError(), "Preempting for a gang", "podGroup", key)
-		state.Write(group.SearchFailedKey, &group.SearchFailed{Err: status.AsError()})
+		state.Write(groupstate.SearchFailedKey, &groupstate.SearchFailed{Err: status.AsError()})
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption failed: "+status.Message())
 	}
 	return result, status
@@ -114,7 +114,7 @@ func (pl *GangPreemption) makeRoomForGang(ctx context.Context, state fwk.CycleSt
 	if pl.going.waits(key, pl.inSnapshot) {
 		// Room is being made already: the member is woken as the victims
 		// go, and its siblings keep the room they hold.
-		state.Write(group.RoomMadeKey, &group.RoomMade{Pending: true})
+		state.Write(groupstate.RoomMadeKey, &groupstate.RoomMade{Pending: true})
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: waiting for the victims preempted for the gang to go")
 	}
 	if !pl.groups.Attempts().IsWaiting(key) {
@@ -139,11 +139,11 @@ func (pl *GangPreemption) makeRoomForGang(ctx context.Context, state fwk.CycleSt
 	if len(search.taken) == 0 {
 		// Every member fits once the gang's reservations are gone: a retry
 		// places it, with nothing to take.
-		state.Write(group.RoomMadeKey, &group.RoomMade{})
+		state.Write(groupstate.RoomMadeKey, &groupstate.RoomMade{})
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: the gang fits without victims once its attempt ends")
 	}
 	node := pl.actuate(logger, pg, pod, search)
-	state.Write(group.RoomMadeKey, &group.RoomMade{At: pl.clock.Now()})
+	state.Write(groupstate.RoomMadeKey, &groupstate.RoomMade{At: pl.clock.Now()})
 	return framework.NewPostFilterResultWithNominatedNode(node),
 		fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("preemption: preempting %d victims for the gang's %d missing members", len(victimPods(search.taken)), len(members)))
 }
@@ -183,7 +183,7 @@ func (pl *GangPreemption) searchDomains(ctx context.Context, key types.Namespace
 	var bestDomain string
 	for _, d := range domains {
 		if label != "" {
-			attempts.ChooseDomain(key, group.Domain{Name: d})
+			attempts.ChooseDomain(key, groupstate.Domain{Name: d})
 		}
 		search, searched := pl.search(ctx, key, members, pdbs)
 		if searched.Code() == fwk.Error {
@@ -202,7 +202,7 @@ func (pl *GangPreemption) searchDomains(ctx context.Context, key types.Namespace
 	switch {
 	case label == "":
 	case best != nil:
-		attempts.ChooseDomain(key, group.Domain{Name: bestDomain})
+		attempts.ChooseDomain(key, groupstate.Domain{Name: bestDomain})
 	case decided:
 		attempts.ChooseDomain(key, previous)
 	}

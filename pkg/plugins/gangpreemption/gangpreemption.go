@@ -21,7 +21,9 @@ import (
 	"math/rand/v2"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
@@ -31,8 +33,10 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -46,13 +50,29 @@ var (
 	_ preemption.Interface  = &GangPreemption{}
 )
 
+// Groups is what GangPreemption reads of the scheduler's groups, and asks
+// of the group model that owns them (group.Model).
+type Groups interface {
+	PodGroup(key types.NamespacedName) *v1alpha1.PodGroup
+	UpstreamPodGroup(key types.NamespacedName) *schedulingv1beta1.PodGroup
+	NotAMember(pod *corev1.Pod, pg *v1alpha1.PodGroup) string
+	Members(key types.NamespacedName) ([]*corev1.Pod, error)
+	Topology(key types.NamespacedName) (*topology.Topology, error)
+	BoundCount(key types.NamespacedName) int32
+	BoundNode(key types.NamespacedName) (node string, ok bool)
+	LackingMembers(key types.NamespacedName, minMember int32) []*corev1.Pod
+	Quorum(key types.NamespacedName, minMember int32, counting groupstate.Counting) (placed int32, reached bool)
+	Attempts() *groupstate.Attempts
+	ActivatePending(logger klog.Logger, activator fwk.PodActivator, key types.NamespacedName)
+}
+
 // GangPreemption is muster-scheduler's PostFilter: preemption by whole
 // gangs, decided by the profile's filters.
 type GangPreemption struct {
 	handle    fwk.Handle
 	args      Args
 	framework framework.Framework
-	groups    *group.Model
+	groups    Groups
 	fts       feature.Features
 	executor  *preemption.Executor
 	evaluator *preemption.Evaluator
@@ -103,7 +123,7 @@ func (pl *GangPreemption) Name() string { return Name }
 // preempts for itself, as DefaultPreemption does, by whole units.
 func (pl *GangPreemption) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	if key, ok := topology.GroupOf(pod); ok {
-		cycle, known := group.CycleOf(state)
+		cycle, known := groupstate.CycleOf(state)
 		if !known {
 			if pl.groups.PodGroup(key) == nil {
 				return nil, fwk.NewStatus(fwk.Unschedulable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod)))
@@ -112,7 +132,7 @@ func (pl *GangPreemption) PostFilter(ctx context.Context, state fwk.CycleState, 
 			// backs off, say): preemption would not help it now.
 			return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not helpful for scheduling")
 		}
-		if _, reached := pl.groups.Quorum(key, cycle.PodGroup.Spec.MinMember, group.Counting{}); !reached {
+		if _, reached := pl.groups.Quorum(key, cycle.PodGroup.Spec.MinMember, groupstate.Counting{}); !reached {
 			// The gang's search counts its members' devices itself.
 			return pl.preemptForGang(ctx, state, pod, devicesResolvable{m}, key, cycle.PodGroup)
 		}

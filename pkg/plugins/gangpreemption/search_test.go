@@ -29,6 +29,7 @@ import (
 	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
 	"github.com/muster-dev/muster/pkg/plugins/internal/frameworktest"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	placementplugin "github.com/muster-dev/muster/pkg/plugins/placement"
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -95,7 +96,7 @@ func (s *search) postFilter(t *testing.T, pod *corev1.Pod, pg *v1alpha1.PodGroup
 		require.False(t, filtered.IsSuccess(), "the member fits on %s: no preemption is needed", n.Node().Name)
 		statuses[n.Node().Name] = filtered
 	}
-	group.EnterCycle(state, types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, pg)
+	groupstate.EnterCycle(state, types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, pg)
 	return s.pl.PostFilter(s.ctx, state, pod, framework.NewNodeToStatus(statuses, fwk.NewStatus(fwk.UnschedulableAndUnresolvable)))
 }
 
@@ -125,7 +126,7 @@ func (s *search) cycle(t *testing.T, pod *corev1.Pod, pg *v1alpha1.PodGroup) (*f
 	state := framework.NewCycleState()
 	_, status, _ := s.fw.RunPreFilterPlugins(s.ctx, state, pod)
 	require.Equal(t, fwk.Unschedulable, status.Code(), "PreFilter: %v", status)
-	group.EnterCycle(state, types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, pg)
+	groupstate.EnterCycle(state, types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, pg)
 	return s.pl.PostFilter(s.ctx, state, pod, framework.NewNodeToStatus(map[string]*fwk.Status{}, status))
 }
 
@@ -353,7 +354,7 @@ func TestTheGangSearch(t *testing.T) {
 			pg := podGroup(gang.Name, tt.minMember)
 			s := newSearch(t, tt.nodes, append(slices.Clone(tt.others), tt.members...), []*v1alpha1.PodGroup{pg})
 			if tt.heldOnN1 {
-				s.model.Rooms().Add(&group.Room{Group: types.NamespacedName{Namespace: "ns", Name: "mpi"}, Role: "launcher", Node: "n1",
+				s.model.Rooms().Add(&groupstate.Room{Group: types.NamespacedName{Namespace: "ns", Name: "mpi"}, Role: "launcher", Node: "n1",
 					Request: corev1.ResourceList{corev1.ResourceCPU: *resourceQuantity("2")}})
 			}
 

@@ -14,7 +14,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/devices"
-	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -45,16 +45,16 @@ type heldDevices struct {
 	features feature.Features
 	// signaled are the rooms whose devices the tracker counts, by the UID
 	// of the claim they were signalled as.
-	signaled map[*group.Room]types.UID
+	signaled map[*groupstate.Room]types.UID
 }
 
 func newHeldDevices(dra fwk.SharedDRAManager, features feature.Features) *heldDevices {
-	return &heldDevices{dra: dra, features: features, signaled: map[*group.Room]types.UID{}}
+	return &heldDevices{dra: dra, features: features, signaled: map[*groupstate.Room]types.UID{}}
 }
 
 // sync makes the tracker count the devices of the rooms held, but those of
 // lent, the room of the cycle's own late member.
-func (d *heldDevices) sync(logger klog.Logger, held []*group.Room, lent *group.Room) {
+func (d *heldDevices) sync(logger klog.Logger, held []*groupstate.Room, lent *groupstate.Room) {
 	if d.dra == nil {
 		return
 	}

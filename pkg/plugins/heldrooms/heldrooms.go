@@ -2,7 +2,7 @@
 // room that gangs need from pods that would take it:
 //
 //   - it owns the whole life of the room held for a gang's late member
-//     (group.Rooms, late.go): Reserve holds it as the member that completes
+//     (groupstate.Rooms, late.go): Reserve holds it as the member that completes
 //     the gang with it is reserved, PreFilter holds it again after a
 //     restart, a timer releases it when the member does not come. The room
 //     is that member's: PreFilter pins the member to it, Filter keeps every
@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -61,7 +62,7 @@ type HeldRooms struct {
 // model, or a table in unit tests.
 type Groups interface {
 	// Rooms is the room held for gangs' late members.
-	Rooms() *group.Rooms
+	Rooms() *groupstate.Rooms
 	// IsAdmitted reports whether the group's gang is admitted.
 	IsAdmitted(key types.NamespacedName) bool
 	// IsReserved reports whether the member holds a reservation.
@@ -78,13 +79,13 @@ type Groups interface {
 	// LateMembers is where the group's late members stand.
 	LateMembers(key types.NamespacedName) group.LateMembers
 	// Quorum counts the gang's members toward its minMember.
-	Quorum(key types.NamespacedName, minMember int32, counting group.Counting) (placed int32, reached bool)
+	Quorum(key types.NamespacedName, minMember int32, counting groupstate.Counting) (placed int32, reached bool)
 	// BoundCount is how many of the group's active members are bound.
 	BoundCount(key types.NamespacedName) int32
 	// BoundNode is a node a member of the group is bound to.
 	BoundNode(key types.NamespacedName) (string, bool)
 	// Attempts holds the topology domain chosen for a gang's attempt.
-	Attempts() *group.Attempts
+	Attempts() *groupstate.Attempts
 	// ScheduleTimeout is how long room is held for late members.
 	ScheduleTimeout(pg *v1alpha1.PodGroup) time.Duration
 	// OnPodChange tells the plugin of pod events.
@@ -109,7 +110,7 @@ func NewWithModel(logger klog.Logger, groups Groups, handle fwk.Handle, clk cloc
 	h := &HeldRooms{handle: handle, groups: groups, clock: clk, turned: newTurnedAway(),
 		devices: newHeldDevices(dra, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))}
 	groups.OnPodChange(h.podChanged)
-	groups.Rooms().OnEnd(func(key types.NamespacedName, why group.RoomsEnd) { h.releaseGroup(logger, key, why) })
+	groups.Rooms().OnEnd(func(key types.NamespacedName, why groupstate.RoomsEnd) { h.releaseGroup(logger, key, why) })
 	groups.OnPodGroupChange(cache.ResourceEventHandlerFuncs{
 		// A deleted gang's rooms are released, and it waits for room no more.
 		DeleteFunc: func(any) { h.wakeTurnedAway(logger) },
@@ -120,7 +121,7 @@ func NewWithModel(logger klog.Logger, groups Groups, handle fwk.Handle, clk cloc
 // releaseGroup releases the group's rooms, as every release of a group's
 // rooms goes, and returns how many there were. The pods Filter kept off
 // their nodes go back to the queue.
-func (h *HeldRooms) releaseGroup(logger klog.Logger, key types.NamespacedName, why group.RoomsEnd) int {
+func (h *HeldRooms) releaseGroup(logger klog.Logger, key types.NamespacedName, why groupstate.RoomsEnd) int {
 	released := h.groups.Rooms().Release(key)
 	if released > 0 {
 		logger.V(2).Info("Released the room held for late members", "podGroup", key, "rooms", released, "why", why)
@@ -165,8 +166,8 @@ func (e elasticHold) Clone() fwk.StateData { return e }
 // PreFilter, which reads the devices allocated (devices.go).
 func (h *HeldRooms) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	h.restore(ctx, nodes)
-	key, grouped := group.KeyIn(state, pod)
-	var room *group.Room
+	key, grouped := groupstate.KeyIn(state, pod)
+	var room *groupstate.Room
 	if role, ok := topology.RoleOf(pod); ok && grouped {
 		room = h.groups.Rooms().Held(key, role)
 		if room != nil && !mayUse(pod, room, nodes) {
@@ -200,7 +201,7 @@ func (h *HeldRooms) PreFilter(ctx context.Context, state fwk.CycleState, pod *co
 // its own node selector, required node affinity and tolerations. The room
 // was held from its pod template before it existed; the pod may since
 // have been placed elsewhere, by Kueue's topology scheduling say.
-func mayUse(pod *corev1.Pod, room *group.Room, nodes []fwk.NodeInfo) bool {
+func mayUse(pod *corev1.Pod, room *groupstate.Room, nodes []fwk.NodeInfo) bool {
 	for _, n := range nodes {
 		if n.Node() != nil && n.Node().Name == room.Node {
 			return topology.MayRunOn(pod, n.Node())
@@ -212,7 +213,7 @@ func mayUse(pod *corev1.Pod, room *group.Room, nodes []fwk.NodeInfo) bool {
 // release gives up the room held for the late member, which may not use
 // it, with a Normal event: the member is scheduled where it may run, as
 // any member, and the room is free for other pods.
-func (h *HeldRooms) release(ctx context.Context, pod *corev1.Pod, room *group.Room) {
+func (h *HeldRooms) release(ctx context.Context, pod *corev1.Pod, room *groupstate.Room) {
 	logger := klog.FromContext(ctx)
 	h.groups.Rooms().Take(room.Group, room.Role)
 	logger.V(2).Info("Released a late member's room on a node it may not run on", "podGroup", room.Group, "pod", klog.KObj(pod), "node", room.Node)
@@ -265,9 +266,9 @@ func (h *HeldRooms) Filter(_ context.Context, state fwk.CycleState, pod *corev1.
 		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"room on the node is kept for gang %s, which waits for its min: members above an elastic group's min take only room no gang needs", waiting))
 	}
-	// Read from the cycle (group.Cycle): Filter runs on every node. A pod
+	// Read from the cycle (groupstate.Cycle): Filter runs on every node. A pod
 	// of no group has the zero key.
-	key, _ := group.KeyIn(state, pod)
+	key, _ := groupstate.KeyIn(state, pod)
 	role, _ := topology.RoleOf(pod)
 	held, groups := h.groups.Rooms().HeldOn(node.Name, key, role)
 	if held == nil || resources.FitsBeside(resources.OfPod(pod), held, nodeInfo) {
@@ -297,7 +298,7 @@ func gangWaitingOn(state fwk.CycleState, node *corev1.Node) (types.NamespacedNam
 // member took.
 const takenKey fwk.StateKey = Name + "/taken"
 
-type taken struct{ room *group.Room }
+type taken struct{ room *groupstate.Room }
 
 func (t taken) Clone() fwk.StateData { return t }
 
@@ -305,7 +306,7 @@ func (t taken) Clone() fwk.StateData { return t }
 // completes its gang with the room of the members to come, holds that
 // room: Gang's Permit then admits the gang.
 func (h *HeldRooms) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
-	key, ok := group.KeyIn(state, pod)
+	key, ok := groupstate.KeyIn(state, pod)
 	if !ok {
 		return nil
 	}
@@ -318,7 +319,7 @@ func (h *HeldRooms) Reserve(ctx context.Context, state fwk.CycleState, pod *core
 	if why := h.holdForGang(ctx, key, pod, nodeName); why != "" {
 		// The gang would wait at Permit for room that is not there: its
 		// attempt ends now, told why (Gang's Unreserve).
-		state.Write(group.AttemptFailedKey, &group.AttemptFailed{Reason: why})
+		state.Write(groupstate.AttemptFailedKey, &groupstate.AttemptFailed{Reason: why})
 		return fwk.NewStatus(fwk.Unschedulable, why)
 	}
 	return nil

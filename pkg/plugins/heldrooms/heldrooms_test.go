@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -30,7 +31,7 @@ const ns = "team-a"
 
 // groups is a table of what HeldRooms reads of the scheduler's groups.
 type groups struct {
-	rooms    *group.Rooms
+	rooms    *groupstate.Rooms
 	admitted sets.Set[types.NamespacedName]
 	extras   sets.Set[string]
 	// reserved names the members whose reservation Gang's Reserve counted.
@@ -43,20 +44,20 @@ type groups struct {
 	placed, bound map[types.NamespacedName]int32
 	// boundOn is a node a bound member of the group is on.
 	boundOn       map[types.NamespacedName]string
-	attempts      *group.Attempts
+	attempts      *groupstate.Attempts
 	listeners     []func(group.PodChange)
 	podGroupsSeen []cache.ResourceEventHandler
 }
 
 func newGroups() *groups {
-	return &groups{rooms: group.NewRooms(), admitted: sets.New[types.NamespacedName](), extras: sets.New[string](), reserved: sets.New[string](),
+	return &groups{rooms: groupstate.NewRooms(), admitted: sets.New[types.NamespacedName](), extras: sets.New[string](), reserved: sets.New[string](),
 		waiting: map[types.NamespacedName]topology.WaitingGang{}, topologies: map[types.NamespacedName]*topology.Topology{},
 		podGroups: map[types.NamespacedName]*v1alpha1.PodGroup{}, late: map[types.NamespacedName]group.LateMembers{},
 		placed: map[types.NamespacedName]int32{}, bound: map[types.NamespacedName]int32{}, boundOn: map[types.NamespacedName]string{},
-		attempts: group.NewAttempts(func(float64) {})}
+		attempts: groupstate.NewAttempts(func(float64) {})}
 }
 
-func (g *groups) Rooms() *group.Rooms                      { return g.rooms }
+func (g *groups) Rooms() *groupstate.Rooms                 { return g.rooms }
 func (g *groups) IsAdmitted(key types.NamespacedName) bool { return g.admitted.Has(key) }
 func (g *groups) IsReserved(key types.NamespacedName, uid types.UID) bool {
 	return g.reserved.Has(string(uid))
@@ -75,7 +76,7 @@ func (g *groups) BoundNode(key types.NamespacedName) (string, bool) {
 	node, ok := g.boundOn[key]
 	return node, ok
 }
-func (g *groups) Attempts() *group.Attempts                        { return g.attempts }
+func (g *groups) Attempts() *groupstate.Attempts                   { return g.attempts }
 func (g *groups) ScheduleTimeout(*v1alpha1.PodGroup) time.Duration { return time.Minute }
 func (g *groups) OnPodChange(handler func(group.PodChange)) {
 	g.listeners = append(g.listeners, handler)
@@ -83,7 +84,7 @@ func (g *groups) OnPodChange(handler func(group.PodChange)) {
 func (g *groups) OnPodGroupChange(handler cache.ResourceEventHandler) {
 	g.podGroupsSeen = append(g.podGroupsSeen, handler)
 }
-func (g *groups) Quorum(key types.NamespacedName, minMember int32, counting group.Counting) (int32, bool) {
+func (g *groups) Quorum(key types.NamespacedName, minMember int32, counting groupstate.Counting) (int32, bool) {
 	placed := g.placed[key]
 	if counting.HeldRooms {
 		placed += g.rooms.Count(key, "")
@@ -132,7 +133,7 @@ func filter(t *testing.T, h *HeldRooms, pod *corev1.Pod, nodes ...fwk.NodeInfo) 
 
 func TestALateMemberIsPinnedToTheRoomHeldForIt(t *testing.T) {
 	g := newGroups()
-	g.rooms.Add(&group.Room{Group: key("mpi"), Role: "launcher", Node: "n2", Request: cpu("2")})
+	g.rooms.Add(&groupstate.Room{Group: key("mpi"), Role: "launcher", Node: "n2", Request: cpu("2")})
 	h := NewWithModel(klog.Background(), g, nil, testingclock.NewFakeClock(time.Time{}))
 
 	result, got := filter(t, h, member("mpi", "launcher", "launcher", "2"), node("n1", "a", "4"), node("n2", "a", "4"))
@@ -158,7 +159,7 @@ func TestALateMemberPlacedWhereItsRoomIsNotGivesTheRoomUp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGroups()
 			g.podGroups[key("mpi")] = &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mpi"}}
-			g.rooms.Add(&group.Room{Group: key("mpi"), Role: "launcher", Node: "n2", Request: cpu("2")})
+			g.rooms.Add(&groupstate.Room{Group: key("mpi"), Role: "launcher", Node: "n2", Request: cpu("2")})
 			recorder := events.NewFakeRecorder(10)
 			activator := &plugintest.Activator{}
 			h := NewWithModel(klog.Background(), g, handle{events: recorder, activator: activator}, testingclock.NewFakeClock(time.Time{}))
@@ -194,7 +195,7 @@ func hosted(name string) fwk.NodeInfo {
 
 func TestARoomHeldOnANodeIsClosedToEveryOtherPod(t *testing.T) {
 	g := newGroups()
-	g.rooms.Add(&group.Room{Group: key("mpi"), Role: "launcher", Node: "n1", Request: cpu("3")})
+	g.rooms.Add(&groupstate.Room{Group: key("mpi"), Role: "launcher", Node: "n1", Request: cpu("3")})
 	h := NewWithModel(klog.Background(), g, nil, testingclock.NewFakeClock(time.Time{}))
 	tests := []struct {
 		name string
@@ -288,7 +289,7 @@ func TestAMemberAboveAnElasticMinLeavesRoomToAGangWaitingForItsMin(t *testing.T)
 func TestReserveHandsTheRoomToItsMemberAndUnreserveGivesItBackToAnAdmittedGang(t *testing.T) {
 	for _, admitted := range []bool{true, false} {
 		g := newGroups()
-		g.rooms.Add(&group.Room{Group: key("mpi"), Role: "launcher", Node: "n1", Request: cpu("2")})
+		g.rooms.Add(&groupstate.Room{Group: key("mpi"), Role: "launcher", Node: "n1", Request: cpu("2")})
 		if admitted {
 			g.admitted.Insert(key("mpi"))
 		}
@@ -359,14 +360,14 @@ func TestSignPod(t *testing.T) {
 
 // TestHeldRoomsReleasesAGroupsRoomsWhenToldTheyEnd: HeldRooms alone
 // releases rooms; a failed attempt or a deleted PodGroup ends them
-// (group.Rooms.End), and it releases that group's, whatever the reason,
+// (groupstate.Rooms.End), and it releases that group's, whatever the reason,
 // and no other's.
 func TestHeldRoomsReleasesAGroupsRoomsWhenToldTheyEnd(t *testing.T) {
-	for _, why := range []group.RoomsEnd{group.AttemptEnded, group.PodGroupDeleted, group.LateMembersMissing, group.GangGone} {
+	for _, why := range []groupstate.RoomsEnd{groupstate.AttemptEnded, groupstate.PodGroupDeleted, groupstate.LateMembersMissing, groupstate.GangGone} {
 		t.Run(string(why), func(t *testing.T) {
 			g := newGroups()
-			g.rooms.Add(&group.Room{Group: key("mpi"), Role: "launcher", Node: "n1", Request: cpu("1")})
-			g.rooms.Add(&group.Room{Group: key("other"), Role: "launcher", Node: "n1", Request: cpu("1")})
+			g.rooms.Add(&groupstate.Room{Group: key("mpi"), Role: "launcher", Node: "n1", Request: cpu("1")})
+			g.rooms.Add(&groupstate.Room{Group: key("other"), Role: "launcher", Node: "n1", Request: cpu("1")})
 			NewWithModel(klog.Background(), g, nil, testingclock.NewFakeClock(time.Time{}))
 
 			g.rooms.End(key("mpi"), why)

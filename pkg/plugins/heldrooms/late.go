@@ -17,6 +17,7 @@ import (
 	"github.com/muster-dev/muster/pkg/gangview"
 	"github.com/muster-dev/muster/pkg/plugins/internal/devices"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -27,7 +28,7 @@ import (
 // the gang with it is reserved, holds it again after a restart, releases
 // it when the late members do not come within the schedule timeout, and
 // keeps every other pod out of it (heldrooms.go). A failed attempt gives
-// it up with the gang's reservations (group.Attempts.Fail).
+// it up with the gang's reservations (groupstate.Attempts.Fail).
 
 // holdForGang holds the room of the gang's late members when the member
 // just reserved (self, on selfNode) completes the gang with them, and
@@ -42,7 +43,7 @@ func (h *HeldRooms) holdForGang(ctx context.Context, key types.NamespacedName, s
 	if pg == nil {
 		return ""
 	}
-	placed, _ := h.groups.Quorum(key, pg.Spec.MinMember, group.Counting{HeldRooms: true})
+	placed, _ := h.groups.Quorum(key, pg.Spec.MinMember, groupstate.Counting{HeldRooms: true})
 	// Gang's Reserve counts the member, unless a profile runs HeldRooms'
 	// first.
 	if !h.groups.IsReserved(key, self.UID) {
@@ -131,7 +132,7 @@ func (h *HeldRooms) hold(ctx context.Context, key types.NamespacedName, missing 
 			boolOrder(!preferred(a))-boolOrder(!preferred(b)))
 	})
 	rooms := h.groups.Rooms()
-	var held []*group.Room
+	var held []*groupstate.Room
 	for _, role := range slices.Sorted(maps.Keys(missing)) {
 		late := topo.Late[role]
 		for range missing[role] - rooms.Count(key, role) {
@@ -142,6 +143,7 @@ func (h *HeldRooms) hold(ctx context.Context, key types.NamespacedName, missing 
 				}
 				return fmt.Sprintf("the room of group %s's late member %s cannot be held: %s", key, role, noRoomReason(nodes, late))
 			}
+			r.HeldSince = h.clock.Now()
 			rooms.Add(r)
 			held = append(held, r)
 			logger.V(2).Info("Holding room for a late member", "podGroup", key, "role", role, "node", r.Node, "devices", len(r.Devices))
@@ -195,7 +197,7 @@ func claimsDevices(topo *topology.Topology, missing map[string]int32) bool {
 // it use (its node selector, required node affinity and tolerations) where
 // its requests fit beside what is placed and held, and its devices, in
 // available, beside those allocated and held; nil when there is none.
-func (h *HeldRooms) findRoom(ctx context.Context, nodes []fwk.NodeInfo, key types.NamespacedName, role string, late topology.LateMember, available *devices.Room, self *corev1.Pod, selfNode string) *group.Room {
+func (h *HeldRooms) findRoom(ctx context.Context, nodes []fwk.NodeInfo, key types.NamespacedName, role string, late topology.LateMember, available *devices.Room, self *corev1.Pod, selfNode string) *groupstate.Room {
 	pod := late.Pod()
 	for _, node := range nodes {
 		if !topology.MayRunOn(pod, node.Node()) {
@@ -209,7 +211,7 @@ func (h *HeldRooms) findRoom(ctx context.Context, nodes []fwk.NodeInfo, key type
 			continue
 		}
 		if devices, ok := allocate(ctx, available, node.Node(), key, role, late.Devices); ok {
-			return &group.Room{Group: key, Role: role, Node: node.Node().Name, Request: late.Requests, Devices: devices}
+			return &groupstate.Room{Group: key, Role: role, Node: node.Node().Name, Request: late.Requests, Devices: devices}
 		}
 	}
 	return nil
@@ -248,7 +250,7 @@ func (h *HeldRooms) expire(logger klog.Logger, pg *v1alpha1.PodGroup) {
 	timeout := h.groups.ScheduleTimeout(pg)
 	h.groups.Rooms().Expire(key, h.clock.Now().Add(timeout))
 	h.clock.AfterFunc(timeout, func() {
-		if released := h.releaseGroup(logger, key, group.LateMembersMissing); released > 0 {
+		if released := h.releaseGroup(logger, key, groupstate.LateMembersMissing); released > 0 {
 			group.RecordEvent(h.handle, pg, corev1.EventTypeWarning, gangview.ReasonLateMemberMissing, "Release",
 				fmt.Sprintf("%d late members were not created within %s of the gang's admission; released the room held for them", released, timeout))
 		}
@@ -283,7 +285,7 @@ func (h *HeldRooms) gangGone(change group.PodChange) {
 		return
 	}
 	logger := klog.Background().WithValues("plugin", Name, "lastMember", klog.KObj(change.Pod))
-	released := h.releaseGroup(logger, change.Key, group.GangGone)
+	released := h.releaseGroup(logger, change.Key, groupstate.GangGone)
 	if released == 0 {
 		return
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -112,7 +113,7 @@ func TestReserveHoldsTheLateRoomWhenTheMemberCompletesTheGang(t *testing.T) {
 			if tt.refused != "" {
 				assert.Equal(t, fwk.Unschedulable, status.Code())
 				assert.Equal(t, tt.refused, status.Message())
-				failed, ok := group.AttemptFailedIn(state)
+				failed, ok := groupstate.AttemptFailedIn(state)
 				require.True(t, ok, "Gang's Unreserve is told why")
 				assert.Equal(t, tt.refused, failed.Reason)
 			} else {
@@ -191,11 +192,11 @@ func TestTheLateRoomOfAGangIsHeldInTheRackItsAttemptPrefersFirst(t *testing.T) {
 	w0 := st.MakePod().Namespace(ns).Name("w0").UID("w0").Node("n1").Req(map[corev1.ResourceName]string{"cpu": "3"}).Obj()
 	for _, tt := range []struct {
 		name   string
-		domain group.Domain
+		domain groupstate.Domain
 		want   string
 	}{
-		{"rack-a preferred", group.Domain{Name: "block-0", Preferred: "rack-a"}, "n3"},
-		{"rack-b preferred", group.Domain{Name: "block-0", Preferred: "rack-b"}, "n2"},
+		{"rack-a preferred", groupstate.Domain{Name: "block-0", Preferred: "rack-a"}, "n3"},
+		{"rack-b preferred", groupstate.Domain{Name: "block-0", Preferred: "rack-b"}, "n2"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newGroups()
@@ -334,7 +335,7 @@ func TestPodsKeptOutOfAGangsRoomAreWokenWhenItIsFreed(t *testing.T) {
 }
 
 // heldNode returns the node of a room the group holds for role.
-func heldNode(rooms *group.Rooms, key types.NamespacedName, role string) (string, bool) {
+func heldNode(rooms *groupstate.Rooms, key types.NamespacedName, role string) (string, bool) {
 	if r := rooms.Held(key, role); r != nil {
 		return r.Node, true
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/gangview"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -36,10 +37,21 @@ var (
 	_ fwk.EnqueueExtensions = &LaunchOrder{}
 )
 
+// Groups is what LaunchOrder reads of the scheduler's groups, and asks of
+// the group model that owns them (group.Model).
+type Groups interface {
+	Topology(key types.NamespacedName) (*topology.Topology, error)
+	Role(key types.NamespacedName, role string) groupstate.RoleCount
+	Pending(key types.NamespacedName) []*corev1.Pod
+	// Publish has the group's published record written again: its held
+	// members changed.
+	Publish(key types.NamespacedName)
+}
+
 // LaunchOrder holds successors at Permit until their predecessors are up.
 type LaunchOrder struct {
 	handle fwk.Handle
-	groups *group.Model
+	groups Groups
 	clock  clock.PassiveClock
 
 	mu sync.Mutex
@@ -78,7 +90,7 @@ func (l *LaunchOrder) heldNames(key types.NamespacedName) []string {
 	return names
 }
 
-func newLaunchOrder(handle fwk.Handle, groups *group.Model, clk clock.PassiveClock) *LaunchOrder {
+func newLaunchOrder(handle fwk.Handle, groups Groups, clk clock.PassiveClock) *LaunchOrder {
 	return &LaunchOrder{
 		handle: handle,
 		groups: groups,
@@ -111,7 +123,7 @@ func (l *LaunchOrder) Reserve(context.Context, fwk.CycleState, *corev1.Pod, stri
 // Unreserve forgets a hold that ended without a release: the pod was
 // rejected, or its wait timed out.
 func (l *LaunchOrder) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) {
-	key, ok := group.KeyIn(state, pod)
+	key, ok := groupstate.KeyIn(state, pod)
 	if !ok {
 		return
 	}
@@ -132,7 +144,7 @@ func (l *LaunchOrder) Unreserve(ctx context.Context, state fwk.CycleState, pod *
 // roles has reached the group's start-after state. The reservation is kept
 // meanwhile, so the pod still counts toward its gang's quorum.
 func (l *LaunchOrder) Permit(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
-	key, ok := group.KeyIn(state, pod)
+	key, ok := groupstate.KeyIn(state, pod)
 	if !ok {
 		return nil, 0
 	}

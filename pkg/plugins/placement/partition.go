@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 )
 
 // partition is which domain each node of a node list is in, by one
@@ -16,12 +16,12 @@ import (
 // partition is made again only once a node is added, removed or updated.
 type partition struct {
 	nodes   []*corev1.Node
-	domains []group.Domain
+	domains []groupstate.Domain
 	// of is the index in domains of each node's domain, -1 for none.
 	of []int
 }
 
-func newPartition(nodes []fwk.NodeInfo, domainOf func(*corev1.Node) (group.Domain, bool)) *partition {
+func newPartition(nodes []fwk.NodeInfo, domainOf func(*corev1.Node) (groupstate.Domain, bool)) *partition {
 	p := &partition{nodes: make([]*corev1.Node, len(nodes)), of: make([]int, len(nodes))}
 	type name struct{ required, preferred string }
 	index := map[name]int{}
@@ -64,7 +64,7 @@ type level struct {
 	preferred bool
 }
 
-func (l level) domainOf(node *corev1.Node) (group.Domain, bool) {
+func (l level) domainOf(node *corev1.Node) (groupstate.Domain, bool) {
 	if l.preferred {
 		return l.byPreferred(node)
 	}

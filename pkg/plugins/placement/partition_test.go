@@ -8,7 +8,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
-	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -25,11 +25,11 @@ func nodeInfos(nodes ...*corev1.Node) []fwk.NodeInfo {
 func TestAPartitionPutsEachNodeInItsDomainAndLeavesUnlabelledOnesOut(t *testing.T) {
 	nodes := nodeInfos(blockRack("a1", "block-0", "rack-a"), racked("x", "", 4), blockRack("b1", "block-0", "rack-b"), blockRack("a2", "block-0", "rack-a"))
 	byRack := newPartition(nodes, constraint{required: rack}.byRequired)
-	assert.Equal(t, []group.Domain{{Name: "rack-a"}, {Name: "rack-b"}}, byRack.domains)
+	assert.Equal(t, []groupstate.Domain{{Name: "rack-a"}, {Name: "rack-b"}}, byRack.domains)
 	assert.Equal(t, []int{0, -1, 1, 0}, byRack.of)
 
 	inBlock := newPartition(nodes, constraint{required: topology.BlockLabel, preferred: rack}.byPreferred)
-	assert.Equal(t, []group.Domain{{Name: "block-0", Preferred: "rack-a"}, {Name: "block-0", Preferred: "rack-b"}}, inBlock.domains)
+	assert.Equal(t, []groupstate.Domain{{Name: "block-0", Preferred: "rack-a"}, {Name: "block-0", Preferred: "rack-b"}}, inBlock.domains)
 }
 
 func TestPartitionsAreMadeAgainOnlyWhenTheNodesChange(t *testing.T) {
@@ -44,7 +44,7 @@ func TestPartitionsAreMadeAgainOnlyWhenTheNodesChange(t *testing.T) {
 	moved.Labels[rack] = "rack-a"
 	again := ps.of(nodeInfos(a1, moved), required)
 	assert.NotSame(t, first, again, "a node relabelled")
-	assert.Equal(t, []group.Domain{{Name: "rack-a"}}, again.domains)
+	assert.Equal(t, []groupstate.Domain{{Name: "rack-a"}}, again.domains)
 
 	gone := ps.of(nodeInfos(a1), required)
 	assert.NotSame(t, again, gone, "a node gone")

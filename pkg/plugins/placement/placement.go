@@ -7,7 +7,7 @@
 //
 // The domain is chosen once per attempt, at the PreFilter of the first
 // member the attempt schedules, and kept in the group's state
-// (group.Attempts) until the attempt fails. It is the tightest domain
+// (groupstate.Attempts) until the attempt fails. It is the tightest domain
 // where every member the gang lacks, and the room of its late members,
 // fits by the profile's own filters: the domains where their requests fit
 // are tried from the one they would fill most, names breaking ties, and
@@ -38,6 +38,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/devices"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/resources"
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -63,7 +64,7 @@ type Groups interface {
 	LateMembers(key types.NamespacedName) group.LateMembers
 	// Promises is the room other gangs' attempts under way still need.
 	Promises(except types.NamespacedName) []group.Promise
-	Attempts() *group.Attempts
+	Attempts() *groupstate.Attempts
 }
 
 // Placement keeps a gang that requires a topology domain inside one.
@@ -134,7 +135,7 @@ func (p *Placement) PreFilter(ctx context.Context, state fwk.CycleState, pod *co
 		}
 		if info, err := p.framework.SnapshotSharedLister().NodeInfos().Get(node); err == nil {
 			if domain, labeled := info.Node().Labels[c.required]; labeled {
-				return inDomain(state, nodes, constraint{required: c.required}, group.Domain{Name: domain}, key)
+				return inDomain(state, nodes, constraint{required: c.required}, groupstate.Domain{Name: domain}, key)
 			}
 		}
 	}
@@ -184,7 +185,7 @@ func (p *Placement) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragm
 type constraint struct{ required, preferred string }
 
 // holds reports whether the node is in the domain.
-func (c constraint) holds(d group.Domain, node *corev1.Node) bool {
+func (c constraint) holds(d groupstate.Domain, node *corev1.Node) bool {
 	if d.Name != "" && node.Labels[c.required] != d.Name {
 		return false
 	}
@@ -195,7 +196,7 @@ func (c constraint) holds(d group.Domain, node *corev1.Node) bool {
 }
 
 // label names the domain's labels and values, for messages.
-func (c constraint) label(d group.Domain) string {
+func (c constraint) label(d groupstate.Domain) string {
 	var parts []string
 	if d.Name != "" {
 		parts = append(parts, c.required+"="+d.Name)
@@ -212,14 +213,14 @@ const domainKey fwk.StateKey = Name + "/domain"
 // cycleDomain is the domain a member is filtered in.
 type cycleDomain struct {
 	constraint
-	domain group.Domain
+	domain groupstate.Domain
 }
 
 func (d cycleDomain) Clone() fwk.StateData { return d }
 
 // inDomain leaves the domain in the cycle state, for Filter, and returns
 // the PreFilter result of its nodes.
-func inDomain(state fwk.CycleState, nodes []fwk.NodeInfo, c constraint, d group.Domain, key types.NamespacedName) (*fwk.PreFilterResult, *fwk.Status) {
+func inDomain(state fwk.CycleState, nodes []fwk.NodeInfo, c constraint, d groupstate.Domain, key types.NamespacedName) (*fwk.PreFilterResult, *fwk.Status) {
 	state.Write(domainKey, cycleDomain{constraint: c, domain: d})
 	// Filter checks each node's labels again: a node relabelled since the
 	// domain was chosen is not used.
@@ -262,7 +263,7 @@ func (p *Placement) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // domain is the nodes that share one value of a constraint's label, or
 // of both its labels.
 type domain struct {
-	id    group.Domain
+	id    groupstate.Domain
 	nodes []fwk.NodeInfo
 	// fill is the share of the domain's free room the members' requests
 	// take, of its scarcest resource (resources.Fill).
@@ -275,17 +276,17 @@ type domain struct {
 // label), else in the tightest of its required label; with a preferred
 // label only, and no domain of it holding the gang, no domain; and with a
 // required one that no domain holds, none, saying which came closest.
-func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.PodGroup, topo *topology.Topology, c constraint, nodes []fwk.NodeInfo) group.Domain {
+func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.PodGroup, topo *topology.Topology, c constraint, nodes []fwk.NodeInfo) groupstate.Domain {
 	key := types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}
 	late := p.groups.LateMembers(key)
 	standIns, lateClaims := latePods(key, topo, late)
 	members := append(lackingWith(p.groups.LackingMembers(key, pg.Spec.MinMember-late.Total()), pod), standIns...)
 	dev, err := p.newTrialDevices(members, lateClaims)
 	if err != nil {
-		return group.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
+		return groupstate.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
 	}
 	if err := dev.unmade(members); err != nil {
-		return group.Domain{WaitsForClaims: true, Unplaceable: fmt.Sprintf("group %s waits for its members' ResourceClaims, which kube-controller-manager makes from their templates: %v", key, err)}
+		return groupstate.Domain{WaitsForClaims: true, Unplaceable: fmt.Sprintf("group %s waits for its members' ResourceClaims, which kube-controller-manager makes from their templates: %v", key, err)}
 	}
 	// A domain where an attempt failed since is not tried again before
 	// the gang backs off: the next one is.
@@ -294,36 +295,36 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 	if c.preferred != "" {
 		found, err := p.tightest(ctx, members, dev, domainsOf(nodes, p.partitions.of(nodes, level{c, true}), members), tried, promised)
 		if err != nil {
-			return group.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
+			return groupstate.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
 		}
 		if found.fits {
 			return found.domain
 		}
 	}
 	if c.required == "" {
-		return p.fewestPreferred(ctx, members, dev, nodes, p.partitions.of(nodes, level{c, true}), c, group.Domain{}, promised)
+		return p.fewestPreferred(ctx, members, dev, nodes, p.partitions.of(nodes, level{c, true}), c, groupstate.Domain{}, promised)
 	}
 	domains := domainsOf(nodes, p.partitions.of(nodes, level{c, false}), members)
 	if len(domains) == 0 {
-		return group.Domain{Unplaceable: fmt.Sprintf("group %s must stay in one %s domain, and no node has that label", key, c.required)}
+		return groupstate.Domain{Unplaceable: fmt.Sprintf("group %s must stay in one %s domain, and no node has that label", key, c.required)}
 	}
 	found, err := p.tightest(ctx, members, dev, domains, tried, promised)
 	switch {
 	case err != nil:
-		return group.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
+		return groupstate.Domain{Unplaceable: fmt.Sprintf("group %s: %v", key, err)}
 	case found.fits && c.preferred != "":
 		return p.fewestPreferred(ctx, members, dev, found.nodes, newPartition(found.nodes, c.byPreferred), c, found.domain, promised)
 	case found.fits:
 		return found.domain
 	case found.most < 0 && len(found.skipped) > 0:
-		return group.Domain{Unplaceable: fmt.Sprintf("group %s: its attempts failed in every %s domain that could hold it (%s), other pods taking the room first",
+		return groupstate.Domain{Unplaceable: fmt.Sprintf("group %s: its attempts failed in every %s domain that could hold it (%s), other pods taking the room first",
 			key, c.required, strings.Join(found.skipped, ", "))}
 	case found.most < 0:
 		// No domain has room for the requests: the closest by them says
 		// how many members it takes.
 		placed, err := p.trial(ctx, members, dev, domains[0].nodes, promised)
 		if err != nil {
-			return group.Domain{Unplaceable: fmt.Sprintf("group %s: trying %s: %v", key, domains[0].id, err)}
+			return groupstate.Domain{Unplaceable: fmt.Sprintf("group %s: trying %s: %v", key, domains[0].id, err)}
 		}
 		found.closest, found.most = domains[0].id, len(placed)
 	}
@@ -334,17 +335,17 @@ func (p *Placement) choose(ctx context.Context, pod *corev1.Pod, pg *v1alpha1.Po
 			message += ": " + short
 		}
 	}
-	return group.Domain{Unplaceable: message}
+	return groupstate.Domain{Unplaceable: message}
 }
 
 // found is what a search of domains found: the domain where the members
 // fit, or the closest, where most of them did (-1 when no domain's free
 // room took their requests), and the domains it skipped, tried already.
 type found struct {
-	domain  group.Domain
+	domain  groupstate.Domain
 	fits    bool
 	nodes   []fwk.NodeInfo // the domain's
-	closest group.Domain
+	closest groupstate.Domain
 	most    int
 	skipped []string
 }
@@ -385,7 +386,7 @@ func (p *Placement) tightest(ctx context.Context, members []*corev1.Pod, dev *tr
 // last, and d keeps the nodes of the domains they took. d is as it was if
 // they do not fit after all. part is the nodes' partition by the preferred
 // label: the scheduler's kept one when nodes are all its nodes.
-func (p *Placement) fewestPreferred(ctx context.Context, members []*corev1.Pod, dev *trialDevices, nodes []fwk.NodeInfo, part *partition, c constraint, d group.Domain, promised []group.Promise) group.Domain {
+func (p *Placement) fewestPreferred(ctx context.Context, members []*corev1.Pod, dev *trialDevices, nodes []fwk.NodeInfo, part *partition, c constraint, d groupstate.Domain, promised []group.Promise) groupstate.Domain {
 	subdomains := domainsOf(nodes, part, members)
 	slices.SortStableFunc(subdomains, func(a, b domain) int { return cmp.Compare(a.fill, b.fill) })
 	var ordered []fwk.NodeInfo
@@ -431,19 +432,19 @@ func nodeNames(nodes []fwk.NodeInfo) sets.Set[string] {
 }
 
 // byRequired is the node's domain of the required label.
-func (c constraint) byRequired(node *corev1.Node) (group.Domain, bool) {
+func (c constraint) byRequired(node *corev1.Node) (groupstate.Domain, bool) {
 	value, ok := node.Labels[c.required]
-	return group.Domain{Name: value}, ok
+	return groupstate.Domain{Name: value}, ok
 }
 
 // byPreferred is the node's domain of the preferred label, inside its
 // domain of the required one when the gang has one.
-func (c constraint) byPreferred(node *corev1.Node) (group.Domain, bool) {
+func (c constraint) byPreferred(node *corev1.Node) (groupstate.Domain, bool) {
 	preferred, ok := node.Labels[c.preferred]
 	if !ok {
-		return group.Domain{}, false
+		return groupstate.Domain{}, false
 	}
-	d := group.Domain{Preferred: preferred}
+	d := groupstate.Domain{Preferred: preferred}
 	if c.required != "" {
 		if d.Name, ok = node.Labels[c.required]; !ok {
 			return d, false

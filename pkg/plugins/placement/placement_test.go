@@ -22,6 +22,7 @@ import (
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/frameworktest"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -180,14 +181,14 @@ func TestTheDomainIsChosenOncePerAttemptAndKeptForEveryMember(t *testing.T) {
 	assert.Equal(t, []string{"a1"}, first.UnsortedList())
 	// Whatever changed since, the attempt's second member goes where its
 	// first went.
-	f.model.Attempts().ChooseDomain(job, group.Domain{Name: "rack-b"})
+	f.model.Attempts().ChooseDomain(job, groupstate.Domain{Name: "rack-b"})
 	second, status := f.preFilter(t, pods[1])
 	require.True(t, status.IsSuccess())
 	assert.Equal(t, []string{"b1"}, second.UnsortedList(), "read from the group's state, not chosen again")
 
 	// A failed attempt forgets its domain; the next chooses again.
 	f.model.Attempts().Begin(job)
-	f.model.Attempts().Fail(job, metav1.Now().Time, 0, group.FoundNoRoom, "member w1 fits on no node")
+	f.model.Attempts().Fail(job, metav1.Now().Time, 0, groupstate.FoundNoRoom, "member w1 fits on no node")
 	_, chosen := f.model.Attempts().Domain(job)
 	assert.False(t, chosen)
 	again, status := f.preFilter(t, pods[1])
@@ -213,7 +214,7 @@ func TestAnotherGangsAttemptUnderWayKeepsTheRoomItStillNeedsInItsDomain(t *testi
 	f := newFixtureOf(t, nodes, append(pods, others...), []*v1alpha1.PodGroup{gang(2, rack), otherPG})
 	attempts := f.model.Attempts()
 	attempts.Begin(other)
-	attempts.ChooseDomain(other, group.Domain{Name: "rack-a", Nodes: sets.New("a1", "a2")})
+	attempts.ChooseDomain(other, groupstate.Domain{Name: "rack-a", Nodes: sets.New("a1", "a2")})
 	attempts.Reserve(other, others[0].UID)
 
 	_, status := f.preFilter(t, pods[0])
@@ -221,9 +222,9 @@ func TestAnotherGangsAttemptUnderWayKeepsTheRoomItStillNeedsInItsDomain(t *testi
 	d, _ := attempts.Domain(job)
 	assert.Equal(t, "rack-b", d.Name, "rack-a is tighter, but the other gang's attempt still needs its room")
 
-	attempts.Fail(other, metav1.Now().Time, 0, group.FoundNoRoom, "member o1 fits on no node")
+	attempts.Fail(other, metav1.Now().Time, 0, groupstate.FoundNoRoom, "member o1 fits on no node")
 	attempts.Begin(job)
-	attempts.Fail(job, metav1.Now().Time, 0, group.FoundNoRoom, "member w1 fits on no node")
+	attempts.Fail(job, metav1.Now().Time, 0, groupstate.FoundNoRoom, "member w1 fits on no node")
 	_, status = f.preFilter(t, pods[0])
 	require.True(t, status.IsSuccess(), "PreFilter: %v", status)
 	d, _ = attempts.Domain(job)
@@ -381,15 +382,15 @@ func TestADomainWhereAnAttemptFailedIsNotTriedAgainBeforeTheGangBacksOff(t *test
 	f := newFixture(t, nodes, pods, gang(2, rack))
 	attempts := f.model.Attempts()
 	attempts.Begin(job)
-	attempts.ChooseDomain(job, group.Domain{Name: "rack-a"})
-	attempts.Fail(job, metav1.Now().Time, time.Second, group.FoundNoRoom, "member w1 fits in no node of the gang's domain rack-a")
+	attempts.ChooseDomain(job, groupstate.Domain{Name: "rack-a"})
+	attempts.Fail(job, metav1.Now().Time, time.Second, groupstate.FoundNoRoom, "member w1 fits in no node of the gang's domain rack-a")
 
 	got, status := f.preFilter(t, pods[0])
 	require.True(t, status.IsSuccess(), "PreFilter: %v", status)
 	assert.Equal(t, []string{"b1"}, got.UnsortedList(), "rack-a is tighter, but failed: the next rack")
 
 	attempts.Begin(job)
-	attempts.Fail(job, metav1.Now().Time, time.Second, group.FoundNoRoom, "member w1 fits in no node of the gang's domain rack-b")
+	attempts.Fail(job, metav1.Now().Time, time.Second, groupstate.FoundNoRoom, "member w1 fits in no node of the gang's domain rack-b")
 	_, status = f.preFilter(t, pods[0])
 	assert.Equal(t, fwk.Unschedulable, status.Code(), "both racks failed: the gang backs off in full")
 	assert.Equal(t, "group team-a/job: its attempts failed in every topology.kubernetes.io/rack domain that could hold it (rack-a, rack-b), other pods taking the room first", status.Message())
@@ -413,17 +414,17 @@ func TestAPreferredDomainHoldsTheGangWhenOneCanElseTheRequiredOneDoes(t *testing
 		name     string
 		required string
 		pods     []*corev1.Pod
-		want     group.Domain
+		want     groupstate.Domain
 		nodes    []string
 	}{
 		{"one rack holds it: the tightest", topology.BlockLabel, members(2, 2, 0),
-			group.Domain{Name: "block-0", Preferred: "rack-a"}, []string{"a1"}},
+			groupstate.Domain{Name: "block-0", Preferred: "rack-a"}, []string{"a1"}},
 		{"no rack holds it: the block does", topology.BlockLabel, members(3, 3, 0),
-			group.Domain{Name: "block-0"}, []string{"a1", "b1", "b2"}},
+			groupstate.Domain{Name: "block-0"}, []string{"a1", "b1", "b2"}},
 		{"a preference alone that no rack meets spans the racks it must", "", members(4, 3, 0),
-			group.Domain{}, []string{"a1", "b1", "b2", "c1"}},
+			groupstate.Domain{}, []string{"a1", "b1", "b2", "c1"}},
 		{"a preference alone that nothing meets narrows nothing", "", members(5, 3, 0),
-			group.Domain{}, nil},
+			groupstate.Domain{}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

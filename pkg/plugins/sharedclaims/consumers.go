@@ -10,7 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -40,7 +40,7 @@ func (s *SharedClaims) consumerShortfall(state fwk.CycleState, pod *corev1.Pod, 
 	if shared.forGroup != nil {
 		return "" // one entry holds the PodGroup, whatever its size
 	}
-	cycle, ok := group.CycleOf(state)
+	cycle, ok := groupstate.CycleOf(state)
 	if !ok || cycle.PodGroup == nil || topology.QuorumOf(cycle.PodGroup).ReachedBy(int32(free)) {
 		// The free entries would hold the whole quorum: the members need
 		// not be counted.

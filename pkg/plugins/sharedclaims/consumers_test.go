@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/devices/devicestest"
-	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 )
 
 // claimWithConsumers is SharedClaims over the gangs, with the claim
@@ -53,7 +53,7 @@ func membersNaming(count int, claim string) []*corev1.Pod {
 // attempt entered, as Gang's PreFilter leaves it.
 func preFilterInGang(s *SharedClaims, pg *v1alpha1.PodGroup, pod *corev1.Pod) *fwk.Status {
 	state := framework.NewCycleState()
-	group.EnterCycle(state, key("job"), pg)
+	groupstate.EnterCycle(state, key("job"), pg)
 	_, status := s.PreFilter(context.Background(), state, pod, nil)
 	return status
 }

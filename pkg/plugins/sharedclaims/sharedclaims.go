@@ -50,6 +50,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 )
 
 // Name is the plugin's name in the registry and in scheduler configurations.
@@ -145,7 +146,7 @@ func (s *SharedClaims) PreFilter(ctx context.Context, state fwk.CycleState, pod 
 	if len(shared) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	key, grouped := group.KeyIn(state, pod)
+	key, grouped := groupstate.KeyIn(state, pod)
 	var lent borrowed
 	for _, sc := range shared {
 		claim, err := claims.Get(pod.Namespace, sc.name)

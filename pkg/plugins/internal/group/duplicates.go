@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -30,7 +31,7 @@ func (m *Model) HolderOf(pod *corev1.Pod) (*corev1.Pod, bool) {
 		return nil, false
 	}
 	// A member bound or reserved holds its place itself.
-	if pod.Spec.NodeName != "" || m.attempts.IsReserved(key, pod.UID) {
+	if pod.Spec.NodeName != "" || m.Attempts().IsReserved(key, pod.UID) {
 		return nil, false
 	}
 	place, errs := topo.Identify(pod)
@@ -53,7 +54,7 @@ func (m *Model) HolderOf(pod *corev1.Pod) (*corev1.Pod, bool) {
 		if otherPlace, errs := topo.Identify(other); len(errs) > 0 || otherPlace != place {
 			continue
 		}
-		if other.Spec.NodeName != "" || m.attempts.IsReserved(key, other.UID) || createdBefore(other, pod) {
+		if other.Spec.NodeName != "" || m.Attempts().IsReserved(key, other.UID) || createdBefore(other, pod) {
 			return other, true
 		}
 	}
@@ -64,25 +65,17 @@ func (m *Model) HolderOf(pod *corev1.Pod) (*corev1.Pod, bool) {
 // its role and index as their labels say.
 func (m *Model) HasTwins(pod *corev1.Pod) bool {
 	key, ok := topology.GroupOf(pod)
-	return ok && placeOf(pod) != "" && m.mayShare(key, pod)
+	return ok && groupstate.PlaceOf(pod) != "" && m.mayShare(key, pod)
 }
 
 // mayShare reports whether another active member may hold the pod's place:
 // one has its role and index as their labels say. Most members share it
 // with none, and are answered without a scan of their group.
 func (m *Model) mayShare(key types.NamespacedName, pod *corev1.Pod) bool {
-	place := placeOf(pod)
-	if place == "" {
+	if groupstate.PlaceOf(pod) == "" {
 		return true
 	}
-	var others int32
-	m.read(key, func(st *State) {
-		others = st.places[place]
-		if own, counted := st.members[pod.UID]; counted && own.place == place && own.phase.IsActive() {
-			others--
-		}
-	})
-	return others > 0
+	return m.OthersInPlace(key, pod) > 0
 }
 
 func createdBefore(a, b *corev1.Pod) bool {

@@ -2,9 +2,12 @@ package group
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 )
 
 var (
@@ -37,7 +40,7 @@ var (
 	heldRooms = metrics.NewGauge(&metrics.GaugeOpts{
 		Subsystem:      "muster",
 		Name:           "held_rooms",
-		Help:           "Rooms held for gang members their owner creates later.",
+		Help:           "groupstate.Rooms held for gang members their owner creates later.",
 		StabilityLevel: metrics.ALPHA,
 	})
 	heldRoomAge = metrics.NewHistogramVec(&metrics.HistogramOpts{
@@ -62,11 +65,21 @@ var (
 	registerOnce sync.Once
 )
 
+// reportRoomHeld counts a room held.
+func reportRoomHeld() { heldRooms.Inc() }
+
+// reportRoomEnded counts a room no longer held, and how long it was, by
+// how it ended.
+func reportRoomEnded(r *groupstate.Room, how string) {
+	heldRooms.Dec()
+	heldRoomAge.WithLabelValues(how).Observe(time.Since(r.HeldSince).Seconds())
+}
+
 // reportWaitingGangs moves the gauge of gangs waiting at Permit.
 func reportWaitingGangs(delta float64) { waitingGangs.Add(delta) }
 
 // ReportDomainChoice counts a topology domain chosen for an attempt.
-func ReportDomainChoice(d Domain) {
+func ReportDomainChoice(d groupstate.Domain) {
 	switch {
 	case d.WaitsForClaims:
 		domainChoices.WithLabelValues("waits_for_claims").Inc()

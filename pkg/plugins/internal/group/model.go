@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	schedulingv1beta1listers "k8s.io/client-go/listers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -31,6 +32,7 @@ import (
 	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	schedulinginformers "sigs.k8s.io/scheduler-plugins/pkg/generated/informers/externalversions"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/topology"
 	"github.com/muster-dev/muster/pkg/workloadapi"
 )
@@ -63,6 +65,10 @@ type Model struct {
 	// PodGroup (recordQuorumReached); nil in unit tests that build the
 	// model without a scheduler.
 	podGroupClient schedulingclient.Interface
+	// clientSet writes an upstream PodGroup's condition
+	// (RecordInitiallyScheduled); nil in unit tests that build the model
+	// without a scheduler.
+	clientSet kubernetes.Interface
 	// upstream and upstreamInformer are nil when the API server does not
 	// serve scheduling.k8s.io's PodGroups.
 	upstream         schedulingv1beta1listers.PodGroupLister
@@ -76,9 +82,6 @@ type Model struct {
 	// the version it was read at: the queue's Less reads it on every
 	// comparison.
 	shaped map[types.NamespacedName]*v1alpha1.PodGroup
-	// states is every group's State; the model's pod handler alone
-	// writes its members.
-	states *states
 	// observed reports whether the pod handler has seen the informer's
 	// initial list; nil when it always has (NewModel's callers fill the
 	// indexer first).
@@ -94,9 +97,10 @@ type Model struct {
 	// changed, so that it is read without a lock.
 	schedulers atomic.Pointer[sets.Set[string]]
 
-	// The scheduler's own state of its groups, which no API object holds.
-	attempts *Attempts
-	rooms    *Rooms
+	// Store is the scheduler's own state of its groups, which no API
+	// object holds; the model is its only owner. Its reads are the
+	// model's.
+	*groupstate.Store
 	heldTold told
 	// scheduleTimeout is a gang's schedule timeout when its PodGroup sets
 	// none, from Gang's args (SetDefaultScheduleTimeout).
@@ -136,12 +140,11 @@ func NewModel(podGroups cache.Indexer, pods cache.Indexer, schedulers ...string)
 		podGroups: podGroups, pods: pods,
 		parsed:   map[types.NamespacedName]parsedTopology{},
 		shaped:   map[types.NamespacedName]*v1alpha1.PodGroup{},
-		states:   newStates(reportWaitingGangs),
-		rooms:    NewRooms(),
 		heldTold: told{pods: sets.New[types.UID]()},
 	}
-	m.attempts = &Attempts{states: m.states, rooms: m.rooms, changed: m.publish}
-	m.rooms.changed = m.publish
+	m.Store = groupstate.NewStore(reportWaitingGangs, m.countIfUnobserved)
+	m.TellChanges(m.publish)
+	m.Rooms().Observe(reportRoomHeld, reportRoomEnded)
 	m.scheduleTimeout.Store(int64(DefaultScheduleTimeout))
 	names := sets.New(schedulers...)
 	m.schedulers.Store(&names)
@@ -201,7 +204,7 @@ func (ms *Models) For(ctx context.Context, handle fwk.Handle) (*Model, error) {
 	factory := schedulinginformers.NewSharedInformerFactory(client, 0)
 	podGroups := factory.Scheduling().V1alpha1().PodGroups()
 	m := NewModel(podGroups.Informer().GetIndexer(), podInformer.GetIndexer(), handle.ProfileName())
-	m.podGroupInformer, m.podInformer, m.activator, m.podGroupClient = podGroups.Informer(), podInformer, handle, client
+	m.podGroupInformer, m.podInformer, m.activator, m.podGroupClient, m.clientSet = podGroups.Informer(), podInformer, handle, client, handle.ClientSet()
 	if _, err := m.podGroupInformer.AddEventHandler(m.podGroupEvents()); err != nil {
 		return nil, fmt.Errorf("watching PodGroups: %w", err)
 	}
@@ -282,10 +285,8 @@ func podIndexer(handle fwk.Handle) (cache.SharedIndexInformer, error) {
 
 // Attempts is the state of each group's scheduling attempt: reservations,
 // admission, failure and backoff.
-func (m *Model) Attempts() *Attempts { return m.attempts }
 
 // Rooms is the room held for gangs' late members.
-func (m *Model) Rooms() *Rooms { return m.rooms }
 
 // SetDefaultScheduleTimeout sets the schedule timeout of a gang whose
 // PodGroup sets none; Gang sets it from its args as it is built.
@@ -307,12 +308,12 @@ func (m *Model) ScheduleTimeout(pg *v1alpha1.PodGroup) time.Duration {
 
 // IsAdmitted reports whether the group's gang reached its quorum in its
 // attempt.
-func (m *Model) IsAdmitted(key types.NamespacedName) bool { return m.attempts.IsAdmitted(key) }
+func (m *Model) IsAdmitted(key types.NamespacedName) bool { return m.Attempts().IsAdmitted(key) }
 
 // IsReserved reports whether the member holds a reservation in its gang's
 // attempt.
 func (m *Model) IsReserved(key types.NamespacedName, uid types.UID) bool {
-	return m.attempts.IsReserved(key, uid)
+	return m.Attempts().IsReserved(key, uid)
 }
 
 // OnPodGroupChange tells handler of every PodGroup event, of either
@@ -487,9 +488,7 @@ func (m *Model) isOurs(schedulerName string) bool {
 // (a raised minMember) never makes it partly bound, and never evicts what
 // runs.
 func (m *Model) HadQuorum(key types.NamespacedName, pg *v1alpha1.PodGroup) bool {
-	var had bool
-	m.read(key, func(st *State) { had = st.quorumHad == pg.UID || topology.QuorumOf(pg).ReachedBy(st.census.Bound()) })
-	if had {
+	if m.QuorumHeld(key, pg) {
 		return true
 	}
 	if !topology.IsUpstream(pg) {
@@ -587,11 +586,8 @@ func (m *Model) podGroupEvents() cache.ResourceEventHandler {
 			delete(m.parsed, key)
 			delete(m.shaped, key)
 			m.mu.Unlock()
-			m.states.update(key, func(st *State) {
-				st.attempt.forget()
-				st.quorumHad = ""
-			})
-			m.rooms.End(key, PodGroupDeleted)
+			m.ForgetPodGroup(key)
+			m.Rooms().End(key, groupstate.PodGroupDeleted)
 			m.recount(key)
 			for _, handler := range m.podGroupHandlers() {
 				handler.OnDelete(obj)
@@ -606,33 +602,14 @@ func (m *Model) podGroupEvents() cache.ResourceEventHandler {
 func (m *Model) recount(key types.NamespacedName) {
 	pods, err := Members(m.pods, key)
 	if err != nil {
-		klog.Background().Error(err, "Counting members", "podGroup", key)
+		klog.Background().Error(err, "groupstate.Counting members", "podGroup", key)
 		return
 	}
 	pg := m.PodGroup(key)
-	var noted bool
-	m.states.update(key, func(st *State) {
-		for uid := range st.members {
-			st.remove(uid)
-		}
-		st.podGroup = uidOf(pg)
-		for _, pod := range pods {
-			if m.NotAMember(pod, pg) == "" {
-				st.put(pod)
-			}
-		}
-		noted = st.noteQuorum(pg)
-	})
-	if noted {
+	members := slices.DeleteFunc(pods, func(pod *corev1.Pod) bool { return m.NotAMember(pod, pg) != "" })
+	if noted := m.Recount(key, pg, members); noted {
 		m.recordQuorumReached(pg, time.Now())
 	}
-}
-
-func uidOf(pg *v1alpha1.PodGroup) types.UID {
-	if pg == nil {
-		return ""
-	}
-	return pg.UID
 }
 
 // topologySource is what a PodGroup's topology depends on.
@@ -668,27 +645,15 @@ func Changed(old, updated *v1alpha1.PodGroup) bool {
 		!maps.Equal(musterAnnotations(old.Annotations), musterAnnotations(updated.Annotations))
 }
 
-// read runs view on the group's state. Until the pod handler has seen
+// countIfUnobserved runs view on the group's state. Until the pod handler has seen
 // the informer's initial list, as just after a start, the queue's handler
 // may have seen more of it, and sorted a partly bound gang's members as
 // unbound: the group is counted again from the informer's store, which
 // holds the whole list before either handler hears of it.
-func (m *Model) read(key types.NamespacedName, view func(*State)) {
+func (m *Model) countIfUnobserved(key types.NamespacedName) {
 	if m.observed != nil && !m.observed() {
 		m.recount(key)
 	}
-	m.states.read(key, view)
-}
-
-// Quorum returns how many members count toward the group's minMember, as
-// counting says, and whether they reach it. It is the one definition of a
-// gang's quorum.
-func (m *Model) Quorum(key types.NamespacedName, minMember int32, counting Counting) (placed int32, reached bool) {
-	m.read(key, func(st *State) { placed = st.placed(counting) })
-	if counting.HeldRooms {
-		placed += m.rooms.Count(key, "")
-	}
-	return placed, topology.Quorum{MinMember: minMember}.ReachedBy(placed)
 }
 
 // LateMembers is where a group's late members stand: the members of the
@@ -714,54 +679,8 @@ func (m *Model) LateMembers(key types.NamespacedName) LateMembers {
 	if err != nil || topo == nil || len(topo.Late) == 0 {
 		return LateMembers{}
 	}
-	active := map[string]int32{}
-	var came bool
-	m.read(key, func(st *State) {
-		for role := range topo.Late {
-			if c := st.roles[role]; c != nil {
-				active[role] = c.Active
-				came = came || c.Any > 0
-			}
-		}
-	})
+	active, came := m.ActiveOf(key, slices.Collect(maps.Keys(topo.Late)))
 	return LateMembers{Missing: topo.MissingLate(active), Came: came}
-}
-
-// Census counts the group's members by phase.
-func (m *Model) Census(key types.NamespacedName) topology.Census {
-	var c topology.Census
-	m.read(key, func(st *State) { c = st.census })
-	return c
-}
-
-// Role is what the group knows of one role's members.
-func (m *Model) Role(key types.NamespacedName, role string) RoleCount {
-	var r RoleCount
-	m.read(key, func(st *State) {
-		if c := st.roles[role]; c != nil {
-			r = *c
-		}
-	})
-	return r
-}
-
-// BoundCount returns how many of the group's active members are bound;
-// the queue's Less asks it for every comparison.
-func (m *Model) BoundCount(key types.NamespacedName) int32 {
-	return m.Census(key).Bound()
-}
-
-// BoundNode returns a node one of the group's active members is bound to.
-func (m *Model) BoundNode(key types.NamespacedName) (node string, ok bool) {
-	m.read(key, func(st *State) { node, ok = st.boundNode() })
-	return node, ok
-}
-
-// Bound returns how many of the group's active members are bound, and when
-// the last of them was.
-func (m *Model) Bound(key types.NamespacedName) (count int32, last time.Time) {
-	m.read(key, func(st *State) { count, last = st.census.Bound(), st.lastBind() })
-	return count, last
 }
 
 // PodEvents is the model's one pod handler: it keeps every group's
@@ -809,18 +728,8 @@ func (m *Model) Take(change PodChange) {
 func (m *Model) observePod(key types.NamespacedName, pod *corev1.Pod) {
 	pg := m.PodGroup(key)
 	notAMember := m.NotAMember(pod, pg) != ""
-	var noted bool
-	var partly time.Duration
 	now := time.Now()
-	m.states.update(key, func(st *State) {
-		if notAMember {
-			st.remove(pod.UID)
-		} else {
-			st.put(pod)
-			noted = st.noteQuorum(pg)
-		}
-		partly = st.notePartly(pg, now)
-	})
+	noted, partly := m.Observe(key, pod, !notAMember, pg, now)
 	if partly > 0 {
 		partlyBound.Observe(partly.Seconds())
 	}
@@ -834,35 +743,10 @@ func (m *Model) observePod(key types.NamespacedName, pod *corev1.Pod) {
 }
 
 func (m *Model) forgetPod(key types.NamespacedName, pod *corev1.Pod) {
-	pg := m.PodGroup(key)
-	var partly time.Duration
-	defer func() {
-		if partly > 0 {
-			partlyBound.Observe(partly.Seconds())
-		}
-	}()
-	m.states.update(key, func(st *State) {
-		st.remove(pod.UID)
-		partly = st.notePartly(pg, time.Now())
-		st.attempt.reserved.Delete(pod.UID)
-		// A group with no member left starts its next attempt afresh.
-		if st.census.Active() == 0 {
-			st.attempt.forget()
-		}
-	})
-	m.heldTold.forget(pod.UID)
-}
-
-// boundAt is when a pod was bound: the API server sets its PodScheduled
-// condition then. A pod created with its node set has none; its creation
-// is when it took the room.
-func boundAt(pod *corev1.Pod) time.Time {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
-			return c.LastTransitionTime.Time
-		}
+	if partly := m.Forget(key, pod, m.PodGroup(key), time.Now()); partly > 0 {
+		partlyBound.Observe(partly.Seconds())
 	}
-	return pod.CreationTimestamp.Time
+	m.heldTold.forget(pod.UID)
 }
 
 // wake moves the group's pending members back to the active queue, when
@@ -871,18 +755,6 @@ func (m *Model) wake(key types.NamespacedName) {
 	if m.activator != nil {
 		m.ActivatePending(klog.Background(), m.activator, key)
 	}
-}
-
-// Pending returns the group's active members not bound to a node, in no
-// order: the state keeps them as members change, so nothing is scanned.
-func (m *Model) Pending(key types.NamespacedName) []*corev1.Pod {
-	var pending []*corev1.Pod
-	m.read(key, func(st *State) {
-		for _, pod := range st.unbound {
-			pending = append(pending, pod)
-		}
-	})
-	return pending
 }
 
 // ActivatePending moves the group's unbound active members to the active
@@ -897,15 +769,7 @@ func (m *Model) ActivateMembers(logger klog.Logger, activator fwk.PodActivator, 
 	if len(uids) == 0 {
 		return
 	}
-	var pods []*corev1.Pod
-	m.read(key, func(st *State) {
-		for _, uid := range uids {
-			if pod, ok := st.unbound[uid]; ok {
-				pods = append(pods, pod)
-			}
-		}
-	})
-	activate(logger, activator, pods)
+	activate(logger, activator, m.PendingOf(key, uids))
 }
 
 func activate(logger klog.Logger, activator fwk.PodActivator, pods []*corev1.Pod) {
@@ -963,17 +827,11 @@ type QueuePlace struct {
 
 // QueuePlaceOf returns where the queue places a member of the group of pg.
 func (m *Model) QueuePlaceOf(key types.NamespacedName, pg *v1alpha1.PodGroup) QueuePlace {
-	var p QueuePlace
-	var bound int32
-	var had bool
-	m.read(key, func(st *State) {
-		bound, had = st.census.Bound(), st.quorumHad == pg.UID
-		p.QueuedAt, p.SeenAt = st.attempt.queuedAt, st.attempt.firstSeen
-		p.Reserving = st.attempt.waiting()
-	})
-	if bound > 0 && !topology.QuorumOf(pg).ReachedBy(bound) && !had {
+	q := m.QueueStateOf(key, pg.UID)
+	p := QueuePlace{Reserving: q.Reserving, QueuedAt: q.QueuedAt, SeenAt: q.SeenAt}
+	if q.Bound > 0 && !topology.QuorumOf(pg).ReachedBy(q.Bound) && !q.QuorumHad {
 		p.PartlyBound = !m.HadQuorum(key, pg)
 	}
-	p.Fulfillment, p.ElasticExtra = m.elasticFulfillment(key, pg, bound)
+	p.Fulfillment, p.ElasticExtra = m.elasticFulfillment(key, pg, q.Bound)
 	return p
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulingfake "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/fake"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -314,7 +315,7 @@ func TestAnAttemptHoldingADomainPromisesItTheMembersItHasYetToPlace(t *testing.T
 	other := types.NamespacedName{Namespace: "ns", Name: "other"}
 	attempts := g.m.Attempts()
 	attempts.Begin(g.key)
-	attempts.ChooseDomain(g.key, Domain{Name: "rack-a", Nodes: sets.New("n1", "n2")})
+	attempts.ChooseDomain(g.key, groupstate.Domain{Name: "rack-a", Nodes: sets.New("n1", "n2")})
 	assert.Empty(t, g.m.Promises(other), "no reservation held yet: nothing is promised")
 
 	attempts.Reserve(g.key, "w2")

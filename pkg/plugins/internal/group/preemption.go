@@ -3,12 +3,10 @@ package group
 import (
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -36,7 +34,7 @@ type Promise struct {
 // them, so that two attempts under way do not both count on it.
 func (m *Model) Promises(except types.NamespacedName) []Promise {
 	var promises []Promise
-	for key, d := range m.attempts.Holding() {
+	for key, d := range m.Attempts().Holding() {
 		if key == except {
 			continue
 		}
@@ -44,21 +42,12 @@ func (m *Model) Promises(except types.NamespacedName) []Promise {
 		if pg == nil {
 			continue
 		}
-		var unplaced []*corev1.Pod
-		var need int
-		m.read(key, func(st *State) {
-			need = int(topology.QuorumOf(pg).Short(st.census.Bound() + int32(st.attempt.reserved.Len())))
-			for uid, pod := range st.unbound {
-				if !st.attempt.reserved.Has(uid) {
-					unplaced = append(unplaced, pod)
-				}
-			}
-		})
+		unplaced, need := m.Unplaced(key, pg)
 		if need <= 0 || len(unplaced) == 0 {
 			continue
 		}
 		slices.SortFunc(unplaced, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
-		promises = append(promises, Promise{Members: unplaced[:min(need, len(unplaced))], Nodes: d.Nodes})
+		promises = append(promises, Promise{Members: unplaced[:min(int(need), len(unplaced))], Nodes: d.Nodes})
 	}
 	return promises
 }
@@ -68,7 +57,7 @@ func (m *Model) Promises(except types.NamespacedName) []Promise {
 // the scheduler has marked so.
 func (m *Model) WaitingForRoom() map[types.NamespacedName]topology.WaitingGang {
 	waiting := map[types.NamespacedName]topology.WaitingGang{}
-	for _, key := range m.attempts.Failed() {
+	for _, key := range m.Attempts().Failed() {
 		pg := m.PodGroup(key)
 		if pg == nil {
 			continue
@@ -82,46 +71,4 @@ func (m *Model) WaitingForRoom() map[types.NamespacedName]topology.WaitingGang {
 		}
 	}
 	return waiting
-}
-
-// RoomMadeKey is where the preemption plugin tells Gang, in the cycle of a
-// gang's failed member, that victims are going for the gang: Gang's
-// PostFilter, next in the chain, then ends the attempt with no backoff.
-const RoomMadeKey fwk.StateKey = "muster.dev/room-made"
-
-// RoomMade records that room is made for the cycle's gang. At is when
-// victims were preempted for it in this cycle, zero when none were.
-// Pending is set when the room made earlier is not free yet, its victims
-// still going: the member then fails alone, and the siblings that hold
-// room already keep it.
-type RoomMade struct {
-	At      time.Time
-	Pending bool
-}
-
-// Clone returns the same record: it is never changed.
-func (r *RoomMade) Clone() fwk.StateData { return r }
-
-// RoomMadeIn returns the record the preemption plugin left in the cycle.
-func RoomMadeIn(state fwk.CycleState) (*RoomMade, bool) {
-	return fromCycle[*RoomMade](state, RoomMadeKey)
-}
-
-// SearchFailedKey is where the preemption plugin tells Gang, in the cycle
-// of a gang's failed member, that its search for victims failed with an
-// error rather than finding none: Gang's PostFilter then says so on the
-// gang, not that no victims would make room.
-const SearchFailedKey fwk.StateKey = "muster.dev/search-failed"
-
-// SearchFailed is the error the preemption plugin's search ended with.
-type SearchFailed struct {
-	Err error
-}
-
-// Clone returns the same record: it is never changed.
-func (f *SearchFailed) Clone() fwk.StateData { return f }
-
-// SearchFailedIn returns the record the preemption plugin left in the cycle.
-func SearchFailedIn(state fwk.CycleState) (*SearchFailed, bool) {
-	return fromCycle[*SearchFailed](state, SearchFailedKey)
 }

@@ -141,7 +141,7 @@ func (p *publisher) write(ctx context.Context, key types.NamespacedName) error {
 // and its last attempt's result.
 func (m *Model) Published(key types.NamespacedName) gangview.Published {
 	var p gangview.Published
-	for _, r := range m.rooms.Of(key) {
+	for _, r := range m.Rooms().Of(key) {
 		p.HeldRooms = append(p.HeldRooms, gangview.HeldRoom{Role: r.Role, Node: r.Node, Expires: metav1.NewTime(r.Expires)})
 	}
 	if m.held != nil {
@@ -149,14 +149,8 @@ func (m *Model) Published(key types.NamespacedName) gangview.Published {
 			p.Held = held
 		}
 	}
-	var domain *Domain
-	m.states.read(key, func(st *State) {
-		domain = st.attempt.domain
-		if r := st.attempt.result; r != nil {
-			result := *r
-			p.LastAttempt = &result
-		}
-	})
+	domain, last := m.Store.Published(key)
+	p.LastAttempt = last
 	if domain == nil {
 		return p
 	}

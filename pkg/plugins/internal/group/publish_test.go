@@ -16,6 +16,7 @@ import (
 	schedulingfake "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/fake"
 
 	"github.com/muster-dev/muster/pkg/gangview"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -58,9 +59,9 @@ func TestThePublishedRecordIsWrittenOnlyWhenItChanges(t *testing.T) {
 			p := newPublisher(m, kubefake.NewSimpleClientset(), client)
 			key := types.NamespacedName{Namespace: "ns", Name: "train"}
 
-			m.Rooms().Add(&Room{Group: key, Role: "launcher", Node: "node-2"})
+			m.Rooms().Add(&groupstate.Room{Group: key, Role: "launcher", Node: "node-2"})
 			m.Rooms().Expire(key, expires)
-			m.Attempts().ChooseDomain(key, Domain{Name: "r1"})
+			m.Attempts().ChooseDomain(key, groupstate.Domain{Name: "r1"})
 			m.Attempts().Record(key, attempted, true, "3/3 members placed")
 			assert.Equal(t, want, m.Published(key))
 

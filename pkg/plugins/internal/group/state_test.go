@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -40,16 +41,16 @@ func TestTheStateFollowsEachMemberThroughItsPhases(t *testing.T) {
 	census := g.m.Census(g.key)
 	assert.Equal(t, int32(2), census[topology.MemberPending])
 	assert.Equal(t, int32(2), census.Active())
-	assert.Equal(t, RoleCount{Any: 2, Active: 2}, g.m.Role(g.key, "worker"))
+	assert.Equal(t, groupstate.RoleCount{Any: 2, Active: 2}, g.m.Role(g.key, "worker"))
 
 	g.m.Attempts().Reserve(g.key, a.UID)
-	placed, reached := g.m.Quorum(g.key, 2, Counting{})
+	placed, reached := g.m.Quorum(g.key, 2, groupstate.Counting{})
 	assert.Equal(t, int32(1), placed, "a reserved member counts")
 	assert.False(t, reached)
 
 	boundA := worker("a", "n1", "", false)
 	g.m.Take(Updated(a, boundA))
-	placed, _ = g.m.Quorum(g.key, 2, Counting{})
+	placed, _ = g.m.Quorum(g.key, 2, groupstate.Counting{})
 	assert.Equal(t, int32(1), placed, "a member seen bound leaves the reservations: counted once")
 	assert.False(t, g.m.Attempts().IsReserved(g.key, a.UID))
 	assert.False(t, g.m.HadQuorum(g.key, g.pg))
@@ -68,17 +69,17 @@ func TestTheStateFollowsEachMemberThroughItsPhases(t *testing.T) {
 
 	done := worker("b", "n1", corev1.PodSucceeded, false)
 	g.m.Take(Updated(runningB, done))
-	placed, _ = g.m.Quorum(g.key, 2, Counting{})
+	placed, _ = g.m.Quorum(g.key, 2, groupstate.Counting{})
 	assert.Equal(t, int32(1), placed)
-	placed, reached = g.m.Quorum(g.key, 2, Counting{Succeeded: true})
+	placed, reached = g.m.Quorum(g.key, 2, groupstate.Counting{Succeeded: true})
 	assert.Equal(t, int32(2), placed, "a member that finished counts when the caller says so")
 	assert.True(t, reached)
-	assert.Equal(t, RoleCount{Any: 2, Active: 1, Reached: [3]int32{1, 0, 0}}, g.m.Role(g.key, "worker"), "a finished member reaches nothing")
+	assert.Equal(t, groupstate.RoleCount{Any: 2, Active: 1, Reached: [3]int32{1, 0, 0}}, g.m.Role(g.key, "worker"), "a finished member reaches nothing")
 
 	g.m.Take(Deleted(done))
 	g.m.Take(Deleted(boundA))
 	assert.Equal(t, topology.Census{}, g.m.Census(g.key))
-	assert.Equal(t, RoleCount{}, g.m.Role(g.key, "worker"))
+	assert.Equal(t, groupstate.RoleCount{}, g.m.Role(g.key, "worker"))
 	assert.True(t, g.m.HadQuorum(g.key, g.pg), "the gang had its quorum while its PodGroup lives")
 }
 
@@ -89,7 +90,7 @@ func TestTheStateKnowsWhereItsBoundMembersAreAndForgetsTheDomainWithTheLast(t *t
 	g.m.Take(Added(b))
 	_, ok := g.m.BoundNode(g.key)
 	assert.False(t, ok, "no member bound")
-	g.m.Attempts().ChooseDomain(g.key, Domain{Name: "rack-a"})
+	g.m.Attempts().ChooseDomain(g.key, groupstate.Domain{Name: "rack-a"})
 
 	boundA := worker("a", "n1", corev1.PodRunning, true)
 	g.m.Take(Updated(a, boundA))
@@ -113,11 +114,11 @@ func TestHeldRoomsCountTowardTheQuorumWhenTheCallerSaysSo(t *testing.T) {
 	g := newTestGroup(t, 3)
 	g.add(t, "a", "n1", topology.SchedulerName, "")
 	g.add(t, "b", "n1", topology.SchedulerName, "")
-	g.m.Rooms().Add(&Room{Group: g.key, Role: "launcher", Node: "n2"})
-	placed, reached := g.m.Quorum(g.key, 3, Counting{})
+	g.m.Rooms().Add(&groupstate.Room{Group: g.key, Role: "launcher", Node: "n2"})
+	placed, reached := g.m.Quorum(g.key, 3, groupstate.Counting{})
 	assert.Equal(t, int32(2), placed)
 	assert.False(t, reached)
-	placed, reached = g.m.Quorum(g.key, 3, Counting{HeldRooms: true})
+	placed, reached = g.m.Quorum(g.key, 3, groupstate.Counting{HeldRooms: true})
 	assert.Equal(t, int32(3), placed)
 	assert.True(t, reached)
 }

@@ -9,7 +9,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/scheduler/util"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -25,8 +24,8 @@ import (
 // PodGroup's status is muster-controller's: the model records on it, in
 // an annotation, only that its quorum was bound (recordQuorumReached).
 // The patch is sent off the scheduling cycle.
-func (m *Model) RecordInitiallyScheduled(logger klog.Logger, client kubernetes.Interface, pg *v1alpha1.PodGroup, scheduled bool, message string) {
-	if !topology.IsUpstream(pg) || m.upstream == nil {
+func (m *Model) RecordInitiallyScheduled(logger klog.Logger, pg *v1alpha1.PodGroup, scheduled bool, message string) {
+	if !topology.IsUpstream(pg) || m.upstream == nil || m.clientSet == nil {
 		return
 	}
 	current, err := m.upstream.PodGroups(pg.Namespace).Get(pg.Name)
@@ -38,7 +37,7 @@ func (m *Model) RecordInitiallyScheduled(logger klog.Logger, client kubernetes.I
 		return
 	}
 	go func() {
-		if err := util.PatchPodGroupStatus(context.Background(), client, current.Name, current.Namespace, &current.Status, updated); err != nil {
+		if err := util.PatchPodGroupStatus(context.Background(), m.clientSet, current.Name, current.Namespace, &current.Status, updated); err != nil {
 			logger.Error(err, "Writing the PodGroup's condition", "podGroup", klog.KObj(current), "condition", schedulingv1beta1.PodGroupInitiallyScheduled)
 		}
 	}()

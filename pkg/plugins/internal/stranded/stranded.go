@@ -31,16 +31,29 @@ import (
 
 	"github.com/muster-dev/muster/pkg/gangview"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
 // evictTimeout bounds the API calls of one eviction.
 const evictTimeout = 30 * time.Second
 
+// Groups is what the evictor reads of the scheduler's groups (group.Model).
+type Groups interface {
+	PodGroup(key types.NamespacedName) *v1alpha1.PodGroup
+	Members(key types.NamespacedName) ([]*corev1.Pod, error)
+	Census(key types.NamespacedName) topology.Census
+	Bound(key types.NamespacedName) (count int32, last time.Time)
+	Quorum(key types.NamespacedName, minMember int32, counting groupstate.Counting) (placed int32, reached bool)
+	HadQuorum(key types.NamespacedName, pg *v1alpha1.PodGroup) bool
+	IsAdmitted(key types.NamespacedName) bool
+	ScheduleTimeout(pg *v1alpha1.PodGroup) time.Duration
+}
+
 // Evictor evicts the bound members of gangs left partly bound.
 type Evictor struct {
 	handle fwk.Handle
-	groups *group.Model
+	groups Groups
 	clock  clock.WithDelayedExecution
 	// evicted is told of each gang evicted, for the plugin's metrics.
 	evicted func()
@@ -123,7 +136,7 @@ func (e *Evictor) strandedMembers(key types.NamespacedName, pg *v1alpha1.PodGrou
 	}
 	census := e.groups.Census(key)
 	pending := census.Unbound()
-	placed, reached := e.groups.Quorum(key, pg.Spec.MinMember, group.Counting{Succeeded: true})
+	placed, reached := e.groups.Quorum(key, pg.Spec.MinMember, groupstate.Counting{Succeeded: true})
 	if pending == 0 || reached || census.Bound() == 0 {
 		return nil, ""
 	}

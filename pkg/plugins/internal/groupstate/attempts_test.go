@@ -1,4 +1,4 @@
-package group
+package groupstate
 
 import (
 	"testing"
@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/muster-dev/muster/pkg/gangview"
 )
@@ -260,6 +261,146 @@ func TestAnAttemptEndingAsTheLastDidChangesNothing(t *testing.T) {
 			assert.Equal(t, tt.admitted, got.Admitted)
 			assert.Equal(t, tt.message, got.Message)
 			assert.Equal(t, tt.wantChanges, changes)
+		})
+	}
+}
+
+// TestReservationsAndTheMembersTurnedAway pins what a reservation does to
+// the members the group's backoff turned away: the first reservation of
+// an attempt brings them back, once, but for itself.
+func TestReservationsAndTheMembersTurnedAway(t *testing.T) {
+	tests := []struct {
+		name       string
+		turnedAway []types.UID
+		reserve    []types.UID
+		want       []types.UID
+	}{
+		{name: "none turned away, none brought back", reserve: []types.UID{"a0"}},
+		{name: "the first reservation brings back the others turned away", turnedAway: []types.UID{"a1", "a2"}, reserve: []types.UID{"a0"}, want: []types.UID{"a1", "a2"}},
+		{name: "a member turned away and then reserved is not brought back", turnedAway: []types.UID{"a0", "a1"}, reserve: []types.UID{"a0"}, want: []types.UID{"a1"}},
+		{name: "a second reservation brings back nothing more", turnedAway: []types.UID{"a2"}, reserve: []types.UID{"a0", "a1"}, want: []types.UID{"a2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewAttempts(func(float64) {})
+			key := types.NamespacedName{Namespace: "team-a", Name: "a"}
+			for _, uid := range tt.turnedAway {
+				s.TurnAway(key, uid)
+			}
+			var back []types.UID
+			for _, uid := range tt.reserve {
+				back = append(back, s.Reserve(key, uid)...)
+				assert.True(t, s.IsReserved(key, uid))
+			}
+			assert.ElementsMatch(t, tt.want, back)
+			assert.True(t, s.IsWaiting(key), "reserved and not admitted: waiting at Permit")
+		})
+	}
+}
+
+func TestUnreserveSaysWhetherTheMemberStillHeldItsReservation(t *testing.T) {
+	s := NewAttempts(func(float64) {})
+	key := types.NamespacedName{Namespace: "team-a", Name: "a"}
+	s.Reserve(key, "a0")
+	s.Reserve(key, "a1")
+	s.Begin(key)
+	s.Fail(key, time.Now(), 0, FoundNoRoom, "no room")
+	assert.False(t, s.Unreserve(key, "a0"), "the failed attempt rejected it: it held none")
+
+	s.Reserve(key, "a2")
+	assert.True(t, s.Unreserve(key, "a2"))
+	assert.False(t, s.IsReserved(key, "a2"))
+	assert.False(t, s.IsWaiting(key))
+}
+
+func TestPreemptedIsTakenOnce(t *testing.T) {
+	s := NewAttempts(func(float64) {})
+	key := types.NamespacedName{Namespace: "team-a", Name: "a"}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	assert.True(t, s.TakePreempted(key).IsZero(), "none preempted")
+	s.Begin(key)
+	s.Preempted(key, at)
+	assert.Equal(t, at, s.TakePreempted(key))
+	assert.True(t, s.TakePreempted(key).IsZero(), "forgotten once taken")
+}
+
+// TestHoldingListsTheAttemptsHoldingRoomInADomain: the attempts that hold
+// reservations, not admitted, in a domain whose nodes were chosen.
+func TestHoldingListsTheAttemptsHoldingRoomInADomain(t *testing.T) {
+	nodes := sets.New("n1", "n2")
+	tests := []struct {
+		name   string
+		domain *Domain
+		admit  bool
+		want   bool
+	}{
+		{name: "reserved in a domain with its nodes", domain: &Domain{Name: "rack-a", Nodes: nodes}, want: true},
+		{name: "no domain chosen"},
+		{name: "a domain with no nodes recorded", domain: &Domain{Name: "rack-a"}},
+		{name: "admitted: holding no longer", domain: &Domain{Name: "rack-a", Nodes: nodes}, admit: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewAttempts(func(float64) {})
+			key := types.NamespacedName{Namespace: "team-a", Name: "a"}
+			s.Begin(key)
+			if tt.domain != nil {
+				s.ChooseDomain(key, *tt.domain)
+			}
+			s.Reserve(key, "a0")
+			if tt.admit {
+				s.Admit(key, time.Now())
+			}
+			d, holding := s.Holding()[key]
+			assert.Equal(t, tt.want, holding)
+			if tt.want {
+				assert.Equal(t, *tt.domain, d)
+			}
+		})
+	}
+}
+
+func TestAGangFoundToFitNoDomainForgetsTheDomainsItTried(t *testing.T) {
+	s := NewAttempts(func(float64) {})
+	key := types.NamespacedName{Namespace: "team-a", Name: "a"}
+	for _, rack := range []string{"rack-a", "rack-b"} {
+		s.Begin(key)
+		s.ChooseDomain(key, Domain{Name: rack})
+		s.Fail(key, time.Now(), 0, FoundNoRoom, "no room")
+	}
+	assert.Equal(t, sets.New("rack-a", "rack-b"), s.TriedDomains(key))
+	s.Begin(key)
+	s.ChooseDomain(key, Domain{Unplaceable: "no rack holds 4 members"})
+	assert.Empty(t, s.TriedDomains(key), "after its backoff it may try them all again")
+}
+
+// TestTheLastFailureSetsTheBackoffAndItsReason: each attempt that fails
+// sets the group's backoff from its own end and says why; a sibling's
+// failure within the same attempt changes neither.
+func TestTheLastFailureSetsTheBackoffAndItsReason(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name        string
+		secondBegin bool
+		wantUntil   time.Time
+		wantReason  string
+	}{
+		{name: "a second attempt's failure replaces the first's", secondBegin: true, wantUntil: start.Add(time.Minute + 30*time.Second), wantReason: "member b fits on no node"},
+		{name: "a sibling's failure in the same attempt changes nothing", wantUntil: start.Add(30 * time.Second), wantReason: "member a fits on no node"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewAttempts(func(float64) {})
+			key := types.NamespacedName{Namespace: "team-a", Name: "a"}
+			s.Begin(key)
+			s.Fail(key, start, 30*time.Second, FoundNoRoom, "member a fits on no node")
+			if tt.secondBegin {
+				s.Begin(key)
+			}
+			s.Fail(key, start.Add(time.Minute), 30*time.Second, FoundNoRoom, "member b fits on no node")
+			until, reason := s.Backoff(key)
+			assert.Equal(t, tt.wantUntil, until)
+			assert.Equal(t, tt.wantReason, reason)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package group
+package groupstate
 
 import (
 	"time"

@@ -1,4 +1,4 @@
-package group
+package groupstate
 
 import (
 	"slices"
@@ -50,6 +50,16 @@ type Rooms struct {
 	// releasers are told when a group's rooms are no longer needed
 	// (OnEnd): HeldRooms, once per profile that runs it.
 	releasers []func(types.NamespacedName, RoomsEnd)
+	// held and ended are told as a room is held and as it ends, and how
+	// (taken or released), for the model's metrics; nil for none.
+	held  func()
+	ended func(r *Room, how string)
+}
+
+// Observe has held and ended told as each room is held and as it ends,
+// and how: taken by its member, or released.
+func (l *Rooms) Observe(held func(), ended func(r *Room, how string)) {
+	l.held, l.ended = held, ended
 }
 
 // RoomsEnd is why a group's rooms are no longer needed. HeldRooms alone
@@ -116,16 +126,15 @@ func (l *Rooms) ToCheck() []types.NamespacedName {
 	return keys
 }
 
-// Add holds a room.
+// Add holds a room; its holder sets HeldSince.
 func (l *Rooms) Add(r *Room) {
-	if r.HeldSince.IsZero() {
-		r.HeldSince = time.Now()
-	}
 	l.mu.Lock()
 	l.byNode[r.Node] = append(l.byNode[r.Node], r)
 	l.byGroup[r.Group] = append(l.byGroup[r.Group], r)
 	l.mu.Unlock()
-	heldRooms.Inc()
+	if l.held != nil {
+		l.held()
+	}
 	l.tell(r.Group)
 }
 
@@ -212,7 +221,7 @@ func (l *Rooms) Take(key types.NamespacedName, role string) *Room {
 	r := l.byGroup[key][i]
 	l.removeUnlocked(r)
 	l.mu.Unlock()
-	ended(r, "taken")
+	l.end(r, "taken")
 	l.tell(key)
 	return r
 }
@@ -227,7 +236,7 @@ func (l *Rooms) Release(key types.NamespacedName) int {
 	}
 	l.mu.Unlock()
 	for _, r := range rooms {
-		ended(r, "released")
+		l.end(r, "released")
 	}
 	if len(rooms) > 0 {
 		l.tell(key)
@@ -235,11 +244,11 @@ func (l *Rooms) Release(key types.NamespacedName) int {
 	return len(rooms)
 }
 
-// ended counts a room no longer held, and how long it was, by how it
-// ended.
-func ended(r *Room, end string) {
-	heldRooms.Dec()
-	heldRoomAge.WithLabelValues(end).Observe(time.Since(r.HeldSince).Seconds())
+// end tells the observer a room is no longer held, and how it ended.
+func (l *Rooms) end(r *Room, how string) {
+	if l.ended != nil {
+		l.ended(r, how)
+	}
 }
 
 func (l *Rooms) removeUnlocked(r *Room) {

@@ -1,4 +1,4 @@
-package group
+package groupstate
 
 import (
 	"fmt"
@@ -52,16 +52,16 @@ type member struct {
 	boundAt time.Time
 	// node is the node an active member is bound to.
 	node string
-	// place is the member's role and index as its labels say (placeOf),
+	// place is the member's role and index as its labels say (PlaceOf),
 	// "" when they say none.
 	place string
 }
 
-// placeOf keys a pod by the role and index its labels give it, without the
+// PlaceOf keys a pod by the role and index its labels give it, without the
 // group's topology: two members Identify puts in one place have one key.
 // A JobSet's pods, whose index the topology computes, share a key per
 // role; a pod whose index is invalid has none.
-func placeOf(pod *corev1.Pod) string {
+func PlaceOf(pod *corev1.Pod) string {
 	role, ok := topology.RoleOf(pod)
 	if !ok {
 		return ""
@@ -78,7 +78,7 @@ func placeOf(pod *corev1.Pod) string {
 }
 
 func memberOf(pod *corev1.Pod) member {
-	m := member{phase: topology.PhaseOf(pod), place: placeOf(pod)}
+	m := member{phase: topology.PhaseOf(pod), place: PlaceOf(pod)}
 	m.role, m.hasRole = topology.RoleOf(pod)
 	if topology.IsActiveMember(pod) {
 		m.reached = [3]bool{topology.HasReached(pod, topology.StartAfterScheduled), topology.HasReached(pod, topology.StartAfterRunning), topology.HasReached(pod, topology.StartAfterReady)}
@@ -106,7 +106,7 @@ type State struct {
 	unbound map[types.UID]*corev1.Pod
 	census  topology.Census
 	roles   map[string]*RoleCount
-	// places counts the active members by place (placeOf).
+	// places counts the active members by place (PlaceOf).
 	places map[string]int32
 	// nodes counts the active bound members by node: where a gang that
 	// must stay in one topology domain already is.
@@ -194,7 +194,7 @@ type Counting struct {
 }
 
 // placed counts the members toward the quorum, as counting says, but the
-// held rooms, which the model's Rooms keeps.
+// held rooms, which the Store's Rooms keeps.
 func (s *State) placed(counting Counting) int32 {
 	n := s.census.Bound() + int32(s.attempt.reserved.Len())
 	if counting.Succeeded {
@@ -325,3 +325,15 @@ func (s *states) read(key types.NamespacedName, view func(*State)) {
 // emptyState is what a group without a state reads as; it is never
 // written.
 var emptyState = newState()
+
+// boundAt is when a pod was bound: the API server sets its PodScheduled
+// condition then. A pod created with its node set has none; its creation
+// is when it took the room.
+func boundAt(pod *corev1.Pod) time.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return pod.CreationTimestamp.Time
+}

@@ -1,4 +1,4 @@
-package group
+package groupstate
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -185,4 +186,57 @@ func TestRoomsExpireAndCheck(t *testing.T) {
 	l.Check(mpiGang)
 	assert.Equal(t, []types.NamespacedName{mpiGang}, l.ToCheck(), "a group marked twice is checked once")
 	assert.Empty(t, l.ToCheck(), "the marks are forgotten once read")
+}
+
+func TestEndingRoomsTellsEachReleaserWhy(t *testing.T) {
+	tests := []struct {
+		name      string
+		releasers int
+		want      int
+	}{
+		{name: "no releaser: no profile holds rooms, and nothing is told"},
+		{name: "one releaser, HeldRooms of the one profile", releasers: 1, want: 1},
+		{name: "a releaser per profile that runs HeldRooms", releasers: 2, want: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := roomsOf(Room{Group: mpiGang, Role: "launcher", Node: "n1"})
+			told := 0
+			for range tt.releasers {
+				l.OnEnd(func(key types.NamespacedName, why RoomsEnd) {
+					assert.Equal(t, mpiGang, key)
+					assert.Equal(t, PodGroupDeleted, why)
+					told++
+				})
+			}
+			l.End(mpiGang, PodGroupDeleted)
+			assert.Equal(t, tt.want, told)
+			assert.Equal(t, int32(1), l.Count(mpiGang, ""), "ending tells; only the releaser releases")
+		})
+	}
+}
+
+// TestTheObserverHearsEachRoomHeldAndHowItEnded: the model keeps the held
+// rooms' gauge and ages from what Rooms tells it.
+func TestTheObserverHearsEachRoomHeldAndHowItEnded(t *testing.T) {
+	l := NewRooms()
+	held := 0
+	var ended []string
+	l.Observe(func() { held++ }, func(r *Room, how string) { ended = append(ended, r.Node+" "+how) })
+	l.Add(&Room{Group: mpiGang, Role: "launcher", Node: "n1"})
+	l.Add(&Room{Group: mpiGang, Role: "launcher", Node: "n2"})
+	l.Add(&Room{Group: otherGang, Role: "launcher", Node: "n3"})
+	l.Take(otherGang, "launcher")
+	l.Release(mpiGang)
+	assert.Equal(t, 3, held)
+	assert.ElementsMatch(t, []string{"n3 taken", "n1 released", "n2 released"}, ended)
+}
+
+func TestRoomsWithDevices(t *testing.T) {
+	withDevices := Room{Group: mpiGang, Role: "launcher", Node: "n1", Devices: []resourcev1.DeviceRequestAllocationResult{{Request: "gpu", Driver: "gpu.example.com", Pool: "n1", Device: "gpu-0"}}}
+	l := roomsOf(withDevices, Room{Group: otherGang, Role: "launcher", Node: "n1"})
+	rooms := l.WithDevices()
+	if assert.Len(t, rooms, 1) {
+		assert.Equal(t, mpiGang, rooms[0].Group)
+	}
 }
