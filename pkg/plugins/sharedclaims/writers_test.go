@@ -74,30 +74,54 @@ func writingAndWaiting(t *testing.T, s *SharedClaims) (*corev1.Pod, fwk.CycleSta
 	return x, xState, preBindInBackground(t, s, naming("y", "shared"))
 }
 
-func TestOnePodAtATimeWritesAClaimUntilItIsBound(t *testing.T) {
-	s := writersOnly()
-	x, xState, y := writingAndWaiting(t, s)
-	s.PostBind(context.Background(), xState, x, "n1")
-	yState := <-y
-	assert.False(t, turnIsFree(t, s, "shared"), "y, writing the claim after x, does not hold its turn")
-	s.PostBind(context.Background(), yState, naming("y", "shared"), "n1")
-	assert.True(t, turnIsFree(t, s, "shared"), "the claim's turn was kept after its last writer was bound")
-}
-
-func TestUnreserveGivesTheTurnBack(t *testing.T) {
-	s := writersOnly()
-	x, xState, y := writingAndWaiting(t, s)
-	s.Unreserve(context.Background(), xState, x, "n1")
-	<-y
-}
-
-func TestATurnIsGivenBackOnce(t *testing.T) {
-	s := writersOnly()
-	x, xState, y := writingAndWaiting(t, s)
-	s.PostBind(context.Background(), xState, x, "n1")
-	<-y
-	s.Unreserve(context.Background(), xState, x, "n1")
-	assert.False(t, turnIsFree(t, s, "shared"), "x, given back twice, ended y's turn")
+// TestAClaimsTurnPassesWhenItsWriterIsDone: x writes the claim "shared"
+// and y waits for its turn; each case ends x's turn a way the framework
+// does, and pins that y then gets it and what the turn is after.
+func TestAClaimsTurnPassesWhenItsWriterIsDone(t *testing.T) {
+	tests := []struct {
+		name string
+		// end ends x's part, as the framework does.
+		end func(s *SharedClaims, xState fwk.CycleState, x *corev1.Pod)
+		// after runs once y has the turn.
+		after func(t *testing.T, s *SharedClaims, xState fwk.CycleState, x *corev1.Pod, yState fwk.CycleState)
+	}{
+		{
+			name: "one pod at a time writes a claim, until it is bound",
+			end: func(s *SharedClaims, xState fwk.CycleState, x *corev1.Pod) {
+				s.PostBind(context.Background(), xState, x, "n1")
+			},
+			after: func(t *testing.T, s *SharedClaims, _ fwk.CycleState, _ *corev1.Pod, yState fwk.CycleState) {
+				assert.False(t, turnIsFree(t, s, "shared"), "y, writing the claim after x, does not hold its turn")
+				s.PostBind(context.Background(), yState, naming("y", "shared"), "n1")
+				assert.True(t, turnIsFree(t, s, "shared"), "the claim's turn was kept after its last writer was bound")
+			},
+		},
+		{
+			name: "Unreserve gives the turn back",
+			end: func(s *SharedClaims, xState fwk.CycleState, x *corev1.Pod) {
+				s.Unreserve(context.Background(), xState, x, "n1")
+			},
+			after: func(*testing.T, *SharedClaims, fwk.CycleState, *corev1.Pod, fwk.CycleState) {},
+		},
+		{
+			name: "a turn is given back once",
+			end: func(s *SharedClaims, xState fwk.CycleState, x *corev1.Pod) {
+				s.PostBind(context.Background(), xState, x, "n1")
+			},
+			after: func(t *testing.T, s *SharedClaims, xState fwk.CycleState, x *corev1.Pod, _ fwk.CycleState) {
+				s.Unreserve(context.Background(), xState, x, "n1")
+				assert.False(t, turnIsFree(t, s, "shared"), "x, given back twice, ended y's turn")
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := writersOnly()
+			x, xState, y := writingAndWaiting(t, s)
+			tt.end(s, xState, x)
+			tt.after(t, s, xState, x, <-y)
+		})
+	}
 }
 
 func TestPodsNamingOtherClaimsDoNotWait(t *testing.T) {
