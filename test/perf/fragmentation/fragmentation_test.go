@@ -37,7 +37,9 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/muster-dev/muster/manifests"
@@ -179,6 +181,14 @@ func setups(b *testing.B) []setup {
 			gates: "GenericWorkload=true,TopologyAwareWorkloadScheduling=true", constrained: true},
 		{name: "unconstrained", schedulerName: "muster-scheduler", config: encode(musterConfig(b))},
 	}
+}
+
+// TestMain has controller-runtime's client, with which each round's
+// cluster installs muster, log through klog as muster's programs do,
+// rather than warn with a stack trace that no logger was set.
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(klog.NewKlogr())
+	os.Exit(m.Run())
 }
 
 // BenchmarkFragmentation runs the workload each way, interleaved,
