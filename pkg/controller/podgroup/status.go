@@ -65,7 +65,7 @@ func desiredStatus(pg *v1alpha1.PodGroup, c census, now metav1.Time) v1alpha1.Po
 
 // waitingMessage says why the group's unscheduled members cannot be
 // scheduled yet, or "" when nothing in the group holds them back. It is
-// the message Gang's or LaunchOrder's PreEnqueue gives.
+// the message Gang's PreEnqueue gives.
 func waitingMessage(pg *v1alpha1.PodGroup, members []corev1.Pod, c census, group types.NamespacedName) string {
 	if pg == nil {
 		if len(members) == 0 {

@@ -61,19 +61,20 @@ var (
 type Groups interface {
 	PodGroup(key types.NamespacedName) *v1alpha1.PodGroup
 	UpstreamPodGroup(key types.NamespacedName) *schedulingv1beta1.PodGroup
-	GroupIn(state fwk.CycleState, pod *corev1.Pod) (key types.NamespacedName, pg *v1alpha1.PodGroup, grouped bool)
 	NotAMember(pod *corev1.Pod, pg *v1alpha1.PodGroup) string
 	Members(key types.NamespacedName) ([]*corev1.Pod, error)
 	Topology(key types.NamespacedName) (*topology.Topology, error)
+	TopologyOf(key types.NamespacedName, pg *v1alpha1.PodGroup) (*topology.Topology, error)
 	Census(key types.NamespacedName) topology.Census
 	BoundCount(key types.NamespacedName) int32
 	LateMembers(key types.NamespacedName) group.LateMembers
+	LateMembersOf(key types.NamespacedName, topo *topology.Topology) group.LateMembers
 	Quorum(key types.NamespacedName, minMember int32, counting groupstate.Counting) (placed int32, reached bool)
 	QueuePlaceOf(key types.NamespacedName, pg *v1alpha1.PodGroup) group.QueuePlace
 	WaitingForRoom() map[types.NamespacedName]topology.WaitingGang
 	ScheduleTimeout(pg *v1alpha1.PodGroup) time.Duration
 	HasTwins(pod *corev1.Pod) bool
-	HolderOf(pod *corev1.Pod) (*corev1.Pod, bool)
+	HolderOf(key types.NamespacedName, topo *topology.Topology, pod *corev1.Pod) (*corev1.Pod, bool)
 	TellHeld(handle fwk.Handle, pod, holder *corev1.Pod)
 	ActivatePending(logger klog.Logger, activator fwk.PodActivator, key types.NamespacedName)
 	ActivateMembers(logger klog.Logger, activator fwk.PodActivator, key types.NamespacedName, uids []types.UID)
@@ -125,8 +126,9 @@ func newGang(handle fwk.Handle, args Args, groups *group.Model, clk clock.WithDe
 func (g *Gang) Name() string { return Name }
 
 // PreEnqueue keeps a member out of the queue until its PodGroup exists and
-// the group has at least minMember active pods, and while another member
-// holds its role and index.
+// the group has at least minMember active pods, while another member
+// holds its role and index, and while its PodGroup's topology is invalid,
+// so that such a group is never scheduled half right.
 func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 	key, ok := topology.GroupOf(pod)
 	if !ok {
@@ -146,11 +148,15 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 			}
 		}
 	}
-	if status := g.heldElsewhere(pod); status != nil {
+	topo, err := g.groups.TopologyOf(key, pg)
+	if err != nil {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	if status := g.heldElsewhere(key, topo, pod); status != nil {
 		return status
 	}
 	// Members their owner creates only later count: room is held for them.
-	if active, late := g.groups.Census(key).Active(), g.groups.LateMembers(key).Total(); !topology.QuorumOf(pg).EnoughMembers(active, late) {
+	if active, late := g.groups.Census(key).Active(), g.groups.LateMembersOf(key, topo).Total(); !topology.QuorumOf(pg).EnoughMembers(active, late) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForMembersMessage(key, active+late, pg.Spec.MinMember))
 	}
 	g.attempts.Seen(key, g.clock.Now())
@@ -304,21 +310,28 @@ func podPlace(info fwk.QueuedEntityInfo, pod *corev1.Pod) queuePlace {
 	return p
 }
 
-// PreFilter turns a member away while its group backs off, and rejects a
-// group whose minResources exceed what the cluster has free before any
-// member is placed.
+// PreFilter records the pod's group for the rest of the cycle
+// (groupstate.Cycle), for every pod, before anything can turn it away: it
+// runs first, and PostFilter runs after a rejection. It turns a member
+// away while its group backs off, and rejects a group whose minResources
+// exceed what the cluster has free before any member is placed.
 func (g *Gang) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	key, ok := topology.GroupOf(pod)
 	if !ok {
+		groupstate.Record(state, &groupstate.Cycle{})
 		return nil, nil
 	}
 	pg := g.podGroup(key)
+	cycle := &groupstate.Cycle{Grouped: true, Key: key, PodGroup: pg}
 	if pg == nil {
+		groupstate.Record(state, cycle)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod)))
 	}
+	cycle.Topology, cycle.TopologyErr = g.groups.TopologyOf(key, pg)
+	groupstate.Record(state, cycle)
 	// Checked again here: a pod that passed PreEnqueue before its twin was
 	// seen must not be placed beside it.
-	if status := g.heldElsewhere(pod); status != nil {
+	if status := g.heldElsewhere(key, cycle.Topology, pod); status != nil {
 		return nil, status
 	}
 	if status := g.backoffStatus(key); status != nil {
@@ -326,7 +339,9 @@ func (g *Gang) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Po
 		return nil, status
 	}
 	g.attempts.Begin(key)
-	groupstate.EnterCycle(state, key, pg)
+	entered := *cycle
+	entered.Entered = true
+	groupstate.Record(state, &entered)
 	if placed, _ := g.quorum(key, pg); len(pg.Spec.MinResources) > 0 && placed == 0 {
 		if short := shortfall(pg.Spec.MinResources, nodes); short != "" {
 			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable,
@@ -347,10 +362,14 @@ func (g *Gang) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 // and the status stays Unschedulable, keeping the preemption's nomination;
 // a member that finds its room not free yet fails alone.
 func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, statuses fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	key, pg, ok := g.groups.GroupIn(state, pod)
-	if !ok {
+	cycle, err := groupstate.CycleOf(state)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	if !cycle.Grouped {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
+	key, pg := cycle.Key, cycle.PodGroup
 	if pg == nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod)))
 	}
@@ -358,7 +377,7 @@ func (g *Gang) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	// A member whose place another holds fails alone; its gang goes on.
-	if status := g.heldElsewhere(pod); status != nil {
+	if status := g.heldElsewhere(key, cycle.Topology, pod); status != nil {
 		return nil, status
 	}
 	// Turned away at PreFilter: the attempt already failed, and the
@@ -429,7 +448,11 @@ const anotherDomainBackoff = time.Second
 // at Permit. A member that failed for want of room is left to the events
 // that can help it, so that a gang that cannot fit does not wake itself.
 func (g *Gang) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) *fwk.Status {
-	if key, _, ok := g.groups.GroupIn(state, pod); ok {
+	key, grouped, err := groupstate.KeyIn(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if grouped {
 		g.groups.ActivateMembers(klog.FromContext(ctx), g.handle, key, g.attempts.Reserve(key, pod.UID))
 	}
 	return nil
@@ -440,10 +463,15 @@ func (g *Gang) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 // admitted is rolled back like one that failed at PostFilter.
 func (g *Gang) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) {
 	g.binds.giveBack(state)
-	key, pg, ok := g.groups.GroupIn(state, pod)
-	if !ok {
+	cycle, err := groupstate.CycleOf(state)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Unreserving a member", "pod", klog.KObj(pod))
 		return
 	}
+	if !cycle.Grouped {
+		return
+	}
+	key, pg := cycle.Key, cycle.PodGroup
 	// A member the group's failed attempt rejected gave its reservation
 	// up then: the attempt is over already.
 	if held := g.attempts.Unreserve(key, pod.UID); !held {
@@ -467,17 +495,21 @@ func (g *Gang) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 // Permit holds a member until bound and reserved members reach minMember,
 // then allows every waiting member in the same step.
 func (g *Gang) Permit(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) (*fwk.Status, time.Duration) {
-	key, pg, ok := g.groups.GroupIn(state, pod)
-	if !ok {
+	cycle, err := groupstate.CycleOf(state)
+	if err != nil {
+		return fwk.AsStatus(err), 0
+	}
+	if !cycle.Grouped {
 		return nil, 0
 	}
+	key, pg := cycle.Key, cycle.PodGroup
 	if pg == nil {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod))), 0
 	}
 	if admitted, placed := g.admitIfComplete(klog.FromContext(ctx), key, pg, pod); !admitted {
 		heldAtPermit(state)
 		return fwk.NewStatus(fwk.Wait, fmt.Sprintf("waiting at Permit for %d more members of group %s (%d/%d placed)",
-			topology.QuorumOf(pg).Short(placed), key, placed, pg.Spec.MinMember)), g.permitTimeout(pg)
+			cycle.Quorum().Short(placed), key, placed, pg.Spec.MinMember)), g.permitTimeout(pg)
 	}
 	return nil, 0
 }
@@ -575,8 +607,8 @@ func (g *Gang) rejectGroup(ctx context.Context, key types.NamespacedName, pg *v1
 
 // heldElsewhere turns a member away while another member holds its role
 // and index (group.HolderOf), telling it once with an event.
-func (g *Gang) heldElsewhere(pod *corev1.Pod) *fwk.Status {
-	holder, held := g.groups.HolderOf(pod)
+func (g *Gang) heldElsewhere(key types.NamespacedName, topo *topology.Topology, pod *corev1.Pod) *fwk.Status {
+	holder, held := g.groups.HolderOf(key, topo, pod)
 	if !held {
 		return nil
 	}

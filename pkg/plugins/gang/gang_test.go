@@ -199,8 +199,31 @@ func (f *fixture) reserveAndPermit(t *testing.T, pod *corev1.Pod) *fwk.Status {
 // which its binding cycle reads on.
 func (f *fixture) reserveAndPermitIn(t *testing.T, state fwk.CycleState, pod *corev1.Pod) *fwk.Status {
 	t.Helper()
+	if _, err := groupstate.CycleOf(state); err != nil {
+		f.record(state, pod)
+	}
 	require.True(t, f.fw.RunReservePluginsReserve(f.ctx, state, pod, "node-1").IsSuccess())
 	return plugintest.Permit(f.ctx, f.fw, state, pod, "node-1")
+}
+
+// recorded is a cycle state holding the record Gang's PreFilter leaves for
+// the pod, a member whose gang's attempt it entered.
+func (f *fixture) recorded(pod *corev1.Pod) fwk.CycleState {
+	state := framework.NewCycleState()
+	f.record(state, pod)
+	return state
+}
+
+// record leaves in the state the record Gang's PreFilter leaves for the
+// pod, as the model has its group now.
+func (f *fixture) record(state fwk.CycleState, pod *corev1.Pod) {
+	key, grouped := topology.GroupOf(pod)
+	c := &groupstate.Cycle{Grouped: grouped, Key: key, Entered: grouped}
+	if grouped {
+		c.PodGroup = f.model.PodGroup(key)
+		c.Topology, c.TopologyErr = f.model.Topology(key)
+	}
+	groupstate.Record(state, c)
 }
 
 // outcome is what WaitOnPermit returns for a member that waited.
@@ -218,6 +241,21 @@ func (f *fixture) drainEvents() []string {
 			return got
 		}
 	}
+}
+
+// TestPreEnqueueRefusesAnInvalidTopology: a group whose PodGroup's
+// topology is invalid (here its launch order has a cycle) is never queued,
+// so that it is never scheduled half right; the message says what is
+// wrong.
+func TestPreEnqueueRefusesAnInvalidTopology(t *testing.T) {
+	pg := podGroup("job", 1).Obj()
+	pg.Annotations = map[string]string{topology.RolesAnnotation: "a=1,b=1", topology.LaunchOrderAnnotation: "a>b>a"}
+	pod := member("job", "a0").Label(topology.RoleLabel, "a").Obj()
+	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{pg}, []*corev1.Pod{pod})
+	status := f.gang.PreEnqueue(f.ctx, pod)
+	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
+	assert.Contains(t, status.Message(), "the order has a cycle, a>b>a")
+	assert.Nil(t, f.gang.PreEnqueue(f.ctx, st.MakePod().Namespace(ns).Name("plain").Obj()))
 }
 
 func TestPreEnqueue(t *testing.T) {
@@ -439,7 +477,7 @@ func TestAPodNotHeldAtPermitBindsWithoutASlot(t *testing.T) {
 	assert.True(t, f.gang.PreBind(cancelled(f), states[3], last, "node-1").IsSuccess(), "it binds at once, slot or not")
 
 	plain := st.MakePod().Namespace(ns).Name("plain").UID("plain").SchedulerName(topology.SchedulerName).Obj()
-	plainState := framework.NewCycleState()
+	plainState := f.recorded(plain)
 	require.True(t, plugintest.Permit(f.ctx, f.fw, plainState, plain, "node-1").IsSuccess())
 	_, status = f.gang.PreBindPreFlight(f.ctx, plainState, plain, "node-1")
 	assert.True(t, status.IsSkip(), "a pod of no gang")
@@ -463,9 +501,9 @@ func TestPermitWaitsForTheGroupTimeout(t *testing.T) {
 		podGroup("default", 2).Obj(),
 		podGroup("own", 2).ScheduleTimeoutSeconds(7).Obj(),
 	}, nil)
-	_, timeout := f.gang.Permit(f.ctx, framework.NewCycleState(), member("default", "a").Obj(), "node-1")
+	_, timeout := f.gang.Permit(f.ctx, f.recorded(member("default", "a").Obj()), member("default", "a").Obj(), "node-1")
 	assert.Equal(t, 42*time.Second, timeout)
-	_, timeout = f.gang.Permit(f.ctx, framework.NewCycleState(), member("own", "b").Obj(), "node-1")
+	_, timeout = f.gang.Permit(f.ctx, f.recorded(member("own", "b").Obj()), member("own", "b").Obj(), "node-1")
 	assert.Equal(t, 7*time.Second, timeout)
 }
 
@@ -519,7 +557,7 @@ func TestPostFilterBeforeQuorumRejectsTheGroup(t *testing.T) {
 		require.Equal(t, fwk.Wait, f.reserveAndPermit(t, pod).Code())
 	}
 
-	_, status = f.gang.PostFilter(f.ctx, nil, members[2], nil)
+	_, status = f.gang.PostFilter(f.ctx, f.recorded(members[2]), members[2], nil)
 	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code(), "no preemption for a gang being torn down")
 	for _, pod := range members[:2] {
 		outcome := f.outcome(pod)
@@ -535,7 +573,7 @@ func TestPostFilterBeforeQuorumRejectsTheGroup(t *testing.T) {
 	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
 	assert.Contains(t, status.Message(), "backs off for 10s more after a failed attempt: member p2 fits on no node, and no lower-priority victims would make room",
 		"a member turned away by the backoff says why the attempt failed")
-	_, status = f.gang.PostFilter(f.ctx, nil, members[0], nil)
+	_, status = f.gang.PostFilter(f.ctx, f.recorded(members[0]), members[0], nil)
 	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
 	assert.Empty(t, status.Message(), "PreFilter's message says it once; the scheduler writes PostFilter's after it")
 	assert.Empty(t, f.drainEvents(), "the backoff is not a new failure")
@@ -550,7 +588,7 @@ func TestAnAttemptsFirstReservationWakesTheMembersTheGroupsBackoffTurnedAway(t *
 	f := newFixture(t, Args{BackoffSeconds: ptr.To[int64](10)}, []*v1alpha1.PodGroup{podGroup("job", 3).Obj()}, members)
 	_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[2], nil)
 	require.True(t, status.IsSuccess())
-	f.gang.PostFilter(f.ctx, nil, members[2], nil)
+	f.gang.PostFilter(f.ctx, f.recorded(members[2]), members[2], nil)
 
 	// p1 is tried during the backoff and turned away; p2 found no room.
 	_, status = f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[1], nil)
@@ -573,7 +611,7 @@ func TestAGangThatNeverWaitedOutABackoffWakesNoMemberAtItsFirstReservation(t *te
 	f := newFixture(t, Args{BackoffSeconds: ptr.To[int64](0)}, []*v1alpha1.PodGroup{podGroup("job", 2).Obj()}, members)
 	for range 2 {
 		require.Equal(t, fwk.Wait, f.reserveAndPermit(t, members[0]).Code())
-		f.gang.PostFilter(f.ctx, nil, members[1], nil)
+		f.gang.PostFilter(f.ctx, f.recorded(members[1]), members[1], nil)
 		_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[1], nil)
 		require.True(t, status.IsSuccess(), "no backoff turns it away")
 	}
@@ -593,7 +631,7 @@ func TestAGangThatLostItsDomainToAnotherPodKeepsItsPlaceInTheQueue(t *testing.T)
 		_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[0], nil)
 		require.True(t, status.IsSuccess(), status.Message())
 		f.model.Attempts().ChooseDomain(key, d)
-		f.gang.PostFilter(f.ctx, nil, members[1], nil)
+		f.gang.PostFilter(f.ctx, f.recorded(members[1]), members[1], nil)
 	}
 
 	// The members are queued again as the attempt ends.
@@ -615,7 +653,7 @@ func TestAGangThatFitsNoTopologyDomainIsRejectedSayingWhichCameClosest(t *testin
 	why := topology.NoDomainMessage(key, "topology.kubernetes.io/rack", 2, "rack-3", 1)
 	f.model.Attempts().ChooseDomain(key, groupstate.Domain{Unplaceable: why})
 
-	_, status = f.gang.PostFilter(f.ctx, nil, members[0], nil)
+	_, status = f.gang.PostFilter(f.ctx, f.recorded(members[0]), members[0], nil)
 	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
 	assert.Equal(t, "group team-a/job rejected: "+why, status.Message())
 	events := f.drainEvents()
@@ -658,7 +696,7 @@ func TestAGangWhoseDomainTurnedOutFullTriesAnotherWithinASecond(t *testing.T) {
 			key := types.NamespacedName{Namespace: ns, Name: "job"}
 			f.model.Attempts().ChooseDomain(key, groupstate.Domain{Name: "rack-a"})
 
-			_, status = f.gang.PostFilter(f.ctx, nil, tt.members[2], nil)
+			_, status = f.gang.PostFilter(f.ctx, f.recorded(tt.members[2]), tt.members[2], nil)
 			assert.Equal(t, tt.want, status.Message())
 			events := f.drainEvents()
 			require.Len(t, events, 1)
@@ -685,7 +723,7 @@ func TestAGangWaitingForItsMembersClaimsIsNotRejected(t *testing.T) {
 	why := "group team-a/job waits for its members' ResourceClaims, which kube-controller-manager makes from their templates: member p1: not found"
 	f.model.Attempts().ChooseDomain(key, groupstate.Domain{WaitsForClaims: true, Unplaceable: why})
 
-	_, status = f.gang.PostFilter(f.ctx, nil, members[0], nil)
+	_, status = f.gang.PostFilter(f.ctx, f.recorded(members[0]), members[0], nil)
 	assert.Equal(t, "group team-a/job rejected: "+why, status.Message(), "the member's status says what the gang waits for")
 	assert.Empty(t, f.drainEvents(), "no GangRejected")
 	assert.Empty(t, f.model.Attempts().TriedDomains(key), "no domain was tried")
@@ -700,7 +738,7 @@ func TestPostFilterAfterQuorumLeavesTheGroupAlone(t *testing.T) {
 		member("job", "late").Obj(),
 	}
 	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 2).Obj()}, members)
-	_, status := f.gang.PostFilter(f.ctx, nil, members[2], nil)
+	_, status := f.gang.PostFilter(f.ctx, f.recorded(members[2]), members[2], nil)
 	assert.Equal(t, fwk.Unschedulable, status.Code(), "the late member retries, and may preempt")
 	assert.Empty(t, f.drainEvents())
 	_, status = f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[2], nil)
@@ -716,10 +754,10 @@ func TestUnreserveBeforeQuorumRollsTheGroupBack(t *testing.T) {
 	for _, pod := range members[:2] {
 		require.Equal(t, fwk.Wait, f.reserveAndPermit(t, pod).Code())
 	}
-	f.fw.RunReservePluginsUnreserve(f.ctx, framework.NewCycleState(), members[0], "node-1")
+	f.fw.RunReservePluginsUnreserve(f.ctx, f.recorded(members[0]), members[0], "node-1")
 	assert.Equal(t, fwk.Unschedulable, f.outcome(members[1]).Code())
 	// The rejected sibling's binding cycle unreserves it in turn.
-	f.fw.RunReservePluginsUnreserve(f.ctx, framework.NewCycleState(), members[1], "node-1")
+	f.fw.RunReservePluginsUnreserve(f.ctx, f.recorded(members[1]), members[1], "node-1")
 	placed, _ := f.gang.groups.Quorum(types.NamespacedName{Namespace: ns, Name: "job"}, 3, groupstate.Counting{})
 	assert.Equal(t, int32(0), placed, "every reservation is released")
 	events := f.drainEvents()
@@ -736,7 +774,7 @@ func TestUnreserveAfterQuorumKeepsTheGroup(t *testing.T) {
 	}
 	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 2).Obj()}, members)
 	require.True(t, f.reserveAndPermit(t, members[2]).IsSuccess())
-	f.gang.Unreserve(f.ctx, framework.NewCycleState(), members[3], "node-1")
+	f.gang.Unreserve(f.ctx, f.recorded(members[3]), members[3], "node-1")
 	assert.Empty(t, f.drainEvents(), "nothing is torn down")
 }
 
@@ -781,7 +819,7 @@ func TestUnreserveAfterAdmissionKeepsTheGroup(t *testing.T) {
 	require.True(t, f.reserveAndPermit(t, members[2]).IsSuccess())
 	f.drainEvents()
 
-	f.gang.Unreserve(f.ctx, framework.NewCycleState(), members[2], "node-1")
+	f.gang.Unreserve(f.ctx, f.recorded(members[2]), members[2], "node-1")
 	assert.Empty(t, f.drainEvents(), "nothing is torn down")
 	_, status := f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[2], nil)
 	assert.True(t, status.IsSuccess(), "the member retries at once: %v", status)
@@ -961,7 +999,7 @@ func TestAPartlyBoundGangIsEvictedAfterItsTimeout(t *testing.T) {
 	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 4).ScheduleTimeoutSeconds(30).Obj()}, members)
 
 	f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[2], nil)
-	f.gang.PostFilter(f.ctx, nil, members[2], nil)
+	f.gang.PostFilter(f.ctx, f.recorded(members[2]), members[2], nil)
 	assert.Contains(t, f.drainEvents()[0], "GangRejected member p2 fits on no node")
 	pods, err := f.client.CoreV1().Pods(ns).List(f.ctx, metav1.ListOptions{})
 	require.NoError(t, err)
@@ -982,7 +1020,7 @@ func TestAPartlyBoundGangThatCompletesIsNotEvicted(t *testing.T) {
 	members := []*corev1.Pod{boundAt(member("job", "p0"), epoch), member("job", "p1").Obj(), member("job", "p2").Obj()}
 	f := newFixture(t, Args{}, []*v1alpha1.PodGroup{podGroup("job", 3).ScheduleTimeoutSeconds(30).Obj()}, members)
 	f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[1], nil)
-	f.gang.PostFilter(f.ctx, nil, members[1], nil)
+	f.gang.PostFilter(f.ctx, f.recorded(members[1]), members[1], nil)
 	f.drainEvents()
 
 	// Its missing members are placed before the deadline, and bind after.
@@ -1009,7 +1047,7 @@ func TestARaisedQuorumIsNotPartlyBound(t *testing.T) {
 	other := queued(member("other", "o0").Obj(), epoch)
 	assert.True(t, f.gang.Less(other, queued(members[2], epoch.Add(time.Hour))), "the raised gang is not put ahead as partly bound")
 	f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[2], nil)
-	f.gang.PostFilter(f.ctx, nil, members[2], nil)
+	f.gang.PostFilter(f.ctx, f.recorded(members[2]), members[2], nil)
 	assert.Contains(t, f.drainEvents()[0], "GangRejected member p2 fits on no node")
 	f.clock.Step(time.Hour)
 	pods, err := f.client.CoreV1().Pods(ns).List(f.ctx, metav1.ListOptions{})
@@ -1056,7 +1094,7 @@ func TestALateMemberGetsItsRoomHeld(t *testing.T) {
 		}
 	}
 	other := st.MakePod().Namespace(ns).Name("other").UID("other").Req(map[corev1.ResourceName]string{"cpu": "2"}).Obj()
-	status := f.held.Filter(f.ctx, framework.NewCycleState(), other, node2)
+	status := f.held.Filter(f.ctx, f.recorded(other), other, node2)
 	assert.Equal(t, fwk.Unschedulable, status.Code(), "another pod does not get the held room")
 	assert.Contains(t, status.Message(), "room on the node is held for the members [team-a/job] will create later")
 
@@ -1069,12 +1107,12 @@ func TestALateMemberGetsItsRoomHeld(t *testing.T) {
 	require.True(t, f.fw.RunReservePluginsReserve(f.ctx, state, launcher, "node-2").IsSuccess())
 	_, held = heldNode(f.model.Rooms(), key, "launcher")
 	assert.False(t, held, "the room is the launcher's now")
-	assert.Nil(t, f.held.Filter(f.ctx, framework.NewCycleState(), other, node2))
+	assert.Nil(t, f.held.Filter(f.ctx, f.recorded(other), other, node2))
 
 	f.fw.RunReservePluginsUnreserve(f.ctx, state, launcher, "node-2")
 	node, held = heldNode(f.model.Rooms(), key, "launcher")
 	assert.True(t, held && node == "node-2", "a launcher that fails to bind gives its room back: held on %q (%v)", node, held)
-	assert.Equal(t, fwk.Unschedulable, f.held.Filter(f.ctx, framework.NewCycleState(), other, node2).Code(), "the room is held from others again")
+	assert.Equal(t, fwk.Unschedulable, f.held.Filter(f.ctx, f.recorded(other), other, node2).Code(), "the room is held from others again")
 }
 
 func TestALateMemberIsHeldRoomWhereItsTemplateLetsItRun(t *testing.T) {
@@ -1197,7 +1235,7 @@ func TestARestartedSchedulerHoldsTheLateRoomOfAnAdmittedGangAgain(t *testing.T) 
 			other := st.MakePod().Namespace(ns).Name("other").UID("other").Obj()
 			nodeInfos, err := f.fw.SnapshotSharedLister().NodeInfos().List()
 			require.NoError(t, err)
-			_, status := f.held.PreFilter(f.ctx, framework.NewCycleState(), other, nodeInfos)
+			_, status := f.held.PreFilter(f.ctx, f.recorded(other), other, nodeInfos)
 			require.True(t, status.IsSuccess())
 			node, held := heldNode(f.model.Rooms(), types.NamespacedName{Namespace: ns, Name: "job"}, "launcher")
 			assert.Equal(t, tt.held, held)
@@ -1290,7 +1328,7 @@ func TestAnElasticGroupsExtraLeavesRoomToAGangWaitingForItsMin(t *testing.T) {
 	}
 	// filter runs a cycle of the pod: PreFilter, then Filter on the node.
 	filter := func(pod *corev1.Pod) *fwk.Status {
-		state := framework.NewCycleState()
+		state := f.recorded(pod)
 		_, status := f.held.PreFilter(f.ctx, state, pod, nodeInfos)
 		require.True(t, status.IsSuccess(), "PreFilter: %v", status)
 		return f.held.Filter(f.ctx, state, pod, node)
@@ -1483,7 +1521,7 @@ func waitingSiblings(t *testing.T) (*fixture, []*corev1.Pod) {
 
 func TestAMemberWhoseRoomIsNotFreeYetFailsAlone(t *testing.T) {
 	f, members := waitingSiblings(t)
-	state := framework.NewCycleState()
+	state := f.recorded(members[2])
 	state.Write(groupstate.RoomMadeKey, &groupstate.RoomMade{Pending: true})
 
 	_, status := f.gang.PostFilter(f.ctx, state, members[2], nil)
@@ -1499,7 +1537,7 @@ func TestASiblingRejectedWithItsGangDoesNotEndTheNextAttempt(t *testing.T) {
 	// waiting siblings are rejected, and a member's next cycle begins
 	// before their binding cycles unreserve them.
 	f, members := waitingSiblings(t)
-	state := framework.NewCycleState()
+	state := f.recorded(members[2])
 	state.Write(groupstate.RoomMadeKey, &groupstate.RoomMade{At: f.clock.Now()})
 	f.gang.PostFilter(f.ctx, state, members[2], nil)
 	require.Equal(t, fwk.Unschedulable, f.outcome(members[0]).Code())
@@ -1508,7 +1546,7 @@ func TestASiblingRejectedWithItsGangDoesNotEndTheNextAttempt(t *testing.T) {
 	require.True(t, status.IsSuccess(), status.Message())
 
 	for _, pod := range members[:2] {
-		f.fw.RunReservePluginsUnreserve(f.ctx, framework.NewCycleState(), pod, "node-1")
+		f.fw.RunReservePluginsUnreserve(f.ctx, f.recorded(pod), pod, "node-1")
 	}
 	assert.Empty(t, f.drainEvents(), "the rejected siblings gave their room up with the attempt that ended")
 	_, status = f.gang.PreFilter(f.ctx, framework.NewCycleState(), members[0], nil)

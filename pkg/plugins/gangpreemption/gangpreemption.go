@@ -122,12 +122,15 @@ func (pl *GangPreemption) Name() string { return Name }
 // leaves Gang, next in the chain, to end the attempt; any other pod
 // preempts for itself, as DefaultPreemption does, by whole units.
 func (pl *GangPreemption) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	if key, ok := topology.GroupOf(pod); ok {
-		cycle, known := groupstate.CycleOf(state)
-		if !known {
-			if pl.groups.PodGroup(key) == nil {
-				return nil, fwk.NewStatus(fwk.Unschedulable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod)))
-			}
+	cycle, err := groupstate.CycleOf(state)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	if key := cycle.Key; cycle.Grouped {
+		if cycle.PodGroup == nil {
+			return nil, fwk.NewStatus(fwk.Unschedulable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod)))
+		}
+		if !cycle.Entered {
 			// Gang turned the member away before it got so far (its gang
 			// backs off, say): preemption would not help it now.
 			return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not helpful for scheduling")

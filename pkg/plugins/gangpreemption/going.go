@@ -88,6 +88,13 @@ func (g *going) promised(except types.NamespacedName, waits func(types.Namespace
 	return nodes
 }
 
+// any reports whether some gang's victims are still going.
+func (g *going) any() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.byGang) > 0
+}
+
 // deleting reports whether a victim of the gang's is not deleted yet.
 func (g *going) deleting(key types.NamespacedName) bool {
 	g.mu.Lock()
@@ -171,6 +178,10 @@ func (pl *GangPreemption) victimGone(change group.PodChange) {
 // waitingForVictims is PreEnqueue's answer for a member of a gang whose
 // victims are still going, or nil.
 func (pl *GangPreemption) waitingForVictims(_ context.Context, pod *corev1.Pod) *fwk.Status {
+	// Most of the time no victims are going: the pod's group is not read.
+	if !pl.going.any() {
+		return nil
+	}
 	key, ok := topology.GroupOf(pod)
 	if !ok || !pl.going.deleting(key) {
 		return nil

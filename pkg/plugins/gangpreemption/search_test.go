@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	gangplugin "github.com/muster-dev/muster/pkg/plugins/gang"
 	"github.com/muster-dev/muster/pkg/plugins/heldrooms"
 	"github.com/muster-dev/muster/pkg/plugins/internal/frameworktest"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
@@ -57,6 +58,9 @@ func newSearch(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v1
 func newSearchOn(t *testing.T, c *frameworktest.Cluster, extra ...tf.RegisterPluginFunc) *search {
 	t.Helper()
 	s := &search{ctx: c.Ctx, model: c.Model, client: c.Client}
+	recorder := func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return gangplugin.New(ctx, obj, h, c.Model)
+	}
 	held := func(_ context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		return heldrooms.NewWithModel(klog.Background(), c.Model, h, clock.RealClock{}), nil
 	}
@@ -72,7 +76,9 @@ func newSearchOn(t *testing.T, c *frameworktest.Cluster, extra ...tf.RegisterPlu
 		s.pl = pl
 		return pl, err
 	}
-	s.fw = c.Framework(t, append(append(frameworktest.Filters(),
+	// Gang's PreFilter first, as in the profile: it records each cycle's
+	// group for the plugins after it.
+	s.fw = c.Framework(t, append(append(append([]tf.RegisterPluginFunc{tf.RegisterPluginAsExtensions(gangplugin.Name, recorder, "PreFilter")}, frameworktest.Filters()...),
 		tf.RegisterPluginAsExtensions(heldrooms.Name, held, "PreFilter", "Filter"),
 		tf.RegisterPluginAsExtensions(placementplugin.Name, inDomain, "PreFilter", "Filter"),
 		tf.RegisterPluginAsExtensions(Name, preemption, "PostFilter"),
@@ -81,8 +87,8 @@ func newSearchOn(t *testing.T, c *frameworktest.Cluster, extra ...tf.RegisterPlu
 }
 
 // postFilter runs the member's cycle as the scheduler does when it fits
-// nowhere: PreFilter, Filter on every node, Gang's mark that the member
-// entered its attempt, then GangPreemption's PostFilter.
+// nowhere: PreFilter (Gang's first, which records the member's group),
+// Filter on every node, then GangPreemption's PostFilter.
 func (s *search) postFilter(t *testing.T, pod *corev1.Pod, pg *v1alpha1.PodGroup) (*fwk.PostFilterResult, *fwk.Status) {
 	t.Helper()
 	state := framework.NewCycleState()
@@ -96,7 +102,6 @@ func (s *search) postFilter(t *testing.T, pod *corev1.Pod, pg *v1alpha1.PodGroup
 		require.False(t, filtered.IsSuccess(), "the member fits on %s: no preemption is needed", n.Node().Name)
 		statuses[n.Node().Name] = filtered
 	}
-	groupstate.EnterCycle(state, types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, pg)
 	return s.pl.PostFilter(s.ctx, state, pod, framework.NewNodeToStatus(statuses, fwk.NewStatus(fwk.UnschedulableAndUnresolvable)))
 }
 
@@ -126,7 +131,6 @@ func (s *search) cycle(t *testing.T, pod *corev1.Pod, pg *v1alpha1.PodGroup) (*f
 	state := framework.NewCycleState()
 	_, status, _ := s.fw.RunPreFilterPlugins(s.ctx, state, pod)
 	require.Equal(t, fwk.Unschedulable, status.Code(), "PreFilter: %v", status)
-	groupstate.EnterCycle(state, types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, pg)
 	return s.pl.PostFilter(s.ctx, state, pod, framework.NewNodeToStatus(map[string]*fwk.Status{}, status))
 }
 

@@ -12,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/backend/cache"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -40,7 +39,7 @@ func deviceRooms(t *testing.T) (*HeldRooms, *groups, *devicestest.DRA) {
 	snapshot := cache.NewSnapshot(nil, nodes)
 	h := NewWithModel(klog.Background(), g, handle{snapshot: snapshot, events: events.NewFakeRecorder(10), activator: &plugintest.Activator{}, dra: dra},
 		testingclock.NewFakeClock(time.Time{}))
-	require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
+	require.True(t, h.Reserve(context.Background(), recorded(h, member("mpi", "worker", "w1", "1")), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
 	return h, g, dra
 }
 
@@ -48,7 +47,7 @@ func deviceRooms(t *testing.T) (*HeldRooms, *groups, *devicestest.DRA) {
 func preFilter(t *testing.T, h *HeldRooms, pod *corev1.Pod) {
 	t.Helper()
 	nodes := []fwk.NodeInfo{nodeInfo(nodeObj("n1", "gpu", "4")), nodeInfo(nodeObj("n2", "gpu", "4"))}
-	_, status := h.PreFilter(context.Background(), framework.NewCycleState(), pod, nodes)
+	_, status := h.PreFilter(context.Background(), recorded(h, pod), pod, nodes)
 	require.True(t, status.IsSuccess(), status.AsError())
 }
 
@@ -77,7 +76,7 @@ func TestALateMembersDevicesAreHeldFromOthersAndLentToItAlone(t *testing.T) {
 
 	// It takes its room: the device is its claim's now, not the room's.
 	preFilter(t, h, launcher)
-	require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), launcher, "n2").IsSuccess())
+	require.True(t, h.Reserve(context.Background(), recorded(h, launcher), launcher, "n2").IsSuccess())
 	assert.Nil(t, g.rooms.Held(key("mpi"), "launcher"))
 	preFilter(t, h, plainPod("other", "1"))
 	assert.Empty(t, dra.PendingDevices())
@@ -100,7 +99,7 @@ func TestNoRoomIsHeldWhereNoDeviceIsFree(t *testing.T) {
 	g.reserved.Insert("w1")
 	h := NewWithModel(klog.Background(), g, handle{snapshot: cache.NewSnapshot(nil, nodes), events: events.NewFakeRecorder(10), dra: dra},
 		testingclock.NewFakeClock(time.Time{}))
-	status := h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "worker", "w1", "1"), "n1")
+	status := h.Reserve(context.Background(), recorded(h, member("mpi", "worker", "w1", "1")), member("mpi", "worker", "w1", "1"), "n1")
 	assert.Equal(t, fwk.Unschedulable, status.Code(), "the attempt ends at once")
 	assert.Contains(t, status.Message(), "late member launcher cannot be held: none of the 1 nodes it may run on has its requests (cpu: 1) and its devices free")
 	assert.Nil(t, g.rooms.Held(key("mpi"), "launcher"), "a room was held without the device its member claims")

@@ -69,7 +69,7 @@ type Groups interface {
 	IsReserved(key types.NamespacedName, uid types.UID) bool
 	// ElasticFulfillment says whether the pod is a member above an
 	// admitted elastic group's min.
-	ElasticFulfillment(pod *corev1.Pod) (score float64, extra bool)
+	ElasticFulfillment(key types.NamespacedName, pg *v1alpha1.PodGroup) (score float64, extra bool)
 	// WaitingForRoom lists the gangs waiting for room.
 	WaitingForRoom() map[types.NamespacedName]topology.WaitingGang
 	// Topology is the group's topology, nil when it has no PodGroup.
@@ -78,6 +78,7 @@ type Groups interface {
 	PodGroup(key types.NamespacedName) *v1alpha1.PodGroup
 	// LateMembers is where the group's late members stand.
 	LateMembers(key types.NamespacedName) group.LateMembers
+	LateMembersOf(key types.NamespacedName, topo *topology.Topology) group.LateMembers
 	// Quorum counts the gang's members toward its minMember.
 	Quorum(key types.NamespacedName, minMember int32, counting groupstate.Counting) (placed int32, reached bool)
 	// BoundCount is how many of the group's active members are bound.
@@ -166,7 +167,11 @@ func (e elasticHold) Clone() fwk.StateData { return e }
 // PreFilter, which reads the devices allocated (devices.go).
 func (h *HeldRooms) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	h.restore(ctx, nodes)
-	key, grouped := groupstate.KeyIn(state, pod)
+	cycle, err := groupstate.CycleOf(state)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	key, grouped := cycle.Key, cycle.Grouped
 	var room *groupstate.Room
 	if role, ok := topology.RoleOf(pod); ok && grouped {
 		room = h.groups.Rooms().Held(key, role)
@@ -189,7 +194,7 @@ func (h *HeldRooms) PreFilter(ctx context.Context, state fwk.CycleState, pod *co
 		state.Write(pinnedKey, pinned(room.Node))
 		return &fwk.PreFilterResult{NodeNames: sets.New(room.Node)}, nil
 	}
-	if _, extra := h.groups.ElasticFulfillment(pod); extra {
+	if _, extra := h.groups.ElasticFulfillment(key, cycle.PodGroup); extra {
 		if hold := h.waitingGangs(corev1helpers.PodPriority(pod), nodes); len(hold) > 0 {
 			state.Write(elasticHoldKey, hold)
 		}
@@ -268,7 +273,10 @@ func (h *HeldRooms) Filter(_ context.Context, state fwk.CycleState, pod *corev1.
 	}
 	// Read from the cycle (groupstate.Cycle): Filter runs on every node. A pod
 	// of no group has the zero key.
-	key, _ := groupstate.KeyIn(state, pod)
+	key, _, err := groupstate.KeyIn(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
 	role, _ := topology.RoleOf(pod)
 	held, groups := h.groups.Rooms().HeldOn(node.Name, key, role)
 	if held == nil || resources.FitsBeside(resources.OfPod(pod), held, nodeInfo) {
@@ -306,17 +314,21 @@ func (t taken) Clone() fwk.StateData { return t }
 // completes its gang with the room of the members to come, holds that
 // room: Gang's Permit then admits the gang.
 func (h *HeldRooms) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
-	key, ok := groupstate.KeyIn(state, pod)
-	if !ok {
+	cycle, err := groupstate.CycleOf(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if !cycle.Grouped {
 		return nil
 	}
+	key := cycle.Key
 	if role, ok := topology.RoleOf(pod); ok {
 		if room := h.groups.Rooms().Take(key, role); room != nil {
 			state.Write(takenKey, taken{room: room})
 			return nil
 		}
 	}
-	if why := h.holdForGang(ctx, key, pod, nodeName); why != "" {
+	if why := h.holdForGang(ctx, cycle, pod, nodeName); why != "" {
 		// The gang would wait at Permit for room that is not there: its
 		// attempt ends now, told why (Gang's Unreserve).
 		state.Write(groupstate.AttemptFailedKey, &groupstate.AttemptFailed{Reason: why})

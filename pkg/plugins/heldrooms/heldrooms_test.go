@@ -33,7 +33,8 @@ const ns = "team-a"
 type groups struct {
 	rooms    *groupstate.Rooms
 	admitted sets.Set[types.NamespacedName]
-	extras   sets.Set[string]
+	// extras names the elastic groups a new member would join above min.
+	extras sets.Set[string]
 	// reserved names the members whose reservation Gang's Reserve counted.
 	reserved   sets.Set[string]
 	waiting    map[types.NamespacedName]topology.WaitingGang
@@ -62,8 +63,8 @@ func (g *groups) IsAdmitted(key types.NamespacedName) bool { return g.admitted.H
 func (g *groups) IsReserved(key types.NamespacedName, uid types.UID) bool {
 	return g.reserved.Has(string(uid))
 }
-func (g *groups) ElasticFulfillment(pod *corev1.Pod) (float64, bool) {
-	return 0.5, g.extras.Has(pod.Name)
+func (g *groups) ElasticFulfillment(key types.NamespacedName, _ *v1alpha1.PodGroup) (float64, bool) {
+	return 0.5, g.extras.Has(key.Name)
 }
 func (g *groups) WaitingForRoom() map[types.NamespacedName]topology.WaitingGang { return g.waiting }
 func (g *groups) Topology(key types.NamespacedName) (*topology.Topology, error) {
@@ -71,7 +72,10 @@ func (g *groups) Topology(key types.NamespacedName) (*topology.Topology, error) 
 }
 func (g *groups) PodGroup(key types.NamespacedName) *v1alpha1.PodGroup   { return g.podGroups[key] }
 func (g *groups) LateMembers(key types.NamespacedName) group.LateMembers { return g.late[key] }
-func (g *groups) BoundCount(key types.NamespacedName) int32              { return g.bound[key] }
+func (g *groups) LateMembersOf(key types.NamespacedName, _ *topology.Topology) group.LateMembers {
+	return g.late[key]
+}
+func (g *groups) BoundCount(key types.NamespacedName) int32 { return g.bound[key] }
 func (g *groups) BoundNode(key types.NamespacedName) (string, bool) {
 	node, ok := g.boundOn[key]
 	return node, ok
@@ -117,11 +121,25 @@ func cpu(v string) corev1.ResourceList {
 	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}
 }
 
+// recorded is a cycle state holding the record Gang's PreFilter, first in
+// the profile, leaves for the pod.
+func recorded(h *HeldRooms, pod *corev1.Pod) fwk.CycleState {
+	state := framework.NewCycleState()
+	key, grouped := topology.GroupOf(pod)
+	c := &groupstate.Cycle{Grouped: grouped, Key: key, Entered: grouped}
+	if grouped {
+		c.PodGroup = h.groups.PodGroup(key)
+		c.Topology, c.TopologyErr = h.groups.Topology(key)
+	}
+	groupstate.Record(state, c)
+	return state
+}
+
 // filter runs PreFilter, then Filter on each node, as a cycle does, and
 // returns each node's status, "" for a node the pod may use.
 func filter(t *testing.T, h *HeldRooms, pod *corev1.Pod, nodes ...fwk.NodeInfo) (*fwk.PreFilterResult, map[string]string) {
 	t.Helper()
-	state := framework.NewCycleState()
+	state := recorded(h, pod)
 	result, status := h.PreFilter(context.Background(), state, pod, nodes)
 	require.True(t, status.IsSuccess(), status.Message())
 	got := map[string]string{}
@@ -278,7 +296,7 @@ func TestAMemberAboveAnElasticMinLeavesRoomToAGangWaitingForItsMin(t *testing.T)
 			extra := st.MakePod().Namespace(ns).Name("elastic-5").UID("elastic-5").Label(topology.GroupLabel, "elastic").Priority(low).
 				Req(map[corev1.ResourceName]string{"cpu": "1"}).Obj()
 			if tt.extra {
-				g.extras.Insert(extra.Name)
+				g.extras.Insert("elastic") // the group extra is a member of
 			}
 			_, got := filter(t, NewWithModel(klog.Background(), g, nil, testingclock.NewFakeClock(time.Time{})), extra, node("n1", "a", "4"), node("n2", "b", "4"), node("tiny", "b", "2"))
 			assert.Equal(t, tt.want, got)
@@ -295,7 +313,7 @@ func TestReserveHandsTheRoomToItsMemberAndUnreserveGivesItBackToAnAdmittedGang(t
 		}
 		h := NewWithModel(klog.Background(), g, nil, testingclock.NewFakeClock(time.Time{}))
 		launcher := member("mpi", "launcher", "launcher", "2")
-		state := framework.NewCycleState()
+		state := recorded(h, launcher)
 		require.True(t, h.Reserve(context.Background(), state, launcher, "n1").IsSuccess())
 		assert.Zero(t, g.rooms.Count(key("mpi"), ""), "the member took its room")
 
@@ -313,7 +331,7 @@ func TestReserveOfAPodWithNoRoomHoldsNothingForUnreserveToGiveBack(t *testing.T)
 	g.admitted.Insert(key("mpi"))
 	h := NewWithModel(klog.Background(), g, nil, testingclock.NewFakeClock(time.Time{}))
 	worker := member("mpi", "worker", "worker-0", "1")
-	state := framework.NewCycleState()
+	state := recorded(h, worker)
 	require.True(t, h.Reserve(context.Background(), state, worker, "n1").IsSuccess())
 	h.Unreserve(context.Background(), state, worker, "n1")
 	assert.Zero(t, g.rooms.Count(key("mpi"), ""))

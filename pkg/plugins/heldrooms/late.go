@@ -33,14 +33,14 @@ import (
 // holdForGang holds the room of the gang's late members when the member
 // just reserved (self, on selfNode) completes the gang with them, and
 // starts the rooms' expiry. It says why when their room cannot be held.
-func (h *HeldRooms) holdForGang(ctx context.Context, key types.NamespacedName, self *corev1.Pod, selfNode string) string {
+func (h *HeldRooms) holdForGang(ctx context.Context, cycle *groupstate.Cycle, self *corev1.Pod, selfNode string) string {
 	logger := klog.FromContext(ctx)
-	late := h.groups.LateMembers(key)
-	if late.Total() == 0 || h.groups.IsAdmitted(key) {
+	key, pg := cycle.Key, cycle.PodGroup
+	if pg == nil || cycle.TopologyErr != nil {
 		return ""
 	}
-	pg := h.groups.PodGroup(key)
-	if pg == nil {
+	late := h.groups.LateMembersOf(key, cycle.Topology)
+	if late.Total() == 0 || h.groups.IsAdmitted(key) {
 		return ""
 	}
 	placed, _ := h.groups.Quorum(key, pg.Spec.MinMember, groupstate.Counting{HeldRooms: true})
@@ -49,7 +49,7 @@ func (h *HeldRooms) holdForGang(ctx context.Context, key types.NamespacedName, s
 	if !h.groups.IsReserved(key, self.UID) {
 		placed++
 	}
-	quorum := topology.QuorumOf(pg)
+	quorum := cycle.Quorum()
 	if quorum.ReachedBy(placed) || !quorum.EnoughMembers(placed, late.Total()-h.groups.Rooms().Count(key, "")) {
 		return ""
 	}

@@ -14,7 +14,6 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -108,7 +107,7 @@ func TestReserveHoldsTheLateRoomWhenTheMemberCompletesTheGang(t *testing.T) {
 			h := NewWithModel(klog.Background(), g, handle{snapshot: snapshot, events: events.NewFakeRecorder(10)}, clk)
 
 			w1 := member("mpi", "worker", "w1", "1")
-			state := framework.NewCycleState()
+			state := recorded(h, w1)
 			status := h.Reserve(context.Background(), state, w1, "n1")
 			if tt.refused != "" {
 				assert.Equal(t, fwk.Unschedulable, status.Code())
@@ -155,7 +154,7 @@ func TestTheLateRoomOfAGangInOneDomainIsHeldInThatDomain(t *testing.T) {
 		g.reserved.Insert("w1")
 		snapshot := internalcache.NewSnapshot([]*corev1.Pod{w0}, nodes)
 		h := NewWithModel(klog.Background(), g, handle{snapshot: snapshot, events: events.NewFakeRecorder(10)}, testingclock.NewFakeClock(time.Time{}))
-		require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
+		require.True(t, h.Reserve(context.Background(), recorded(h, member("mpi", "worker", "w1", "1")), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
 		node, held := heldNode(g.rooms, key("mpi"), "launcher")
 		require.True(t, held)
 		assert.Equal(t, "n3", node, "the launcher's room is in its workers' rack, not on the next node")
@@ -172,7 +171,7 @@ func TestTheLateRoomOfAGangInOneDomainIsHeldInThatDomain(t *testing.T) {
 			listener(group.Added(worker))
 		}
 		infos := []fwk.NodeInfo{nodeInfo(nodes[0], w0), nodeInfo(nodes[1]), nodeInfo(nodes[2])}
-		_, status := h.PreFilter(context.Background(), framework.NewCycleState(), st.MakePod().Namespace(ns).Name("other").Obj(), infos)
+		_, status := h.PreFilter(context.Background(), recorded(h, st.MakePod().Namespace(ns).Name("other").Obj()), st.MakePod().Namespace(ns).Name("other").Obj(), infos)
 		require.True(t, status.IsSuccess())
 		node, held := heldNode(g.rooms, key("mpi"), "launcher")
 		require.True(t, held)
@@ -211,7 +210,7 @@ func TestTheLateRoomOfAGangIsHeldInTheRackItsAttemptPrefersFirst(t *testing.T) {
 			g.attempts.ChooseDomain(key("mpi"), tt.domain)
 			snapshot := internalcache.NewSnapshot([]*corev1.Pod{w0}, nodes)
 			h := NewWithModel(klog.Background(), g, handle{snapshot: snapshot, events: events.NewFakeRecorder(10)}, testingclock.NewFakeClock(time.Time{}))
-			require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
+			require.True(t, h.Reserve(context.Background(), recorded(h, member("mpi", "worker", "w1", "1")), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
 			got, held := heldNode(g.rooms, key("mpi"), "launcher")
 			require.True(t, held)
 			assert.Equal(t, tt.want, got)
@@ -229,10 +228,10 @@ func TestTheLateRoomIsReleasedWithAnEventWhenItsMemberDoesNotCome(t *testing.T) 
 		clk := testingclock.NewFakeClock(time.Time{})
 		recorder := events.NewFakeRecorder(10)
 		h := NewWithModel(klog.Background(), g, handle{snapshot: snapshot, events: recorder}, clk)
-		require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
+		require.True(t, h.Reserve(context.Background(), recorded(h, member("mpi", "worker", "w1", "1")), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
 		require.Equal(t, int32(1), g.rooms.Count(key("mpi"), ""))
 		if came {
-			require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "launcher", "l0", "1"), "n1").IsSuccess())
+			require.True(t, h.Reserve(context.Background(), recorded(h, member("mpi", "launcher", "l0", "1")), member("mpi", "launcher", "l0", "1"), "n1").IsSuccess())
 			require.Zero(t, g.rooms.Count(key("mpi"), ""), "the launcher took its room")
 		}
 
@@ -278,7 +277,7 @@ func TestPreFilterHoldsAgainTheLateRoomOfAGangFoundBound(t *testing.T) {
 				listener(group.Added(w0))
 			}
 			nodes := []fwk.NodeInfo{node("n1", "gpu", "4", w0), node("n2", "cpu", "4")}
-			_, status := h.PreFilter(context.Background(), framework.NewCycleState(), st.MakePod().Namespace(ns).Name("other").Obj(), nodes)
+			_, status := h.PreFilter(context.Background(), recorded(h, st.MakePod().Namespace(ns).Name("other").Obj()), st.MakePod().Namespace(ns).Name("other").Obj(), nodes)
 			require.True(t, status.IsSuccess())
 			room, held := heldNode(g.rooms, key("mpi"), "launcher")
 			assert.Equal(t, tt.held, held)
@@ -304,12 +303,12 @@ func TestPodsKeptOutOfAGangsRoomAreWokenWhenItIsFreed(t *testing.T) {
 			clk := testingclock.NewFakeClock(time.Time{})
 			activator := &plugintest.Activator{}
 			h := NewWithModel(klog.Background(), g, handle{snapshot: snapshot, events: events.NewFakeRecorder(10), activator: activator}, clk)
-			require.True(t, h.Reserve(context.Background(), framework.NewCycleState(), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
+			require.True(t, h.Reserve(context.Background(), recorded(h, member("mpi", "worker", "w1", "1")), member("mpi", "worker", "w1", "1"), "n1").IsSuccess())
 
 			full := node("n1", "gpu", "4", st.MakePod().Req(map[corev1.ResourceName]string{"cpu": "3"}).Obj())
 			for _, name := range []string{"a", "b"} {
 				pod := st.MakePod().Namespace(ns).Name(name).UID(name).Req(map[corev1.ResourceName]string{"cpu": "1"}).Obj()
-				require.Equal(t, fwk.Unschedulable, h.Filter(context.Background(), framework.NewCycleState(), pod, full).Code())
+				require.Equal(t, fwk.Unschedulable, h.Filter(context.Background(), recorded(h, pod), pod, full).Code())
 			}
 			boundElsewhere := st.MakePod().Namespace(ns).Name("b").UID("b").Node("n2").Obj()
 			for _, listener := range g.listeners {

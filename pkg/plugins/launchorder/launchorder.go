@@ -31,7 +31,6 @@ import (
 const Name = "LaunchOrder"
 
 var (
-	_ fwk.PreEnqueuePlugin  = &LaunchOrder{}
 	_ fwk.ReservePlugin     = &LaunchOrder{}
 	_ fwk.PermitPlugin      = &LaunchOrder{}
 	_ fwk.EnqueueExtensions = &LaunchOrder{}
@@ -102,19 +101,6 @@ func newLaunchOrder(handle fwk.Handle, groups Groups, clk clock.PassiveClock) *L
 // Name returns the plugin's name.
 func (l *LaunchOrder) Name() string { return Name }
 
-// PreEnqueue keeps every member of a group with an invalid topology out of
-// the queue, so that such a group is never scheduled half right.
-func (l *LaunchOrder) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
-	key, ok := topology.GroupOf(pod)
-	if !ok {
-		return nil
-	}
-	if _, err := l.topology(key); err != nil {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
-	}
-	return nil
-}
-
 // Reserve does nothing: a hold begins at Permit.
 func (l *LaunchOrder) Reserve(context.Context, fwk.CycleState, *corev1.Pod, string) *fwk.Status {
 	return nil
@@ -123,8 +109,12 @@ func (l *LaunchOrder) Reserve(context.Context, fwk.CycleState, *corev1.Pod, stri
 // Unreserve forgets a hold that ended without a release: the pod was
 // rejected, or its wait timed out.
 func (l *LaunchOrder) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) {
-	key, ok := groupstate.KeyIn(state, pod)
-	if !ok {
+	key, grouped, err := groupstate.KeyIn(state)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Unreserving a member", "pod", klog.KObj(pod))
+		return
+	}
+	if !grouped {
 		return
 	}
 	h, held := l.dropHold(key, pod.UID)
@@ -144,13 +134,16 @@ func (l *LaunchOrder) Unreserve(ctx context.Context, state fwk.CycleState, pod *
 // roles has reached the group's start-after state. The reservation is kept
 // meanwhile, so the pod still counts toward its gang's quorum.
 func (l *LaunchOrder) Permit(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.Status, time.Duration) {
-	key, ok := groupstate.KeyIn(state, pod)
-	if !ok {
+	cycle, err := groupstate.CycleOf(state)
+	if err != nil {
+		return fwk.AsStatus(err), 0
+	}
+	if !cycle.Grouped {
 		return nil, 0
 	}
-	topo, err := l.topology(key)
-	if err != nil {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error()), 0
+	key, topo := cycle.Key, cycle.Topology
+	if cycle.TopologyErr != nil {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, cycle.TopologyErr.Error()), 0
 	}
 	if topo == nil {
 		return nil, 0

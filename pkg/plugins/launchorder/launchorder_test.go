@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -42,6 +43,20 @@ type fixture struct {
 	model     *group.Model
 	events    *events.FakeRecorder
 	activator *plugintest.Activator
+}
+
+// recorded is a cycle state holding the record Gang's PreFilter, first in
+// the profile, leaves for the pod, as the model has its group now.
+func (f *fixture) recorded(pod *corev1.Pod) fwk.CycleState {
+	state := framework.NewCycleState()
+	key, grouped := topology.GroupOf(pod)
+	c := &groupstate.Cycle{Grouped: grouped, Key: key, Entered: grouped}
+	if grouped {
+		c.PodGroup = f.model.PodGroup(key)
+		c.Topology, c.TopologyErr = f.model.Topology(key)
+	}
+	groupstate.Record(state, c)
+	return state
 }
 
 func newFixture(t *testing.T, annotations map[string]string, pods ...*corev1.Pod) *fixture {
@@ -117,7 +132,7 @@ func TestPermitHoldsTheLauncherUntilTheWorkersAreReady(t *testing.T) {
 	notReady := rolePod("worker", "w1").Node("node-1").Phase(corev1.PodRunning).Obj()
 	f := newFixture(t, mpi, launcher, ready(rolePod("worker", "w0")).Obj(), notReady)
 
-	state := framework.NewCycleState()
+	state := f.recorded(launcher)
 	status := plugintest.Permit(f.ctx, f.fw, state, launcher, "node-1")
 	require.Equal(t, fwk.Wait, status.Code())
 	assert.Equal(t, "Normal LaunchHeld held until worker is Ready (1/2)", <-f.events.Events)
@@ -140,7 +155,7 @@ func TestAnElasticGroupsLauncherWaitsForTheMinWorkers(t *testing.T) {
 	notReady := rolePod("worker", "w1").Node("node-1").Phase(corev1.PodRunning).Obj()
 	f := newFixture(t, elastic, launcher, ready(rolePod("worker", "w0")).Obj(), notReady)
 
-	require.Equal(t, fwk.Wait, plugintest.Permit(f.ctx, f.fw, framework.NewCycleState(), launcher, "node-1").Code())
+	require.Equal(t, fwk.Wait, plugintest.Permit(f.ctx, f.fw, f.recorded(launcher), launcher, "node-1").Code())
 	assert.Equal(t, "Normal LaunchHeld held until worker is Ready (1/2)", <-f.events.Events)
 
 	f.turnReady(t, notReady)
@@ -162,17 +177,9 @@ func TestPermitLetsPodsWithoutPredecessorsThrough(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, tt.annotations, tt.pod)
-			assert.True(t, plugintest.Permit(f.ctx, f.fw, framework.NewCycleState(), tt.pod, "node-1").IsSuccess())
+			assert.True(t, plugintest.Permit(f.ctx, f.fw, f.recorded(tt.pod), tt.pod, "node-1").IsSuccess())
 		})
 	}
-}
-
-func TestPreEnqueueRefusesAnInvalidTopology(t *testing.T) {
-	f := newFixture(t, map[string]string{topology.RolesAnnotation: "a=1,b=1", topology.LaunchOrderAnnotation: "a>b>a"})
-	status := f.plugin.PreEnqueue(f.ctx, rolePod("a", "a0").Obj())
-	assert.Equal(t, fwk.UnschedulableAndUnresolvable, status.Code())
-	assert.Contains(t, status.Message(), "the order has a cycle, a>b>a")
-	assert.Nil(t, f.plugin.PreEnqueue(f.ctx, st.MakePod().Namespace(ns).Name("plain").Obj()))
 }
 
 func TestWakeActivatesSuccessorsWhosePredecessorsAreUp(t *testing.T) {
@@ -191,18 +198,18 @@ func TestAHoldThatTimesOutSaysWhatItWaitedFor(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Now())
 	f := newFixture(t, mpi, launcher, rolePod("worker", "w0").Node("node-1").Obj())
 	f.plugin.clock = clock
-	require.Equal(t, fwk.Wait, plugintest.Permit(f.ctx, f.fw, framework.NewCycleState(), launcher, "node-1").Code())
+	require.Equal(t, fwk.Wait, plugintest.Permit(f.ctx, f.fw, f.recorded(launcher), launcher, "node-1").Code())
 	<-f.events.Events
 
 	clock.Step(group.MaxPermitWait)
-	f.plugin.Unreserve(f.ctx, nil, launcher, "node-1")
+	f.plugin.Unreserve(f.ctx, f.recorded(launcher), launcher, "node-1")
 	assert.Equal(t, "Warning LaunchHoldTimedOut held for 15m0s, the longest a Permit wait may last; back to the queue, still waiting for worker is Ready (0/2)", <-f.events.Events)
 
 	// A hold that ends early, because the gang was torn down, is no
 	// timeout.
-	require.Equal(t, fwk.Wait, plugintest.Permit(f.ctx, f.fw, framework.NewCycleState(), launcher, "node-1").Code())
+	require.Equal(t, fwk.Wait, plugintest.Permit(f.ctx, f.fw, f.recorded(launcher), launcher, "node-1").Code())
 	<-f.events.Events
-	f.plugin.Unreserve(f.ctx, nil, launcher, "node-1")
+	f.plugin.Unreserve(f.ctx, f.recorded(launcher), launcher, "node-1")
 	assert.Empty(t, f.events.Events)
 }
 
@@ -219,7 +226,7 @@ func TestHeldPodsGauge(t *testing.T) {
 	}
 	hold := func(t *testing.T, f *fixture, pod *corev1.Pod) {
 		t.Helper()
-		require.Equal(t, fwk.Wait, plugintest.Permit(f.ctx, f.fw, framework.NewCycleState(), pod, "node-1").Code())
+		require.Equal(t, fwk.Wait, plugintest.Permit(f.ctx, f.fw, f.recorded(pod), pod, "node-1").Code())
 	}
 	notReady := rolePod("worker", "w0").Node("node-1").Obj()
 	tests := []struct {
@@ -235,11 +242,11 @@ func TestHeldPodsGauge(t *testing.T) {
 		}},
 		{"timed out", func(t *testing.T, f *fixture, launcher *corev1.Pod) {
 			f.plugin.clock.(*testingclock.FakeClock).Step(group.MaxPermitWait)
-			f.plugin.Unreserve(f.ctx, nil, launcher, "node-1")
+			f.plugin.Unreserve(f.ctx, f.recorded(launcher), launcher, "node-1")
 		}},
 		{"rejected with its gang", func(t *testing.T, f *fixture, launcher *corev1.Pod) {
 			f.fw.GetWaitingPod(launcher.UID).Reject("Gang", "group rejected")
-			f.plugin.Unreserve(f.ctx, nil, launcher, "node-1")
+			f.plugin.Unreserve(f.ctx, f.recorded(launcher), launcher, "node-1")
 		}},
 		{"its pod gone before the release", func(t *testing.T, f *fixture, launcher *corev1.Pod) {
 			f.fw.RejectWaitingPod(launcher.UID)

@@ -112,18 +112,20 @@ func (p *Placement) PreFilter(ctx context.Context, state fwk.CycleState, pod *co
 	if _, err := state.Read(trialKey); err == nil {
 		return nil, nil
 	}
-	key, ok := topology.GroupOf(pod)
-	if !ok || topology.KueuePlaces(pod) {
+	cycle, err := groupstate.CycleOf(state)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	if !cycle.Grouped || topology.KueuePlaces(pod) {
 		// Kueue's node selector already says where: a domain chosen here
 		// could only disagree, and leave the gang unschedulable.
 		return nil, nil
 	}
-	pg := p.groups.PodGroup(key)
+	key, pg, topo := cycle.Key, cycle.PodGroup, cycle.Topology
 	if pg == nil {
 		return nil, nil
 	}
-	topo, err := p.groups.Topology(key)
-	if err != nil || topo == nil || topo.DomainKey == "" && topo.PreferredDomainKey == "" {
+	if cycle.TopologyErr != nil || topo == nil || topo.DomainKey == "" && topo.PreferredDomainKey == "" {
 		// Gang turns away a member of an invalid topology.
 		return nil, nil
 	}

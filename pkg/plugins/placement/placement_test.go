@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,6 +19,7 @@ import (
 	tf "k8s.io/kubernetes/pkg/scheduler/testing/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	gangplugin "github.com/muster-dev/muster/pkg/plugins/gang"
 	"github.com/muster-dev/muster/pkg/plugins/internal/frameworktest"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
@@ -66,7 +66,13 @@ func newFixtureWith(t *testing.T, c *frameworktest.Cluster, pods []*corev1.Pod, 
 		f.pl = pl
 		return pl, err
 	}
-	f.fw = c.Framework(t, append(append(frameworktest.Filters(), tf.RegisterPluginAsExtensions(Name, placement, "PreFilter", "Filter")), extra...)...)
+	recorder := func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		return gangplugin.New(ctx, obj, h, c.Model)
+	}
+	// Gang's PreFilter first, as in the profile: it records each cycle's
+	// group for the plugins after it.
+	profile := append([]tf.RegisterPluginFunc{tf.RegisterPluginAsExtensions(gangplugin.Name, recorder, "PreFilter")}, frameworktest.Filters()...)
+	f.fw = c.Framework(t, append(append(profile, tf.RegisterPluginAsExtensions(Name, placement, "PreFilter", "Filter")), extra...)...)
 	return f
 }
 
@@ -383,14 +389,16 @@ func TestADomainWhereAnAttemptFailedIsNotTriedAgainBeforeTheGangBacksOff(t *test
 	attempts := f.model.Attempts()
 	attempts.Begin(job)
 	attempts.ChooseDomain(job, groupstate.Domain{Name: "rack-a"})
-	attempts.Fail(job, metav1.Now().Time, time.Second, groupstate.FoundNoRoom, "member w1 fits in no node of the gang's domain rack-a")
+	// With no backoff: Gang's PreFilter, first in the profile, would turn
+	// the member away while its gang backs off.
+	attempts.Fail(job, metav1.Now().Time, 0, groupstate.FoundNoRoom, "member w1 fits in no node of the gang's domain rack-a")
 
 	got, status := f.preFilter(t, pods[0])
 	require.True(t, status.IsSuccess(), "PreFilter: %v", status)
 	assert.Equal(t, []string{"b1"}, got.UnsortedList(), "rack-a is tighter, but failed: the next rack")
 
 	attempts.Begin(job)
-	attempts.Fail(job, metav1.Now().Time, time.Second, groupstate.FoundNoRoom, "member w1 fits in no node of the gang's domain rack-b")
+	attempts.Fail(job, metav1.Now().Time, 0, groupstate.FoundNoRoom, "member w1 fits in no node of the gang's domain rack-b")
 	_, status = f.preFilter(t, pods[0])
 	assert.Equal(t, fwk.Unschedulable, status.Code(), "both racks failed: the gang backs off in full")
 	assert.Equal(t, "group team-a/job: its attempts failed in every topology.kubernetes.io/rack domain that could hold it (rack-a, rack-b), other pods taking the room first", status.Message())

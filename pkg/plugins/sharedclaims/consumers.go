@@ -8,10 +8,8 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
-	"github.com/muster-dev/muster/pkg/topology"
 )
 
 // A claim holds at most 256 consumers (status.reservedFor), and
@@ -29,7 +27,7 @@ const maxConsumers = resourcev1.ResourceClaimReservedForMaxSize
 // or "" when it can: the claim needs a free entry for it, or for its
 // PodGroup, and, for a member of a gang reserving it each, one for each
 // member naming it that the gang's quorum needs.
-func (s *SharedClaims) consumerShortfall(state fwk.CycleState, pod *corev1.Pod, podGroup *schedulingv1beta1.PodGroup, claim *resourcev1.ResourceClaim, shared sharedClaim) string {
+func (s *SharedClaims) consumerShortfall(cycle *groupstate.Cycle, pod *corev1.Pod, podGroup *schedulingv1beta1.PodGroup, claim *resourcev1.ResourceClaim, shared sharedClaim) string {
 	if isConsumer(claim, pod) {
 		return ""
 	}
@@ -40,8 +38,7 @@ func (s *SharedClaims) consumerShortfall(state fwk.CycleState, pod *corev1.Pod, 
 	if shared.forGroup != nil {
 		return "" // one entry holds the PodGroup, whatever its size
 	}
-	cycle, ok := groupstate.CycleOf(state)
-	if !ok || cycle.PodGroup == nil || topology.QuorumOf(cycle.PodGroup).ReachedBy(int32(free)) {
+	if !cycle.Grouped || cycle.PodGroup == nil || cycle.Quorum().ReachedBy(int32(free)) {
 		// The free entries would hold the whole quorum: the members need
 		// not be counted.
 		return ""

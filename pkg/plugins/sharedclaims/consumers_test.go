@@ -53,7 +53,7 @@ func membersNaming(count int, claim string) []*corev1.Pod {
 // attempt entered, as Gang's PreFilter leaves it.
 func preFilterInGang(s *SharedClaims, pg *v1alpha1.PodGroup, pod *corev1.Pod) *fwk.Status {
 	state := framework.NewCycleState()
-	groupstate.EnterCycle(state, key("job"), pg)
+	groupstate.Record(state, &groupstate.Cycle{Grouped: true, Key: key("job"), PodGroup: pg, Entered: true})
 	_, status := s.PreFilter(context.Background(), state, pod, nil)
 	return status
 }

@@ -146,14 +146,18 @@ func (s *SharedClaims) PreFilter(ctx context.Context, state fwk.CycleState, pod 
 	if len(shared) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	key, grouped := groupstate.KeyIn(state, pod)
+	cycle, err := groupstate.CycleOf(state)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	key, grouped := cycle.Key, cycle.Grouped
 	var lent borrowed
 	for _, sc := range shared {
 		claim, err := claims.Get(pod.Namespace, sc.name)
 		if err != nil {
 			continue // DynamicResources says that the claim is missing
 		}
-		if shortfall := s.consumerShortfall(state, pod, podGroup, claim, sc); shortfall != "" {
+		if shortfall := s.consumerShortfall(cycle, pod, podGroup, claim, sc); shortfall != "" {
 			return nil, fwk.NewStatus(fwk.Unschedulable, shortfall)
 		}
 		if l, ok := s.loans.current(claims, claim); ok {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/devices/devicestest"
+	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
@@ -76,9 +77,14 @@ func cached(t *testing.T, dra *devicestest.DRA) *resourcev1.ResourceClaim {
 	return claim
 }
 
+// preFilter runs PreFilter in a cycle whose record, as Gang's PreFilter
+// leaves it first, names the pod's group with no quorum to count: the
+// tests of members' consumer entries give one (preFilterInGang).
 func preFilter(t *testing.T, s *SharedClaims, pod *corev1.Pod) (fwk.CycleState, *fwk.Status) {
 	t.Helper()
 	state := framework.NewCycleState()
+	key, grouped := topology.GroupOf(pod)
+	groupstate.Record(state, &groupstate.Cycle{Grouped: grouped, Key: key, Entered: grouped})
 	_, status := s.PreFilter(context.Background(), state, pod, nil)
 	return state, status
 }

@@ -15,19 +15,14 @@ import (
 )
 
 // HolderOf returns the member that holds the pod's role and index in its
-// group, when another does: an active member with the same place that is
+// group key, of topology topo as already read, when another does: an active member with the same place that is
 // bound, holds a reservation, or was created first (then by name), while
 // the pod itself is neither bound nor reserved. Two
 // pods created in the same instant can both pass muster-controller's
 // webhook, which reads the members stored before it; the scheduler, which
 // places one pod at a time, lets only one of them run.
-func (m *Model) HolderOf(pod *corev1.Pod) (*corev1.Pod, bool) {
-	key, ok := topology.GroupOf(pod)
-	if !ok {
-		return nil, false
-	}
-	topo, err := m.Topology(key)
-	if err != nil || topo == nil || len(topo.Roles) == 0 {
+func (m *Model) HolderOf(key types.NamespacedName, topo *topology.Topology, pod *corev1.Pod) (*corev1.Pod, bool) {
+	if topo == nil || len(topo.Roles) == 0 {
 		return nil, false
 	}
 	// A member bound or reserved holds its place itself.

@@ -676,7 +676,15 @@ func (l LateMembers) Total() int32 {
 // for a group with none.
 func (m *Model) LateMembers(key types.NamespacedName) LateMembers {
 	topo, err := m.Topology(key)
-	if err != nil || topo == nil || len(topo.Late) == 0 {
+	if err != nil {
+		return LateMembers{}
+	}
+	return m.LateMembersOf(key, topo)
+}
+
+// LateMembersOf is LateMembers for the group's topology, already read.
+func (m *Model) LateMembersOf(key types.NamespacedName, topo *topology.Topology) LateMembers {
+	if topo == nil || len(topo.Late) == 0 {
 		return LateMembers{}
 	}
 	active, came := m.ActiveOf(key, slices.Collect(maps.Keys(topo.Late)))
@@ -782,15 +790,10 @@ func activate(logger klog.Logger, activator fwk.PodActivator, pods []*corev1.Pod
 	}
 }
 
-// ElasticFulfillment returns the fulfillment score of the pod's group when
-// the pod is a member above the min of an admitted elastic group; extra is
-// false for any other pod.
-func (m *Model) ElasticFulfillment(pod *corev1.Pod) (score float64, extra bool) {
-	key, ok := topology.GroupOf(pod)
-	if !ok {
-		return 0, false
-	}
-	pg := m.PodGroup(key)
+// ElasticFulfillment returns the fulfillment score of the group of
+// PodGroup pg when a new member would be above the min of the admitted
+// elastic group; extra is false for any other group.
+func (m *Model) ElasticFulfillment(key types.NamespacedName, pg *v1alpha1.PodGroup) (score float64, extra bool) {
 	if pg == nil {
 		return 0, false
 	}

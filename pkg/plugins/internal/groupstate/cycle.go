@@ -1,9 +1,9 @@
 package groupstate
 
 import (
+	"errors"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -11,30 +11,55 @@ import (
 	"github.com/muster-dev/muster/pkg/topology"
 )
 
-// CycleKey is where Gang's PreFilter leaves what the cycle knows of its
-// pod's group, once the member entered its gang's attempt; every later
-// step of the cycle, in every plugin, reads it from there.
+// CycleKey is where Gang's PreFilter, first in the PreFilter order, leaves
+// what the cycle knows of its pod's group, for every pod; every later step
+// of the cycle, in every plugin, reads it from there and derives nothing
+// again.
 const CycleKey fwk.StateKey = "muster.dev/group"
 
+// ErrNoCycleRecord is a read of the cycle record in a cycle that has none:
+// the profile runs a muster plugin without Gang's PreFilter before it.
+var ErrNoCycleRecord = errors.New("the scheduling cycle has no record of the pod's group: " +
+	"Gang's PreFilter writes it and must run first among PreFilter plugins (manifests/scheduler-config.yaml)")
+
 // Cycle is the pod's group as one scheduling cycle reads it: derived once,
-// at PreFilter.
+// at Gang's PreFilter. It is never changed once written.
 type Cycle struct {
-	Key      types.NamespacedName
+	// Grouped is false for a pod of no group; nothing else is set then.
+	Grouped bool
+	Key     types.NamespacedName
+	// PodGroup is the group's PodGroup in muster's shape; nil while the
+	// group has none.
 	PodGroup *v1alpha1.PodGroup
+	// Topology is what the PodGroup declares of the group; nil when it
+	// declares nothing, or has no PodGroup, or TopologyErr says what is
+	// wrong with it.
+	Topology    *topology.Topology
+	TopologyErr error
+	// Entered is set once the member entered its gang's attempt: Gang did
+	// not turn it away (its gang backing off, its place held by a twin).
+	Entered bool
 }
 
 // Clone returns the same record: it is never changed.
 func (c *Cycle) Clone() fwk.StateData { return c }
 
-// EnterCycle records that the cycle's member entered its gang's attempt.
-func EnterCycle(state fwk.CycleState, key types.NamespacedName, pg *v1alpha1.PodGroup) {
-	state.Write(CycleKey, &Cycle{Key: key, PodGroup: pg})
+// Quorum is the group's quorum; the cycle's pod must be grouped and its
+// PodGroup exist.
+func (c *Cycle) Quorum() topology.Quorum { return topology.QuorumOf(c.PodGroup) }
+
+// Record leaves the cycle's record for the steps after.
+func Record(state fwk.CycleState, c *Cycle) {
+	state.Write(CycleKey, c)
 }
 
-// CycleOf returns the record Gang's PreFilter left; false when the cycle's
-// pod is in no group, or Gang turned it away first.
-func CycleOf(state fwk.CycleState) (*Cycle, bool) {
-	return fromCycle[*Cycle](state, CycleKey)
+// CycleOf returns the record Gang's PreFilter left: ErrNoCycleRecord in a
+// cycle with none, which is a profile's mistake, never a pod's.
+func CycleOf(state fwk.CycleState) (*Cycle, error) {
+	if c, ok := fromCycle[*Cycle](state, CycleKey); ok {
+		return c, nil
+	}
+	return nil, ErrNoCycleRecord
 }
 
 // fromCycle reads what a plugin left in the cycle state under key; false
@@ -52,14 +77,13 @@ func fromCycle[T fwk.StateData](state fwk.CycleState, key fwk.StateKey) (T, bool
 	return v, ok
 }
 
-// KeyIn returns the pod's group as the cycle read it, or, in a step with no
-// record (the cycle of a pod of no group, or a test's), as the pod's
-// labels say; false for a pod of no group.
-func KeyIn(state fwk.CycleState, pod *corev1.Pod) (types.NamespacedName, bool) {
-	if c, ok := CycleOf(state); ok {
-		return c.Key, true
+// KeyIn returns the cycle's group: grouped is false for a pod of no group.
+func KeyIn(state fwk.CycleState) (key types.NamespacedName, grouped bool, err error) {
+	c, err := CycleOf(state)
+	if err != nil {
+		return key, false, err
 	}
-	return topology.GroupOf(pod)
+	return c.Key, c.Grouped, nil
 }
 
 // RoomMadeKey is where the preemption plugin tells Gang, in the cycle of a

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -26,10 +24,12 @@ func TestACyclesRecordIsReadWhereItWasLeft(t *testing.T) {
 		want  any
 	}{
 		{
-			name:  "the group the member's gang entered its attempt with",
-			write: func(s fwk.CycleState) { EnterCycle(s, train, podGroupOf(2)) },
-			read:  func(s fwk.CycleState) (any, bool) { c, ok := CycleOf(s); return c, ok },
-			want:  &Cycle{Key: train, PodGroup: podGroupOf(2)},
+			name: "the group the member's gang entered its attempt with",
+			write: func(s fwk.CycleState) {
+				Record(s, &Cycle{Grouped: true, Key: train, PodGroup: podGroupOf(2), Entered: true})
+			},
+			read: func(s fwk.CycleState) (any, bool) { c, err := CycleOf(s); return c, err == nil },
+			want: &Cycle{Grouped: true, Key: train, PodGroup: podGroupOf(2), Entered: true},
 		},
 		{
 			name: "why the gang's attempt cannot go on",
@@ -73,30 +73,40 @@ func TestACyclesRecordIsReadWhereItWasLeft(t *testing.T) {
 	}
 }
 
-func TestKeyInReadsTheCycleElseThePodsLabels(t *testing.T) {
-	labelled := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w0", Labels: map[string]string{topology.GroupLabel: "from-labels"}}}
+// TestKeyInReadsOnlyTheCyclesRecord pins that a step of the cycle reads
+// the group Gang's PreFilter recorded, and that with no record it is told
+// so rather than deriving the group again.
+func TestKeyInReadsOnlyTheCyclesRecord(t *testing.T) {
 	tests := []struct {
-		name      string
-		entered   bool
-		pod       *corev1.Pod
-		wantKey   types.NamespacedName
-		wantFound bool
+		name        string
+		record      *Cycle
+		wantKey     types.NamespacedName
+		wantGrouped bool
+		wantErr     error
 	}{
-		{name: "the cycle's record", entered: true, pod: labelled, wantKey: train, wantFound: true},
-		{name: "with no record, the pod's labels", pod: labelled, wantKey: types.NamespacedName{Namespace: "ns", Name: "from-labels"}, wantFound: true},
-		{name: "a pod of no group", pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "plain"}}},
+		{name: "a member reads its group from the record", record: &Cycle{Grouped: true, Key: train, PodGroup: podGroupOf(2)}, wantKey: train, wantGrouped: true},
+		{name: "a pod of no group is recorded as such", record: &Cycle{}},
+		{name: "a cycle with no record is an error, not a derivation", wantErr: ErrNoCycleRecord},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			state := framework.NewCycleState()
-			if tt.entered {
-				EnterCycle(state, train, podGroupOf(2))
+			if tt.record != nil {
+				Record(state, tt.record)
 			}
-			key, found := KeyIn(state, tt.pod)
-			assert.Equal(t, tt.wantFound, found)
-			if tt.wantFound {
-				assert.Equal(t, tt.wantKey, key)
-			}
+			key, grouped, err := KeyIn(state)
+			assert.ErrorIs(t, err, tt.wantErr)
+			assert.Equal(t, tt.wantGrouped, grouped)
+			assert.Equal(t, tt.wantKey, key)
 		})
 	}
+}
+
+// TestTheRecordsQuorumIsItsPodGroups pins that the record's quorum is the
+// one rule's, read from the PodGroup it holds.
+func TestTheRecordsQuorumIsItsPodGroups(t *testing.T) {
+	c := &Cycle{Grouped: true, Key: train, PodGroup: podGroupOf(3)}
+	assert.Equal(t, topology.QuorumOf(podGroupOf(3)), c.Quorum())
+	assert.True(t, c.Quorum().ReachedBy(3))
+	assert.False(t, c.Quorum().ReachedBy(2))
 }
