@@ -32,7 +32,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 
@@ -72,6 +74,10 @@ func RunMain(m *testing.M, configure func(*localcluster.Options)) {
 }
 
 func runMain(m *testing.M, configure func(*localcluster.Options)) int {
+	// controller-runtime's client, with which the cluster installs muster,
+	// logs through klog as muster's programs do, rather than warn with a
+	// stack trace that no logger was set.
+	ctrllog.SetLogger(klog.NewKlogr())
 	dir, err := os.MkdirTemp("", "muster-integration-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "creating the cluster directory:", err)

@@ -41,7 +41,9 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulingclient "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned"
 	"sigs.k8s.io/yaml"
@@ -114,6 +116,14 @@ type result struct {
 // BenchmarkKueueAdmissionAndScheduling runs the workload on each side,
 // interleaved, BENCH_KUEUE_ROUNDS times (3), on BENCH_KUEUE_NODES nodes
 // (1,000) with BENCH_KUEUE_JOBS Jobs (200).
+// TestMain has controller-runtime's client, with which each round's
+// cluster installs muster, log through klog as muster's programs do,
+// rather than warn with a stack trace that no logger was set.
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(klog.NewKlogr())
+	os.Exit(m.Run())
+}
+
 func BenchmarkKueueAdmissionAndScheduling(b *testing.B) {
 	rounds := framework.Rounds(b, "BENCH_KUEUE_ROUNDS")
 	nodes, jobs := envInt(b, "BENCH_KUEUE_NODES", 1000), workload(envInt(b, "BENCH_KUEUE_JOBS", 200))
