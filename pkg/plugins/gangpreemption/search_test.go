@@ -143,64 +143,6 @@ func racked(name, rack, cpu string) *corev1.Node {
 
 const rackLabel = "topology.kubernetes.io/rack"
 
-func TestAGangInOneDomainTakesItsVictimsInsideTheCheapestDomain(t *testing.T) {
-	nodes := []*corev1.Node{racked("a1", "rack-a", "4"), racked("a2", "rack-a", "4"), racked("b1", "rack-b", "4"), racked("b2", "rack-b", "4")}
-	tests := []struct {
-		name    string
-		victims []*corev1.Pod
-		want    []string
-		rack    string
-	}{
-		{
-			// Across racks one victim would do (b2 is free); inside one,
-			// rack-b's one is cheaper than rack-a's two.
-			"the fewest victims in one domain",
-			[]*corev1.Pod{running("va1", "a1", low, "4").Obj(), running("va2", "a2", low, "4").Obj(), running("vb1", "b1", low, "4").Obj()},
-			[]string{"vb1"}, "rack-b",
-		},
-		{
-			"the lowest priority before the fewest",
-			[]*corev1.Pod{running("va1", "a1", low, "4").Obj(), running("va2", "a2", low, "4").Obj(), running("vb1", "b1", low+1, "4").Obj()},
-			[]string{"va1", "va2"}, "rack-a",
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			pg := podGroup("job", 2)
-			pg.Annotations = map[string]string{topology.DomainRequiredAnnotation: rackLabel}
-			members := []*corev1.Pod{gangMember("job", "job-0", "4").Obj(), gangMember("job", "job-1", "4").Obj()}
-			s := newSearch(t, nodes, append(slices.Clone(tt.victims), members...), []*v1alpha1.PodGroup{pg})
-
-			result, status := s.cycle(t, members[0], pg)
-			require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
-			require.NotNil(t, result, status.Message())
-			assert.Equal(t, tt.rack, nodes[slices.IndexFunc(nodes, func(n *corev1.Node) bool {
-				return n.Name == result.NominatingInfo.NominatedNodeName
-			})].Labels[rackLabel])
-			assert.Equal(t, tt.want, s.deleted(t, len(tt.want)))
-			d, _ := s.model.Attempts().Domain(types.NamespacedName{Namespace: "ns", Name: "job"})
-			assert.Equal(t, tt.rack, d.Name)
-		})
-	}
-}
-
-func TestAGangInOneDomainTakesNothingWhereNoDomainCouldHoldIt(t *testing.T) {
-	nodes := []*corev1.Node{racked("a1", "rack-a", "4"), racked("b1", "rack-b", "4")}
-	pg := podGroup("job", 2)
-	pg.Annotations = map[string]string{topology.DomainRequiredAnnotation: rackLabel}
-	members := []*corev1.Pod{gangMember("job", "job-0", "4").Obj(), gangMember("job", "job-1", "4").Obj()}
-	victims := []*corev1.Pod{running("va1", "a1", low, "4").Obj(), running("vb1", "b1", low, "4").Obj()}
-	s := newSearch(t, nodes, append(victims, members...), []*v1alpha1.PodGroup{pg})
-
-	result, status := s.cycle(t, members[0], pg)
-	assert.Nil(t, result, "two victims in two racks would make room, but in no one rack")
-	assert.Equal(t, fwk.Unschedulable, status.Code())
-	assert.Empty(t, s.client.Actions(), "nothing is deleted")
-	d, chosen := s.model.Attempts().Domain(types.NamespacedName{Namespace: "ns", Name: "job"})
-	require.True(t, chosen)
-	assert.Empty(t, d.Name, "the attempt keeps Placement's answer, for Gang's message")
-}
-
 // TestAGangKueuePlacesTakesItsVictimsWhereKueueSaid: Kueue's Topology
 // Aware Scheduling put a gang's members on a1 and b1, in two racks, though
 // its PodGroup asks muster for one rack: one search frees the nodes Kueue
@@ -255,6 +197,7 @@ func running(name, node string, priority int32, cpu string) *st.PodWrapper {
 func TestTheGangSearch(t *testing.T) {
 	port := []corev1.ContainerPort{{HostPort: 8080, ContainerPort: 8080, Protocol: corev1.ProtocolTCP}}
 	twoNodes := []*corev1.Node{node("n1", "4"), node("n2", "4")}
+	fourInTwoRacks := []*corev1.Node{racked("a1", "rack-a", "4"), racked("a2", "rack-a", "4"), racked("b1", "rack-b", "4"), racked("b2", "rack-b", "4")}
 	members := func(gang string, n int, cpu string) []*corev1.Pod {
 		var pods []*corev1.Pod
 		for i := range n {
@@ -273,6 +216,8 @@ func TestTheGangSearch(t *testing.T) {
 		// heldOnN1 holds 2 CPUs of n1 for another gang's launcher, to
 		// come.
 		heldOnN1 bool
+		// inOneRack: the gang's PodGroup requires one rack.
+		inOneRack bool
 		// wantDeleted are the victims taken; none when nothing is.
 		wantDeleted []string
 		// wantNode is the node the member is nominated to; "" for any.
@@ -281,6 +226,9 @@ func TestTheGangSearch(t *testing.T) {
 		wantMessage string
 		// noRequests: the search ran no dry run and deleted nothing.
 		noRequests bool
+		// wantRack is the rack the gang's attempt keeps, and its member is
+		// nominated in, for a gang in one rack; "" when no rack holds it.
+		wantRack string
 	}{
 		{
 			name:  "a gang on one host port takes one victim per node",
@@ -351,21 +299,73 @@ func TestTheGangSearch(t *testing.T) {
 			wantMessage: "preemption: no pod of lower priority to take",
 			noRequests:  true,
 		},
+		{
+			// Across racks one victim would do (b2 is free); inside one,
+			// rack-b's one is cheaper than rack-a's two.
+			name:        "a gang in one rack takes the fewest victims inside one rack",
+			nodes:       fourInTwoRacks,
+			others:      []*corev1.Pod{running("va1", "a1", low, "4").Obj(), running("va2", "a2", low, "4").Obj(), running("vb1", "b1", low, "4").Obj()},
+			minMember:   2,
+			members:     members("job", 2, "4"),
+			inOneRack:   true,
+			wantDeleted: []string{"vb1"},
+			wantRack:    "rack-b",
+		},
+		{
+			name:        "in one rack, the lowest priority goes before the fewest victims",
+			nodes:       fourInTwoRacks,
+			others:      []*corev1.Pod{running("va1", "a1", low, "4").Obj(), running("va2", "a2", low, "4").Obj(), running("vb1", "b1", low+1, "4").Obj()},
+			minMember:   2,
+			members:     members("job", 2, "4"),
+			inOneRack:   true,
+			wantDeleted: []string{"va1", "va2"},
+			wantRack:    "rack-a",
+		},
+		{
+			// Two victims in two racks would make room, but in no one
+			// rack; the attempt keeps Placement's answer, for Gang's
+			// message.
+			name:       "a gang in one rack takes nothing where no rack could hold it",
+			nodes:      []*corev1.Node{racked("a1", "rack-a", "4"), racked("b1", "rack-b", "4")},
+			others:     []*corev1.Pod{running("va1", "a1", low, "4").Obj(), running("vb1", "b1", low, "4").Obj()},
+			minMember:  2,
+			members:    members("job", 2, "4"),
+			inOneRack:  true,
+			noRequests: true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			gang, _ := topology.GroupOf(tt.members[0])
 			pg := podGroup(gang.Name, tt.minMember)
+			if tt.inOneRack {
+				pg.Annotations = map[string]string{topology.DomainRequiredAnnotation: rackLabel}
+			}
 			s := newSearch(t, tt.nodes, append(slices.Clone(tt.others), tt.members...), []*v1alpha1.PodGroup{pg})
 			if tt.heldOnN1 {
 				s.model.Rooms().Add(&groupstate.Room{Group: types.NamespacedName{Namespace: "ns", Name: "mpi"}, Role: "launcher", Node: "n1",
 					Request: corev1.ResourceList{corev1.ResourceCPU: *resourceQuantity("2")}})
 			}
 
-			result, status := s.postFilter(t, tt.members[tt.preemptor], pg)
+			// A gang in one rack that fits in none is turned away by
+			// Placement's PreFilter: no node is filtered.
+			run := s.postFilter
+			if tt.inOneRack {
+				run = s.cycle
+			}
+			result, status := run(t, tt.members[tt.preemptor], pg)
 
 			require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
 			assert.Contains(t, status.Message(), tt.wantMessage)
+			if tt.inOneRack {
+				d, chosen := s.model.Attempts().Domain(gang)
+				require.True(t, chosen, "Placement chose the attempt's rack, or that none holds the gang")
+				assert.Equal(t, tt.wantRack, d.Name)
+				if result != nil {
+					nominated := tt.nodes[slices.IndexFunc(tt.nodes, func(n *corev1.Node) bool { return n.Name == result.NominatingInfo.NominatedNodeName })]
+					assert.Equal(t, tt.wantRack, nominated.Labels[rackLabel], "the member is nominated in the gang's rack")
+				}
+			}
 			if len(tt.wantDeleted) == 0 {
 				assert.Nil(t, result)
 				for _, a := range s.client.Actions() {
