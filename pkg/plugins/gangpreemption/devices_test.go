@@ -148,7 +148,7 @@ func TestAGangSearchTakesOneDeviceHolderPerMember(t *testing.T) {
 	members := []*corev1.Pod{claiming(gangMember("new", "new-0", "1"), "c-new-0"), claiming(gangMember("new", "new-1", "1"), "c-new-1")}
 	s := deviceSearch(t, members, []*v1alpha1.PodGroup{pg})
 
-	result, status := s.postFilter(t, members[0], pg)
+	result, status := s.postFilter(t, members[0])
 	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
 	require.NotNil(t, result)
 	assert.Len(t, s.deleted(t, 2), 2, "two members, each a device: two holders go, the second counting the first member's device")

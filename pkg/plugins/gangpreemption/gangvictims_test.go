@@ -66,7 +66,7 @@ func TestAVictimGangIsTakenWhole(t *testing.T) {
 			pods := append([]*corev1.Pod{boundMember("old", "old-0", "n1", "3"), boundMember("old", "old-1", "n2", "3"), member}, tt.others...)
 			s := newSearch(t, tt.nodes, pods, []*v1alpha1.PodGroup{old, preemptor})
 
-			result, status := s.postFilter(t, member, preemptor)
+			result, status := s.postFilter(t, member)
 			require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
 			require.NotNil(t, result)
 			assert.Equal(t, tt.want, s.deleted(t, len(tt.want)))
@@ -135,7 +135,7 @@ func TestAnElasticGroupShrinksFromItsHighestWorker(t *testing.T) {
 			}
 			s := newSearch(t, tt.nodes, append(slices.Clone(tt.pods), members...), []*v1alpha1.PodGroup{tt.group, preemptor})
 
-			result, status := s.postFilter(t, members[0], preemptor)
+			result, status := s.postFilter(t, members[0])
 			require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
 			require.NotNil(t, result, status.Message())
 			if tt.wantNode != "" {
@@ -153,7 +153,7 @@ func TestAGangsMembersWaitOutOfTheQueueUntilItsLastVictimIsGone(t *testing.T) {
 	s := newSearch(t, []*corev1.Node{node("n1", "4"), node("n2", "4")}, append(slices.Clone(victims), members...), []*v1alpha1.PodGroup{pg})
 	require.Nil(t, s.pl.PreEnqueue(s.ctx, members[1]), "no preemption yet")
 
-	_, status := s.postFilter(t, members[0], pg)
+	_, status := s.postFilter(t, members[0])
 	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
 	assert.Equal(t, []string{"v1", "v2"}, s.deleted(t, 2))
 
@@ -211,7 +211,7 @@ func TestAGangWithABoundMemberFreesRoomOnlyInThatMembersDomain(t *testing.T) {
 	}
 	s := newSearch(t, nodes, pods, []*v1alpha1.PodGroup{pg})
 
-	result, status := s.postFilter(t, pending, pg)
+	result, status := s.postFilter(t, pending)
 	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
 	require.NotNil(t, result)
 	assert.Equal(t, "a2", result.NominatingInfo.NominatedNodeName)

@@ -89,7 +89,7 @@ func newSearchOn(t *testing.T, c *frameworktest.Cluster, extra ...tf.RegisterPlu
 // postFilter runs the member's cycle as the scheduler does when it fits
 // nowhere: PreFilter (Gang's first, which records the member's group),
 // Filter on every node, then GangPreemption's PostFilter.
-func (s *search) postFilter(t *testing.T, pod *corev1.Pod, pg *v1alpha1.PodGroup) (*fwk.PostFilterResult, *fwk.Status) {
+func (s *search) postFilter(t *testing.T, pod *corev1.Pod) (*fwk.PostFilterResult, *fwk.Status) {
 	t.Helper()
 	state := framework.NewCycleState()
 	_, status, _ := s.fw.RunPreFilterPlugins(s.ctx, state, pod)
@@ -126,7 +126,7 @@ func (s *search) deleted(t *testing.T, want int) []string {
 // cycle runs the member's cycle as the scheduler does when its PreFilter
 // turns it away, as Placement does a gang that fits no domain: every node
 // has PreFilter's status, then GangPreemption's PostFilter.
-func (s *search) cycle(t *testing.T, pod *corev1.Pod, pg *v1alpha1.PodGroup) (*fwk.PostFilterResult, *fwk.Status) {
+func (s *search) cycle(t *testing.T, pod *corev1.Pod) (*fwk.PostFilterResult, *fwk.Status) {
 	t.Helper()
 	state := framework.NewCycleState()
 	_, status, _ := s.fw.RunPreFilterPlugins(s.ctx, state, pod)
@@ -161,7 +161,7 @@ func TestAGangKueuePlacesTakesItsVictimsWhereKueueSaid(t *testing.T) {
 	victims := []*corev1.Pod{running("va1", "a1", low, "4").Obj(), running("vb1", "b1", low, "4").Obj()}
 	s := newSearch(t, nodes, append(victims, members...), []*v1alpha1.PodGroup{pg})
 
-	result, status := s.postFilter(t, members[0], pg)
+	result, status := s.postFilter(t, members[0])
 	require.NotNil(t, result, status.Message())
 	assert.Equal(t, "a1", result.NominatingInfo.NominatedNodeName)
 	assert.Equal(t, []string{"va1", "vb1"}, s.deleted(t, 2))
@@ -353,7 +353,7 @@ func TestTheGangSearch(t *testing.T) {
 			if tt.inOneRack {
 				run = s.cycle
 			}
-			result, status := run(t, tt.members[tt.preemptor], pg)
+			result, status := run(t, tt.members[tt.preemptor])
 
 			require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
 			assert.Contains(t, status.Message(), tt.wantMessage)
@@ -419,7 +419,7 @@ func TestEachMemberKeepsTheVictimsItsNodeCanSpare(t *testing.T) {
 			}
 			s := newSearch(t, nodes, append(pods, members...), []*v1alpha1.PodGroup{pg})
 
-			_, status := s.postFilter(t, members[0], pg)
+			_, status := s.postFilter(t, members[0])
 			require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
 			assert.Equal(t, []string{"big-n0", "big-n1", "big-n2"}, s.deleted(t, 3))
 		})
