@@ -200,7 +200,7 @@ func (f *fixture) reserveAndPermit(t *testing.T, pod *corev1.Pod) *fwk.Status {
 func (f *fixture) reserveAndPermitIn(t *testing.T, state fwk.CycleState, pod *corev1.Pod) *fwk.Status {
 	t.Helper()
 	if _, err := groupstate.CycleOf(state); err != nil {
-		f.record(state, pod)
+		plugintest.Record(state, f.model, pod)
 	}
 	require.True(t, f.fw.RunReservePluginsReserve(f.ctx, state, pod, "node-1").IsSuccess())
 	return plugintest.Permit(f.ctx, f.fw, state, pod, "node-1")
@@ -209,21 +209,7 @@ func (f *fixture) reserveAndPermitIn(t *testing.T, state fwk.CycleState, pod *co
 // recorded is a cycle state holding the record Gang's PreFilter leaves for
 // the pod, a member whose gang's attempt it entered.
 func (f *fixture) recorded(pod *corev1.Pod) fwk.CycleState {
-	state := framework.NewCycleState()
-	f.record(state, pod)
-	return state
-}
-
-// record leaves in the state the record Gang's PreFilter leaves for the
-// pod, as the model has its group now.
-func (f *fixture) record(state fwk.CycleState, pod *corev1.Pod) {
-	key, grouped := topology.GroupOf(pod)
-	c := &groupstate.Cycle{Grouped: grouped, Key: key, Entered: grouped}
-	if grouped {
-		c.PodGroup = f.model.PodGroup(key)
-		c.Topology, c.TopologyErr = f.model.Topology(key)
-	}
-	groupstate.Record(state, c)
+	return plugintest.Recorded(f.model, pod)
 }
 
 // outcome is what WaitOnPermit returns for a member that waited.

@@ -124,15 +124,7 @@ func cpu(v string) corev1.ResourceList {
 // recorded is a cycle state holding the record Gang's PreFilter, first in
 // the profile, leaves for the pod.
 func recorded(h *HeldRooms, pod *corev1.Pod) fwk.CycleState {
-	state := framework.NewCycleState()
-	key, grouped := topology.GroupOf(pod)
-	c := &groupstate.Cycle{Grouped: grouped, Key: key, Entered: grouped}
-	if grouped {
-		c.PodGroup = h.groups.PodGroup(key)
-		c.Topology, c.TopologyErr = h.groups.Topology(key)
-	}
-	groupstate.Record(state, c)
-	return state
+	return plugintest.Recorded(h.groups, pod)
 }
 
 // filter runs PreFilter, then Filter on each node, as a cycle does, and

@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
-	"github.com/muster-dev/muster/pkg/plugins/internal/groupstate"
 	"github.com/muster-dev/muster/pkg/plugins/internal/plugintest"
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -48,15 +47,7 @@ type fixture struct {
 // recorded is a cycle state holding the record Gang's PreFilter, first in
 // the profile, leaves for the pod, as the model has its group now.
 func (f *fixture) recorded(pod *corev1.Pod) fwk.CycleState {
-	state := framework.NewCycleState()
-	key, grouped := topology.GroupOf(pod)
-	c := &groupstate.Cycle{Grouped: grouped, Key: key, Entered: grouped}
-	if grouped {
-		c.PodGroup = f.model.PodGroup(key)
-		c.Topology, c.TopologyErr = f.model.Topology(key)
-	}
-	groupstate.Record(state, c)
-	return state
+	return plugintest.Recorded(f.model, pod)
 }
 
 func newFixture(t *testing.T, annotations map[string]string, pods ...*corev1.Pod) *fixture {
