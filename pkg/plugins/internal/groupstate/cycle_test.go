@@ -110,3 +110,26 @@ func TestTheRecordsQuorumIsItsPodGroups(t *testing.T) {
 	assert.True(t, c.Quorum().ReachedBy(3))
 	assert.False(t, c.Quorum().ReachedBy(2))
 }
+
+// TestARecordIsReplacedNeverChanged pins that a later record replaces the
+// cycle's, as Gang's PreFilter replaces its record once the member entered
+// its gang's attempt, and that a clone taken before, as preemption's dry
+// runs take, keeps the record it had: a clone shares its records, so none
+// is ever changed in place.
+func TestARecordIsReplacedNeverChanged(t *testing.T) {
+	state := framework.NewCycleState()
+	first := &Cycle{Grouped: true, Key: train, PodGroup: podGroupOf(2)}
+	Record(state, first)
+	before := state.Clone()
+	entered := *first
+	entered.Entered = true
+	Record(state, &entered)
+
+	got, err := CycleOf(state)
+	assert.NoError(t, err)
+	assert.True(t, got.Entered, "the cycle reads the later record")
+	kept, err := CycleOf(before)
+	assert.NoError(t, err)
+	assert.Same(t, first, kept, "the clone keeps the record it had")
+	assert.False(t, kept.Entered)
+}
