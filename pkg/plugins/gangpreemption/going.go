@@ -88,11 +88,17 @@ func (g *going) promised(except types.NamespacedName, waits func(types.Namespace
 	return nodes
 }
 
-// any reports whether some gang's victims are still going.
+// any reports whether a victim of some gang's is not deleted yet: whether
+// deleting may be true for any gang.
 func (g *going) any() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.byGang) > 0
+	for _, p := range g.byGang {
+		if p.undeleted.Len() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // deleting reports whether a victim of the gang's is not deleted yet.

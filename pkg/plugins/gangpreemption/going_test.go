@@ -27,8 +27,10 @@ func noneHeld(*corev1.Pod) bool { return false }
 
 func TestAGangWaitsUntilItsLastVictimIsDeleted(t *testing.T) {
 	g := newGoing()
+	assert.False(t, g.any(), "no victims taken: PreEnqueue reads no pod's group")
 	g.start(gangA, []*corev1.Pod{boundTo("v1", "n1"), boundTo("v2", "n1"), boundTo("v3", "n2")}, epoch, allExist)
 	assert.True(t, g.deleting(gangA))
+	assert.True(t, g.any())
 
 	for _, uid := range []types.UID{"v1", "v2"} {
 		key, last := g.deleted(uid)
@@ -40,6 +42,7 @@ func TestAGangWaitsUntilItsLastVictimIsDeleted(t *testing.T) {
 	assert.Equal(t, gangA, key)
 	assert.True(t, last, "v3 is the last victim: the gang's members are let in")
 	assert.False(t, g.deleting(gangA))
+	assert.False(t, g.any(), "no victim is left to go, though the gang may still wait for their room")
 
 	_, last = g.deleted("v3")
 	assert.False(t, last, "a deletion seen twice ends the wait once")
