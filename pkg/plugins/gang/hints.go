@@ -16,11 +16,11 @@ import (
 
 // EventsToRegister lists the events that can make a member rejected by this
 // plugin schedulable, each with a hint that wakes only the pods it can help.
-// A PodGroup created or changed, its minMember say, wakes its members from
-// the group model's one PodGroup watch; a sibling created, which may
-// complete the group, wakes them from its pod handler (podChanged), once,
-// rather than through a queue hint run for every pending member on every
-// bind.
+// A PodGroup created or changed (its minMember lowered, its topology made
+// valid) wakes its members from the group model's one PodGroup watch; a
+// sibling created, which may complete the group, wakes them from its pod
+// handler (podChanged), once, rather than through a queue hint run for
+// every pending member on every bind.
 func (g *Gang) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		// A bound pod is deleted or finishes (the scheduler's informer sees
