@@ -124,7 +124,7 @@ bench-tools: ## Build bin/scheduler-plugins, Coscheduling's scheduler, for make 
 BENCH_FRAGMENTATION = BENCH_FRAGMENTATION_DOC=$(CURDIR)/docs/benchmarks-fragmentation.md go test -tags bench -run '^$$' -bench BenchmarkFragmentation -benchtime 1x -timeout 120m ./test/perf/fragmentation
 
 .PHONY: bench
-bench: tools build bench-tools ## Benchmarks: default, Coscheduling and muster side by side, then upstream's own gang benchmarks, in-tree against muster, writing docs/benchmarks.md (BENCH_ROUNDS, BENCH_LABELS, BENCH_CASES, BENCH_UPSTREAM, BENCH_DOC, BENCH_FINDINGS, BENCH_TITLE); then the fragmentation benchmark (bench-fragmentation).
+bench: tools build bench-tools ## Benchmarks: default, Coscheduling and muster side by side, then upstream's own gang benchmarks, the in-tree profile (in the harness and as kube-scheduler's own process) against muster, writing docs/benchmarks.md (BENCH_ROUNDS, BENCH_LABELS, BENCH_CASES, BENCH_UPSTREAM, BENCH_DOC, BENCH_FINDINGS, BENCH_TITLE); then the fragmentation benchmark (bench-fragmentation).
 	hack/bench.sh
 	$(BENCH_FRAGMENTATION)
 

@@ -10,7 +10,9 @@
 # the ratio table to docs/benchmarks.md.
 # It then runs upstream's own gang benchmarks, unmodified from
 # k8s.io/kubernetes's module (test/perf/upstream_test.go), for the
-# in-tree profile (default) and muster, interleaved the same way.
+# in-tree profile in the harness's process (default), the in-tree profile
+# as kube-scheduler's own process (intree) and muster, interleaved the same
+# way.
 #   BENCH_ROUNDS   rounds (default 3)
 #   BENCH_LABELS   the workloads' label filter: performance, quick or large
 #   BENCH_CASES    the workloads to run (default: all of them); the CPU
@@ -83,7 +85,7 @@ for round in $(seq 1 "$rounds"); do
 	for entry in $upstream; do
 		case=${entry%%/*} workload=
 		[[ $entry == */* ]] && workload=${entry#*/}
-		for profile in default muster; do
+		for profile in default intree muster; do
 			echo "round $round of $rounds: upstream $entry-$profile" >&2
 			run "$out/results.txt" "^$(upstream_benchmark "$case")\$/^$case-$profile\$/${workload:+^$workload\$}" "$out/log-$round-${entry//\//-}-$profile.txt"
 		done

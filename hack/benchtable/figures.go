@@ -70,22 +70,32 @@ func roundRatios(r results, workload, profile string) []float64 {
 
 func throughputFigure(r results) ([]byte, bool, error) {
 	var workloads []string
-	series := []figures.Series{{Name: "muster / default"}, {Name: "coscheduling / default"}}
+	compared := []string{"muster", "coscheduling", "intree"}
+	series := make([]figures.Series, len(compared))
+	for i, profile := range compared {
+		series[i].Name = profile + " / default"
+	}
 	for _, w := range r.workloads {
-		muster, cosched := roundRatios(r, w, "muster"), roundRatios(r, w, "coscheduling")
-		if len(muster) == 0 && len(cosched) == 0 {
+		ratios := make([][]float64, len(compared))
+		any := false
+		for i, profile := range compared {
+			ratios[i] = roundRatios(r, w, profile)
+			any = any || len(ratios[i]) > 0
+		}
+		if !any {
 			continue
 		}
 		workloads = append(workloads, shortName(w))
-		series[0].Values = append(series[0].Values, muster)
-		series[1].Values = append(series[1].Values, cosched)
+		for i := range compared {
+			series[i].Values = append(series[i].Values, ratios[i])
+		}
 	}
 	if len(workloads) == 0 {
 		return nil, false, nil
 	}
-	if !slices.ContainsFunc(series[1].Values, func(v []float64) bool { return len(v) > 0 }) {
-		series = series[:1]
-	}
+	series = slices.DeleteFunc(series, func(s figures.Series) bool {
+		return !slices.ContainsFunc(s.Values, func(v []float64) bool { return len(v) > 0 })
+	})
 	data, err := figures.Rounds("Throughput against the default profile, each round", "ratio to default (higher is better)", workloads, 1, series)
 	return data, err == nil, err
 }

@@ -60,15 +60,30 @@ var metrics = []metric{
 	{"scheduler_framework_extension_point_duration_ms/Perc99", "Bind, the API call that binds a pod, p99 (ms)", 1, false},
 	{"batch_hint_used", "Pods placed on the node an opportunistic batch hinted at (count; coscheduling is a 1.34 scheduler, which has no batching)", 1, false},
 	{"batch_attempts", "Pods that reached filtering with opportunistic batching on: with a batch's hint or without (count)", 1, false},
-	{"heap_memory_usage/Max", "Heap of the harness's process, max (MB; coscheduling's scheduler is another process, so it has no figure here)", 1, true},
+	{"heap_memory_usage/Max", "Heap of the harness's process, max (MB; the schedulers run as processes of their own, coscheduling and upstream's intree and muster, have no figure here)", 1, true},
+	{cpuPerBoundPod, "CPU per bound pod (ms; lower is better): the scheduler process's CPU time, user and system, from its /proc, from healthy to the workload's end, over the pods bound meanwhile; processes of their own only", 1, false},
+	{"scheduler_cpu_s", "CPU time of the scheduler process over the workload (s)", 1, false},
+	{"bound_pods", "Pods bound over the workload, victims included (count)", 1, false},
 }
 
-var profiles = []string{"default", "coscheduling", "muster"}
+// cpuPerBoundPod is derived, for each run of a scheduler process, from the
+// two figures its line reports: scheduler_cpu_s and bound_pods.
+const cpuPerBoundPod = "cpu_ms_per_bound_pod"
+
+// processProfiles run as processes of their own, so their CPU is theirs;
+// the harness's process also holds the API server.
+var processProfiles = map[string]bool{"coscheduling": true, "intree": true, "muster": true}
+
+// profiles are every profile a page may hold, in its columns' order:
+// test/perf's workloads run default, coscheduling and muster; upstream's
+// run default (in the harness's process), intree (kube-scheduler's own
+// process) and muster.
+var profiles = []string{"default", "coscheduling", "intree", "muster"}
 
 // line is "Benchmark<Suite>/<Case>-<profile>/<workload>-<procs> 1 v unit v unit ...";
 // the suite is test/perf's own workloads (PerfScheduling) or upstream's
 // (Upstream...).
-var line = regexp.MustCompile(`^Benchmark(PerfScheduling|Upstream[A-Za-z]+)/([A-Za-z0-9]+)-(default|coscheduling|muster)/(\S+?)(-\d+)?\s+\d+\s+(.*)$`)
+var line = regexp.MustCompile(`^Benchmark(PerfScheduling|Upstream[A-Za-z]+)/([A-Za-z0-9]+)-(default|coscheduling|intree|muster)/(\S+?)(-\d+)?\s+\d+\s+(.*)$`)
 
 type key struct{ workload, profile, unit string }
 
@@ -135,20 +150,50 @@ func run(in, out, title, command, cpuProfile, profileWorkload, findings string) 
 		}
 	}
 	b.WriteString("## All figures\n\nEach cell is the median over the rounds; `n` is the number of rounds with a figure for muster. A ratio reads as the figure does: for throughput higher is better, for everything else lower is. `-` means the profile has no such figure (muster's own histograms) or the workload nothing to measure it on.\n\n")
+	present := r.presentProfiles()
+	others := slices.DeleteFunc(slices.Clone(present), func(p string) bool { return p == "muster" })
+	header, rule := "| workload |", "|---|"
+	for _, p := range present {
+		header, rule = header+" "+p+" |", rule+"---|"
+	}
+	for _, p := range others {
+		header, rule = header+" muster / "+p+" |", rule+"---|"
+	}
+	header, rule = header+" n |", rule+"---|"
 	for _, m := range metrics {
-		rows := r.rows(m)
+		rows := r.rows(m, present)
 		if len(rows) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "### %s\n\n| workload | default | coscheduling | muster | coscheduling / default | muster / default | muster / coscheduling | n |\n|---|---|---|---|---|---|---|---|\n", m.title)
+		fmt.Fprintf(&b, "### %s\n\n%s\n%s\n", m.title, header, rule)
 		for _, row := range rows {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", row.workload,
-				number(row.values[0]), number(row.values[1]), number(row.values[2]),
-				ratio(row.values[1], row.values[0]), ratio(row.values[2], row.values[0]), ratio(row.values[2], row.values[1]), row.n)
+			cells := []string{row.workload}
+			for _, p := range present {
+				cells = append(cells, number(row.values[p]))
+			}
+			for _, p := range others {
+				cells = append(cells, ratio(row.values["muster"], row.values[p]))
+			}
+			fmt.Fprintf(&b, "| %s | %d |\n", strings.Join(cells, " | "), row.n)
 		}
 		b.WriteString("\n")
 	}
 	return os.WriteFile(out, []byte(b.String()), 0o644)
+}
+
+// presentProfiles are the profiles with any figure in the results, in
+// profiles' order.
+func (r results) presentProfiles() []string {
+	var present []string
+	for _, p := range profiles {
+		for k := range r.samples {
+			if k.profile == p {
+				present = append(present, p)
+				break
+			}
+		}
+	}
+	return present
 }
 
 const intro = "Each workload ran under three schedulers in the upstream harness `k8s.io/kubernetes/test/integration/scheduler_perf` of Kubernetes 1.37.2 (test/perf), against its API server: `default` (kube-scheduler 1.37.2's default plugins, no gang semantics: the ceiling) and `muster` (Gang, HeldRooms, GangPreemption, LaunchOrder and Placement, manifests/scheduler-config.yaml's profile) in the harness's process, and `coscheduling`, scheduler-plugins v0.34.7's kube-scheduler with Coscheduling, as a process of its own (`make bench-tools`). scheduler-plugins has no release for 1.37: v0.34.7 is built on Kubernetes 1.34 (1.34.4 here: the module proxy does not serve 1.34.7's staging modules) and cannot be linked into a 1.37 scheduler. Its histograms are read from its own /metrics when the workload ends; the harness's are of its process, and cover the whole workload too. Every profile runs with the two scoring args muster's profile sets for batching (no default topology spreading; existing pods' preferred affinity terms not weighed), so that the three schedule the same way but for their gang plugins. For each workload the three ran one after another, then the next workload, then the next round, each in its own process.\n\n" +
@@ -165,26 +210,26 @@ const intro = "Each workload ran under three schedulers in the upstream harness 
 	"- `PreemptionBasic`: upstream's default_preemption workload: 1,000 nodes of 4 CPUs, each filled by four low-priority pods of 900m, then 1,000 high-priority pods of 3970m, each needing a node emptied by preemption.\n" +
 	"- `GangPreemption50`: the same full nodes, then 20 high-priority gangs of 50 members of 3 CPUs; a member fits once three of its node's four pods are gone, so the fewest victims are 3,000.\n" +
 	"- `LateLauncher9`: MPI jobs of 8 GPU workers whose launcher is created only once every worker is Ready (mpi-operator's `WaitForWorkersReady`, played by the simulator with each profile's PodGroup: minMember = workers for Coscheduling, mpi-operator's workers + launcher with the launcher as a late member for muster), 4 jobs every 2 s into 16 nodes of 8 GPUs kept busy by churning CPU-only pods.\n\n" +
-	"Upstream's own gang benchmarks (the `upstream` rows): the test cases of k8s.io/kubernetes v1.37.2's `test/integration/scheduler_perf/podgroup/gangscheduling`, `podgroup/tas` (gangs whose PodGroups keep them in one rack, with `TopologyAwareWorkloadScheduling` on too) and `workload_preemption`, read with their templates from the module cache and run unmodified (test/perf/upstream_test.go). Their pods name `scheduling.k8s.io` PodGroups through `spec.schedulingGroup`. Two profiles: `default` is the in-tree one, the harness's scheduler with `GenericWorkload` on, so `GangScheduling`, the PodGroup scheduling cycle and `DefaultPreemption`; `muster` is bin/muster-scheduler as it ships, `GenericWorkload` off and muster's profile, as a process of its own against the harness's API server, as Coscheduling runs (the harness has one set of feature gates for its API server and its scheduler, and its API server needs the gate on). The gang workloads run on 5,000 nodes; upstream's preemption workloads top out at 100.\n\n" +
+	"Upstream's own gang benchmarks (the `upstream` rows): the test cases of k8s.io/kubernetes v1.37.2's `test/integration/scheduler_perf/podgroup/gangscheduling`, `podgroup/tas` (gangs whose PodGroups keep them in one rack, with `TopologyAwareWorkloadScheduling` on too) and `workload_preemption`, read with their templates from the module cache and run unmodified (test/perf/upstream_test.go). Their pods name `scheduling.k8s.io` PodGroups through `spec.schedulingGroup`. Three profiles: `default` is the in-tree one, the harness's scheduler with the case's feature gates (`GenericWorkload` among them), so `GangScheduling`, the PodGroup scheduling cycle and `DefaultPreemption`, in the harness's process; `intree` is the same profile and gates in kube-scheduler 1.37.2's own binary (bin/kube-scheduler, `make tools`), as a process of its own; `muster` is bin/muster-scheduler as it ships, `GenericWorkload` off and muster's profile, as a process of its own against the harness's API server, as Coscheduling runs (the harness has one set of feature gates for its API server and its scheduler, and its API server needs the gate on). `intree` and `muster` each pay for a second process and its informers, and each one's CPU per bound pod is its own: the targets hold muster to `intree`, with `default` as a second reference. The gang workloads run on 5,000 nodes; upstream's preemption workloads top out at 100.\n\n" +
 	"Gang admission, partial gangs, completion time, pods preempted and the launcher's release delay come from test/perf/simulator_test.go, which watches the pods and computes them the same way for every profile.\n\n"
 
 type row struct {
 	workload string
-	values   [3]float64
+	values   map[string]float64 // by profile
 	n        int
 }
 
-func (r results) rows(m metric) []row {
+func (r results) rows(m metric, present []string) []row {
 	var rows []row
 	for _, w := range r.workloads {
-		var values [3]float64
+		values := map[string]float64{}
 		found := false
-		for i, p := range profiles {
-			values[i] = r.median(w, p, m)
-			if m.harnessOnly && p == "coscheduling" {
-				values[i] = -1
+		for _, p := range present {
+			values[p] = r.median(w, p, m)
+			if m.harnessOnly && processProfiles[p] {
+				values[p] = -1
 			}
-			found = found || values[i] >= 0
+			found = found || values[p] >= 0
 		}
 		if found {
 			rows = append(rows, row{workload: w, values: values, n: len(r.samples[key{w, "muster", m.unit}])})
@@ -221,13 +266,20 @@ func read(in string) (results, error) {
 		}
 		r.upstream[workload] = m[1] != "PerfScheduling"
 		fields := strings.Fields(m[6])
+		byUnit := map[string]float64{}
 		for i := 0; i+1 < len(fields); i += 2 {
 			v, err := strconv.ParseFloat(fields[i], 64)
 			if err != nil {
 				continue
 			}
+			byUnit[fields[i+1]] = v
 			k := key{workload, m[3], fields[i+1]}
 			r.samples[k] = append(r.samples[k], v)
+		}
+		cpu, measured := byUnit["scheduler_cpu_s"]
+		if bound := byUnit["bound_pods"]; measured && bound > 0 {
+			k := key{workload, m[3], cpuPerBoundPod}
+			r.samples[k] = append(r.samples[k], cpu/bound*1000)
 		}
 	}
 	if err := scanner.Err(); err != nil {
@@ -371,36 +423,75 @@ var upstreamThroughputFloor = map[string]float64{
 }
 
 // writeUpstreamTargets checks the targets on upstream's own gang
-// benchmarks, where muster runs against the in-tree profile (default).
+// benchmarks, where muster runs against the in-tree profile: as
+// kube-scheduler's own process (intree), where the results have it, a
+// second process as muster is; otherwise in the harness's process
+// (default). Each ratio is given with every round's, round i of each
+// profile having run next to the other's.
 func writeUpstreamTargets(b *strings.Builder, r results) {
 	throughput, admission := metricByUnit("SchedulingThroughput/Average"), metricByUnit("gang_admission_ms/Perc99")
 	partial, gangs, victims := metricByUnit("partial_gangs"), metricByUnit("gangs"), metricByUnit("preempted_pods")
-	spanning := metricByUnit("spanning_gangs")
+	spanning, cpu := metricByUnit("spanning_gangs"), metricByUnit(cpuPerBoundPod)
 	for _, w := range r.workloads {
 		if !r.upstream[w] {
 			continue
 		}
+		base, baseName := "default", "in-tree"
+		if r.median(w, "intree", gangs) >= 0 {
+			base, baseName = "intree", "the in-tree process"
+		}
 		p, g := r.median(w, "muster", partial), r.median(w, "muster", gangs)
-		target(b, fmt.Sprintf("upstream %s: no partially bound gang with muster (in-tree: %s)", w, number(r.median(w, "default", partial))), number(p)+" of "+number(g), p == 0 && g > 0)
+		target(b, fmt.Sprintf("upstream %s: no partially bound gang with muster (%s: %s)", w, baseName, number(r.median(w, base, partial))), number(p)+" of "+number(g), p == 0 && g > 0)
 		if span := r.median(w, "muster", spanning); span >= 0 {
-			target(b, fmt.Sprintf("upstream %s: no gang spans domains with muster (in-tree: %s)", w, number(r.median(w, "default", spanning))), number(span)+" of "+number(g), span == 0)
+			target(b, fmt.Sprintf("upstream %s: no gang spans domains with muster (%s: %s)", w, baseName, number(r.median(w, base, spanning))), number(span)+" of "+number(g), span == 0)
 		}
 		if fewest, ok := fewestVictims[w]; ok {
-			mus, def := r.median(w, "muster", victims), r.median(w, "default", victims)
-			target(b, fmt.Sprintf("upstream %s: victims ≤ in-tree's (%s; the fewest possible %s)", w, number(def), number(fewest)), number(mus), mus >= 0 && def >= 0 && mus <= def)
+			mus, other := r.median(w, "muster", victims), r.median(w, base, victims)
+			target(b, fmt.Sprintf("upstream %s: victims ≤ %s's (%s; the fewest possible %s)", w, baseName, number(other), number(fewest)), number(mus), mus >= 0 && other >= 0 && mus <= other)
 		}
 		// The single-gang preemption workloads bind within the harness's
 		// one-second samples: they have no throughput.
-		if def, mus := r.median(w, "default", throughput), r.median(w, "muster", throughput); def > 0 || mus > 0 {
+		if other, mus := r.median(w, base, throughput), r.median(w, "muster", throughput); other > 0 || mus > 0 {
 			floor := upstreamThroughputFloor[w]
 			if floor == 0 {
 				floor = 1
 			}
-			target(b, fmt.Sprintf("upstream %s throughput: muster ≥ %.1f × in-tree", w, floor), ratio(mus, def), def > 0 && mus >= floor*def)
+			target(b, fmt.Sprintf("upstream %s throughput: muster ≥ %.1f × %s%s", w, floor, baseName, inProcessReference(r, w, base, throughput)),
+				ratio(mus, other)+roundsOf(r, w, base, throughput), other > 0 && mus >= floor*other)
 		}
-		defA, musA := r.median(w, "default", admission), r.median(w, "muster", admission)
-		target(b, fmt.Sprintf("upstream %s: gang admission p99 ≤ 1.0 × in-tree's (%s ms)", w, number(defA)), number(musA)+" ms, "+ratio(musA, defA), musA >= 0 && defA > 0 && musA <= defA)
+		otherA, musA := r.median(w, base, admission), r.median(w, "muster", admission)
+		target(b, fmt.Sprintf("upstream %s: gang admission p99 ≤ 1.0 × %s's (%s ms)%s", w, baseName, number(otherA), inProcessReference(r, w, base, admission)),
+			number(musA)+" ms, "+ratio(musA, otherA)+roundsOf(r, w, base, admission), musA >= 0 && otherA > 0 && musA <= otherA)
+		if otherC, musC := r.median(w, "intree", cpu), r.median(w, "muster", cpu); otherC > 0 && musC >= 0 {
+			target(b, fmt.Sprintf("upstream %s: CPU per bound pod ≤ 1.0 × the in-tree process's (%s ms)", w, number(otherC)),
+				number(musC)+" ms, "+ratio(musC, otherC)+roundsOf(r, w, "intree", cpu), musC <= otherC)
+		}
 	}
+}
+
+// inProcessReference gives, where muster is held to the in-tree process,
+// its ratio to the in-tree profile in the harness's process too: today's
+// second reference.
+func inProcessReference(r results, workload, base string, m metric) string {
+	if base == "default" {
+		return ""
+	}
+	return fmt.Sprintf(" (in the harness's process: %s)", ratio(r.median(workload, "muster", m), r.median(workload, "default", m)))
+}
+
+// roundsOf lists muster's ratio to base in each round: round i of each
+// profile ran next to the other's. It is empty with a single round, or
+// when a profile lacks a round and the rounds cannot be paired.
+func roundsOf(r results, workload, base string, m metric) string {
+	values, bases := r.samples[key{workload, "muster", m.unit}], r.samples[key{workload, base, m.unit}]
+	if len(values) < 2 || len(values) != len(bases) {
+		return ""
+	}
+	var ratios []string
+	for i := range values {
+		ratios = append(ratios, ratio(values[i], bases[i]))
+	}
+	return "; rounds " + strings.Join(ratios, ", ")
 }
 
 func target(b *strings.Builder, what, figure string, met bool) {

@@ -118,12 +118,24 @@ func startScheduler(tCtx ktesting.TContext, name, configPath string, args []stri
 		stop()
 		return "", fmt.Errorf("%s did not become healthy (its log: %s): %w", name, log.Name(), err)
 	}
+	cpuAtStart, err := cpuSeconds(cmd.Process.Pid)
+	if err != nil {
+		stop()
+		return "", err
+	}
 	tCtx.Cleanup(func() {
 		defer stop()
 		if tCtx.TB().Failed() {
 			tCtx.Logf("the end of %s's log:\n%s", name, tail(log.Name(), 40))
 		}
 		if b, ok := tCtx.TB().(*testing.B); ok {
+			// The scheduler's CPU over the workload, from healthy to its
+			// end, as the simulator's bound_pods counts the pods it bound.
+			if cpu, err := cpuSeconds(cmd.Process.Pid); err != nil {
+				tCtx.Errorf("reading %s's CPU time: %v", name, err)
+			} else {
+				b.ReportMetric(cpu-cpuAtStart, "scheduler_cpu_s")
+			}
 			if err := reportSchedulerMetrics(tCtx, b, endpoint, collected); err != nil {
 				tCtx.Errorf("reading %s's metrics: %v", name, err)
 			}

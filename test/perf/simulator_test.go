@@ -550,6 +550,13 @@ func (s *simulator) report(b *testing.B, shapes map[types.NamespacedName]groupSh
 	}
 	preempted := s.preempted
 	s.mu.Unlock()
+	bound := 0
+	for _, p := range pods {
+		if !p.bound.IsZero() {
+			bound++
+		}
+	}
+	b.ReportMetric(float64(bound), "bound_pods")
 	if preempted > 0 {
 		b.ReportMetric(float64(preempted), "preempted_pods")
 	}

@@ -26,10 +26,15 @@ import (
 // podgroup/tas, workload_preemption and dra/workloadresourceclaims are
 // read from the module cache, with their templates,
 // which the harness resolves against the working directory. Each runs
-// twice:
+// three times:
 //   - `default`, as upstream wrote it: the harness's scheduler with
-//     kube-scheduler's default plugins and GenericWorkload on, so
-//     GangScheduling, the PodGroup scheduling cycle and DefaultPreemption;
+//     kube-scheduler's default plugins and the case's feature gates
+//     (GenericWorkload among them), so GangScheduling, the PodGroup
+//     scheduling cycle and DefaultPreemption, in the harness's process;
+//   - `intree`: the same profile and gates in kube-scheduler 1.37.2's own
+//     binary (bin/kube-scheduler, `make tools`), as a process of its own,
+//     exactly as muster-scheduler runs: both then pay for a second
+//     process and its informers, and each one's CPU is its own;
 //   - `muster`: muster-scheduler, bin/muster-scheduler as it ships, with
 //     GenericWorkload off (docs/architecture.md says why) and muster's
 //     profile (config/muster.yaml), as a process of its own, as Coscheduling
@@ -38,23 +43,29 @@ import (
 //     gate; its own scheduler runs config/elsewhere.yaml meanwhile.
 //
 // Only the case's name, which gets the profile, and the harness's scheduler
-// configuration for muster's case are added; the ops, parameters, labels
-// and templates are upstream's.
+// configuration for the process profiles are added; the ops, parameters,
+// labels and templates are upstream's.
 
 // upstreamPerfDir is where the module cache holds upstream's harness.
 var upstreamPerfDir = flag.String("upstream-perf-dir", "", "k8s.io/kubernetes's test/integration/scheduler_perf in the module cache (hack/bench.sh passes it)")
 
-// musterConfig is muster's profile under the harness's scheduler name, and
-// elsewhereConfig the harness's own scheduler's meanwhile, by absolute path:
-// the upstream cases run in upstream's directory.
+// musterConfig is muster's profile under the harness's scheduler name,
+// intreeConfig kube-scheduler's defaults under it, and elsewhereConfig the
+// harness's own scheduler's meanwhile, by absolute path: the upstream cases
+// run in upstream's directory.
 var (
 	musterConfig    = inPerfDir("config/muster.yaml")
+	intreeConfig    = inPerfDir("config/intree.yaml")
 	elsewhereConfig = inPerfDir("config/elsewhere.yaml")
 )
 
 // musterScheduler is muster-scheduler's binary, which `make build` builds
-// into bin/.
-const musterScheduler = "muster-scheduler"
+// into bin/; intreeScheduler is kube-scheduler's, which `make tools` builds
+// there from the module graph's k8s.io/kubernetes.
+const (
+	musterScheduler = "muster-scheduler"
+	intreeScheduler = "kube-scheduler"
+)
 
 func BenchmarkUpstreamGangScheduling(b *testing.B) {
 	runUpstream(b, "podgroup/gangscheduling")
@@ -87,22 +98,26 @@ func runUpstream(b *testing.B, dir string) {
 		b.Fatal("-upstream-perf-dir is not set: run the upstream benchmarks through hack/bench.sh")
 	}
 	upstream := filepath.Join(*upstreamPerfDir, dir)
-	cases, err := withMusterProfile(filepath.Join(upstream, "performance-config.yaml"), b.TempDir())
+	cases, gates, err := withProcessProfiles(filepath.Join(upstream, "performance-config.yaml"), b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Chdir(upstream)
-	perf.RunBenchmarkPerfScheduling(b, cases, "muster", nil, perf.WithPrepareFn(prepareUpstream))
+	perf.RunBenchmarkPerfScheduling(b, cases, "muster", nil, perf.WithPrepareFn(func(tCtx ktesting.TContext) error {
+		return prepareUpstream(tCtx, gates)
+	}))
 }
 
-// prepareUpstream starts muster-scheduler for muster's cases, and the
-// simulator, which measures gangs alike for both profiles and reads
-// scheduler-plugins' PodGroups too.
-func prepareUpstream(tCtx ktesting.TContext) error {
+// prepareUpstream starts muster-scheduler for muster's cases and
+// kube-scheduler, with the case's feature gates (by case name), for the
+// in-tree process's; then the simulator, which measures gangs alike for
+// every profile and reads scheduler-plugins' PodGroups too.
+func prepareUpstream(tCtx ktesting.TContext, caseGates map[string]string) error {
 	if err := installPodGroupCRD(tCtx, tCtx.RESTConfig()); err != nil {
 		return err
 	}
-	if profileOf(tCtx.TB().Name()) == "muster" {
+	switch profileOf(tCtx.TB().Name()) {
+	case "muster":
 		gates, err := manifests.SchedulerFeatureGates()
 		if err != nil {
 			return err
@@ -113,6 +128,14 @@ func prepareUpstream(tCtx ktesting.TContext) error {
 		}
 		if *musterCPUProfile != "" {
 			profileScheduler(tCtx, endpoint, *musterCPUProfile)
+		}
+	case "intree":
+		var args []string
+		if gates := caseGates[caseOf(tCtx.TB().Name())]; gates != "" {
+			args = append(args, "--feature-gates="+gates)
+		}
+		if _, err := startScheduler(tCtx, intreeScheduler, intreeConfig, args, nil); err != nil {
+			return err
 		}
 	}
 	return startSimulator(tCtx)
@@ -152,35 +175,46 @@ func profileScheduler(tCtx ktesting.TContext, endpoint, path string) {
 	}()
 }
 
-// withMusterProfile writes, into dir, upstream's test cases each under two
-// names, <Case>-default as it is and <Case>-muster with the harness's
-// scheduler elsewhere, and returns the file's path.
-func withMusterProfile(path, dir string) (string, error) {
+// withProcessProfiles writes, into dir, upstream's test cases each under
+// three names: <Case>-default as it is, and <Case>-intree and <Case>-muster
+// with the harness's scheduler elsewhere. It returns the file's path and,
+// by case, the case's feature gates as kube-scheduler's --feature-gates
+// takes them, for the in-tree process.
+func withProcessProfiles(path, dir string) (string, map[string]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("reading upstream's test cases: %w", err)
+		return "", nil, fmt.Errorf("reading upstream's test cases: %w", err)
 	}
 	var cases []map[string]any
 	if err := yaml.Unmarshal(data, &cases); err != nil {
-		return "", fmt.Errorf("decoding %s: %w", path, err)
+		return "", nil, fmt.Errorf("decoding %s: %w", path, err)
 	}
-	var both []map[string]any
+	var all []map[string]any
+	gates := map[string]string{}
 	for _, c := range cases {
 		if _, set := c["schedulerConfigPath"]; set {
-			return "", fmt.Errorf("%s: test case %v has its own schedulerConfigPath, which one profile cannot replace", path, c["name"])
+			return "", nil, fmt.Errorf("%s: test case %v has its own schedulerConfigPath, which one profile cannot replace", path, c["name"])
 		}
-		asIs, withMuster := maps.Clone(c), maps.Clone(c)
-		asIs["name"] = fmt.Sprintf("%v-default", c["name"])
-		withMuster["name"] = fmt.Sprintf("%v-muster", c["name"])
-		withMuster["schedulerConfigPath"] = elsewhereConfig
-		both = append(both, asIs, withMuster)
+		name := fmt.Sprint(c["name"])
+		if gates[name], err = featureGatesFlag(c["featureGates"]); err != nil {
+			return "", nil, fmt.Errorf("%s: test case %s: %w", path, name, err)
+		}
+		asIs := maps.Clone(c)
+		asIs["name"] = name + "-default"
+		all = append(all, asIs)
+		for _, profile := range []string{"intree", "muster"} {
+			elsewhere := maps.Clone(c)
+			elsewhere["name"] = name + "-" + profile
+			elsewhere["schedulerConfigPath"] = elsewhereConfig
+			all = append(all, elsewhere)
+		}
 	}
-	out, err := yaml.Marshal(both)
+	out, err := yaml.Marshal(all)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	written := filepath.Join(dir, "performance-config.yaml")
-	return written, os.WriteFile(written, out, 0o600)
+	return written, gates, os.WriteFile(written, out, 0o600)
 }
 
 // inPerfDir makes a path of test/perf absolute, from the directory the
