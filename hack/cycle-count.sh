@@ -2,8 +2,8 @@
 # Counts, for one successful scheduling cycle of one gang member through
 # muster's plugins (every PreEnqueue, then PreFilter, Filter, Reserve,
 # Permit and PreBind), how often the pod's group is derived
-# (topology.GroupOf) and its PodGroup looked up (group.Model's PodGroup and
-# UpstreamPodGroup): issue 61's measure of the cycle record. It counts in a
+# (topology.GroupOf) and its PodGroup looked up (group.Model's PodGroup,
+# UpstreamPodGroup, PodGroupsOf and UpstreamPodGroupOf): issue 61's measure of the cycle record. It counts in a
 # throwaway worktree of REV (default HEAD), instrumented there, and removes
 # it again.
 #
@@ -20,6 +20,8 @@ perl -0pi -e 's/(func GroupOf\(pod \*corev1\.Pod\) \(types\.NamespacedName, bool
 printf '\n// Derivations counts GroupOf calls (hack/cycle-count.sh).\nvar Derivations atomic.Int64\n' >>"$dir/pkg/topology/identity.go"
 perl -0pi -e 's/import \(/import (\n\t"sync\/atomic"/' "$dir/pkg/topology/identity.go"
 perl -0pi -e 's/(func \(m \*Model\) (?:Upstream)?PodGroup\(key types\.NamespacedName\) \*[a-z0-9]+\.PodGroup \{\n)/$1\tLookups.Add(1)\n/g' "$dir/pkg/plugins/internal/group/model.go"
+# Since the record holds the PodGroup the pod names too: the lookups of both.
+perl -0pi -e 's/(func \(m \*Model\) (?:PodGroupsOf\(key types\.NamespacedName, pod|UpstreamPodGroupOf\(pod) \*corev1\.Pod\) [^{]*\{\n)/$1\tLookups.Add(1)\n/g' "$dir/pkg/plugins/internal/group/model.go"
 printf '\n// Lookups counts PodGroup lookups (hack/cycle-count.sh).\nvar Lookups atomic.Int64\n' >>"$dir/pkg/plugins/internal/group/model.go"
 grep -q '"sync/atomic"' "$dir/pkg/plugins/internal/group/model.go" ||
 	perl -0pi -e 's/import \(/import (\n\t"sync\/atomic"/' "$dir/pkg/plugins/internal/group/model.go"

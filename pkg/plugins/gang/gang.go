@@ -60,6 +60,7 @@ var (
 // group model that owns them (group.Model).
 type Groups interface {
 	PodGroup(key types.NamespacedName) *v1alpha1.PodGroup
+	PodGroupsOf(key types.NamespacedName, pod *corev1.Pod) (*v1alpha1.PodGroup, *schedulingv1beta1.PodGroup)
 	UpstreamPodGroup(key types.NamespacedName) *schedulingv1beta1.PodGroup
 	NotAMember(pod *corev1.Pod, pg *v1alpha1.PodGroup) string
 	Members(key types.NamespacedName) ([]*corev1.Pod, error)
@@ -321,8 +322,8 @@ func (g *Gang) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Po
 		groupstate.Record(state, &groupstate.Cycle{})
 		return nil, nil
 	}
-	pg := g.podGroup(key)
-	cycle := &groupstate.Cycle{Grouped: true, Key: key, PodGroup: pg}
+	pg, named := g.groups.PodGroupsOf(key, pod)
+	cycle := &groupstate.Cycle{Grouped: true, Key: key, PodGroup: pg, NamedPodGroup: named}
 	if pg == nil {
 		groupstate.Record(state, cycle)
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForPodGroupMessage(key, topology.GroupFieldOf(pod)))

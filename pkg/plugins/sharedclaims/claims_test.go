@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 	"k8s.io/utils/ptr"
 
@@ -110,7 +109,7 @@ func TestAMemberIsLentThePodGroupsReservationWithTheAllocation(t *testing.T) {
 
 func TestAMemberOfAPodGroupsClaimTakesNoTurn(t *testing.T) {
 	s, _ := trainingClaim(t)
-	status := s.PreBind(context.Background(), framework.NewCycleState(), trainee("a"), "n1")
+	status := s.PreBind(context.Background(), recorded(s, trainee("a")), trainee("a"), "n1")
 	require.True(t, status.IsSuccess(), status.AsError())
 	assert.True(t, turnIsFree(t, s, "train-gpu-x1"), "a member took the turn of its PodGroup's claim, which the others would wait for")
 }

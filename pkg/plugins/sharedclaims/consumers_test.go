@@ -53,7 +53,9 @@ func membersNaming(count int, claim string) []*corev1.Pod {
 // attempt entered, as Gang's PreFilter leaves it.
 func preFilterInGang(s *SharedClaims, pg *v1alpha1.PodGroup, pod *corev1.Pod) *fwk.Status {
 	state := framework.NewCycleState()
-	groupstate.Record(state, &groupstate.Cycle{Grouped: true, Key: key("job"), PodGroup: pg, Entered: true})
+	c := cycleOf(s, pod)
+	c.Key, c.PodGroup = key("job"), pg
+	groupstate.Record(state, c)
 	_, status := s.PreFilter(context.Background(), state, pod, nil)
 	return status
 }

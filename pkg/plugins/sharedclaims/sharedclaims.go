@@ -72,9 +72,6 @@ type Gangs interface {
 	// IsReserved reports whether the member holds a reservation in its
 	// gang's attempt.
 	IsReserved(key types.NamespacedName, uid types.UID) bool
-	// UpstreamPodGroupOf is the scheduling.k8s.io PodGroup the pod names,
-	// or nil.
-	UpstreamPodGroupOf(pod *corev1.Pod) *schedulingv1beta1.PodGroup
 }
 
 // SharedClaims lends a gang member's allocation in flight to the members
@@ -141,14 +138,14 @@ func (s *SharedClaims) PreFilter(ctx context.Context, state fwk.CycleState, pod 
 	if len(pod.Spec.ResourceClaims) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	podGroup := s.gangs.UpstreamPodGroupOf(pod)
-	shared := sharedClaimsOf(pod, podGroup)
-	if len(shared) == 0 {
-		return nil, fwk.NewStatus(fwk.Skip)
-	}
 	cycle, err := groupstate.CycleOf(state)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
+	}
+	podGroup := cycle.NamedPodGroup
+	shared := sharedClaimsOf(pod, podGroup)
+	if len(shared) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	key, grouped := cycle.Key, cycle.Grouped
 	var lent borrowed
@@ -215,8 +212,15 @@ func (s *SharedClaims) reservedSharer(key types.NamespacedName, pod *corev1.Pod,
 
 // PreBindPreFlight takes part in the binding of a pod that shares a claim
 // only.
-func (s *SharedClaims) PreBindPreFlight(_ context.Context, _ fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	if s.dra == nil || len(pod.Spec.ResourceClaims) == 0 || len(sharedClaimsOf(pod, s.gangs.UpstreamPodGroupOf(pod))) == 0 {
+func (s *SharedClaims) PreBindPreFlight(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if s.dra == nil || len(pod.Spec.ResourceClaims) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	cycle, err := groupstate.CycleOf(state)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	if len(sharedClaimsOf(pod, cycle.NamedPodGroup)) == 0 {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return nil, nil
@@ -230,7 +234,11 @@ func (s *SharedClaims) PreBind(ctx context.Context, state fwk.CycleState, pod *c
 	if status := s.awaitLoans(ctx, state, pod); !status.IsSuccess() {
 		return status
 	}
-	held, err := s.writers.take(ctx, reservedForEachPod(pod, s.gangs.UpstreamPodGroupOf(pod)))
+	cycle, err := groupstate.CycleOf(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	held, err := s.writers.take(ctx, reservedForEachPod(pod, cycle.NamedPodGroup))
 	if err != nil {
 		return fwk.AsStatus(fmt.Errorf("waiting for another pod to finish writing a ResourceClaim %s names: %w", pod.Name, err))
 	}

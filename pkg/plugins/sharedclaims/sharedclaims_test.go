@@ -34,8 +34,24 @@ type gangs struct {
 
 func (g *gangs) Members(key types.NamespacedName) ([]*corev1.Pod, error) { return g.members[key], nil }
 func (g *gangs) IsReserved(_ types.NamespacedName, uid types.UID) bool   { return g.reserved.Has(uid) }
-func (g *gangs) UpstreamPodGroupOf(pod *corev1.Pod) *schedulingv1beta1.PodGroup {
-	return g.podGroups[topology.UpstreamGroupName(pod)]
+
+// cycleOf is the record Gang's PreFilter leaves for the pod, a member whose
+// gang's attempt it entered, with the scheduling.k8s.io PodGroup it names
+// as s's gangs have it.
+func cycleOf(s *SharedClaims, pod *corev1.Pod) *groupstate.Cycle {
+	key, grouped := topology.GroupOf(pod)
+	c := &groupstate.Cycle{Grouped: grouped, Key: key, Entered: grouped}
+	if g, ok := s.gangs.(*gangs); ok {
+		c.NamedPodGroup = g.podGroups[topology.UpstreamGroupName(pod)]
+	}
+	return c
+}
+
+// recorded is a cycle state holding the pod's record (cycleOf).
+func recorded(s *SharedClaims, pod *corev1.Pod) fwk.CycleState {
+	state := framework.NewCycleState()
+	groupstate.Record(state, cycleOf(s, pod))
+	return state
 }
 
 // member is a pod of the gang that names the claim.
@@ -82,9 +98,7 @@ func cached(t *testing.T, dra *devicestest.DRA) *resourcev1.ResourceClaim {
 // tests of members' consumer entries give one (preFilterInGang).
 func preFilter(t *testing.T, s *SharedClaims, pod *corev1.Pod) (fwk.CycleState, *fwk.Status) {
 	t.Helper()
-	state := framework.NewCycleState()
-	key, grouped := topology.GroupOf(pod)
-	groupstate.Record(state, &groupstate.Cycle{Grouped: grouped, Key: key, Entered: grouped})
+	state := recorded(s, pod)
 	_, status := s.PreFilter(context.Background(), state, pod, nil)
 	return state, status
 }
@@ -231,6 +245,26 @@ func TestPreBindGivesUpAfterItsTimeout(t *testing.T) {
 	status = s.PreBind(context.Background(), state, member("job", "b", "shared"), "n1")
 	require.False(t, status.IsSuccess(), "b waits for ever for an allocation never written")
 	assert.Contains(t, status.AsError().Error(), "waiting for member a to write the allocation of ResourceClaim team/shared")
+}
+
+func TestAStepWithNoCycleRecordIsAnErrorNamingTheFix(t *testing.T) {
+	s, _, _ := sharing(t)
+	pod := member("job", "b", "shared")
+	for step, run := range map[string]func(fwk.CycleState) *fwk.Status{
+		"PreFilter": func(state fwk.CycleState) *fwk.Status {
+			_, status := s.PreFilter(context.Background(), state, pod, nil)
+			return status
+		},
+		"PreBindPreFlight": func(state fwk.CycleState) *fwk.Status {
+			_, status := s.PreBindPreFlight(context.Background(), state, pod, "n1")
+			return status
+		},
+		"PreBind": func(state fwk.CycleState) *fwk.Status { return s.PreBind(context.Background(), state, pod, "n1") },
+	} {
+		status := run(framework.NewCycleState())
+		require.Equal(t, fwk.Error, status.Code(), "%s read the pod's PodGroup again instead of the record", step)
+		assert.ErrorIs(t, status.AsError(), groupstate.ErrNoCycleRecord, step)
+	}
 }
 
 func TestWithoutDevicesThePluginSkips(t *testing.T) {

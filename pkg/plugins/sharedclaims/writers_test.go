@@ -34,7 +34,7 @@ func writersOnly() *SharedClaims {
 // cycle's state, for its PostBind or Unreserve.
 func preBind(t *testing.T, s *SharedClaims, ctx context.Context, pod *corev1.Pod) (fwk.CycleState, *fwk.Status) {
 	t.Helper()
-	state := framework.NewCycleState()
+	state := recorded(s, pod)
 	return state, s.PreBind(ctx, state, pod, "n1")
 }
 
@@ -154,12 +154,12 @@ func TestTurnsAreTakenInTheOrderOfTheClaimsNames(t *testing.T) {
 
 func TestPreBindOfAPodNamingAClaimTakesPart(t *testing.T) {
 	s := writersOnly()
-	_, status := s.PreBindPreFlight(context.Background(), framework.NewCycleState(), naming("x", "shared"), "n1")
+	_, status := s.PreBindPreFlight(context.Background(), recorded(s, naming("x", "shared")), naming("x", "shared"), "n1")
 	assert.True(t, status.IsSuccess(), "a pod naming a claim would write it without its turn: %v", status.AsError())
 
 	own := st.MakePod().Namespace(ns).Name("own").UID("own").Obj()
 	own.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu")}}
-	_, status = s.PreBindPreFlight(context.Background(), framework.NewCycleState(), own, "n1")
+	_, status = s.PreBindPreFlight(context.Background(), recorded(s, own), own, "n1")
 	assert.Equal(t, fwk.Skip, status.Code(), "a claim made from a template is the pod's alone")
 
 	_, status = NewWithGangs(&gangs{}, nil, time.Second).PreBindPreFlight(context.Background(), framework.NewCycleState(), naming("x", "shared"), "n1")

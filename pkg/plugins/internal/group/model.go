@@ -372,20 +372,43 @@ func (m *Model) podListeners() []func(PodChange) {
 // PodGroup returns the group's PodGroup, in the model's one shape, or nil
 // when neither source has it.
 func (m *Model) PodGroup(key types.NamespacedName) *v1alpha1.PodGroup {
+	pg, _ := m.podGroupShapes(key)
+	return pg
+}
+
+// PodGroupsOf returns, for a scheduling cycle's record, the group's
+// PodGroup in muster's shape, as PodGroup does, and the scheduling.k8s.io
+// PodGroup the pod names in spec.schedulingGroup as the API serves it, as
+// UpstreamPodGroupOf does: one lookup gives both where the group is the
+// PodGroup the pod names.
+func (m *Model) PodGroupsOf(key types.NamespacedName, pod *corev1.Pod) (*v1alpha1.PodGroup, *schedulingv1beta1.PodGroup) {
+	pg, upstream := m.podGroupShapes(key)
+	switch named := topology.UpstreamGroupName(pod); {
+	case named == "":
+		return pg, nil
+	case upstream == nil || upstream.Name != named:
+		return pg, m.UpstreamPodGroupOf(pod)
+	}
+	return pg, upstream
+}
+
+// podGroupShapes returns the group's PodGroup in muster's shape and, when
+// the group is scheduling.k8s.io's, that PodGroup as the API serves it.
+func (m *Model) podGroupShapes(key types.NamespacedName) (*v1alpha1.PodGroup, *schedulingv1beta1.PodGroup) {
 	if pg := m.ownPodGroup(key); pg != nil {
-		return pg
+		return pg, nil
 	}
 	if m.upstream == nil {
-		return nil
+		return nil, nil
 	}
 	upstream, err := m.upstream.PodGroups(key.Namespace).Get(key.Name)
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
 			klog.Background().Error(err, "Reading PodGroup", "podGroup", key, "api", topology.UpstreamPodGroupVersion)
 		}
-		return nil
+		return nil, nil
 	}
-	return m.inOneShape(key, upstream)
+	return m.inOneShape(key, upstream), upstream
 }
 
 // ownPodGroup returns scheduler-plugins' PodGroup of the name, or nil.
@@ -419,17 +442,7 @@ func (m *Model) inOneShape(key types.NamespacedName, upstream *schedulingv1beta1
 // serves it, for what the one shape does not hold (its priority and
 // disruption mode); nil when the group is scheduler-plugins' or missing.
 func (m *Model) UpstreamPodGroup(key types.NamespacedName) *schedulingv1beta1.PodGroup {
-	if m.upstream == nil {
-		return nil
-	}
-	// scheduler-plugins' PodGroup of the name is the group (PodGroup).
-	if m.ownPodGroup(key) != nil {
-		return nil
-	}
-	upstream, err := m.upstream.PodGroups(key.Namespace).Get(key.Name)
-	if err != nil {
-		return nil
-	}
+	_, upstream := m.podGroupShapes(key)
 	return upstream
 }
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	schedulingv1beta1listers "k8s.io/client-go/listers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 	schedulingfake "sigs.k8s.io/scheduler-plugins/pkg/generated/clientset/versioned/fake"
 
@@ -55,6 +56,58 @@ func TestPodGroupReadsBothSources(t *testing.T) {
 
 	assert.Equal(t, "train", m.UpstreamPodGroup(types.NamespacedName{Namespace: "ns", Name: "train"}).Name, "an upstream group's own PodGroup is read for its priority and disruption mode")
 	assert.Nil(t, m.UpstreamPodGroup(types.NamespacedName{Namespace: "ns", Name: "both"}), "where scheduler-plugins' PodGroup is the group, the upstream one of its name is not")
+}
+
+// TestPodGroupsOfGivesTheGroupAndThePodGroupThePodNames: the cycle's
+// record holds the group's PodGroup in muster's shape and the
+// scheduling.k8s.io PodGroup the pod names, whose claims are reserved for
+// it; the same object where the group is that PodGroup.
+func TestPodGroupsOfGivesTheGroupAndThePodGroupThePodNames(t *testing.T) {
+	ours := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	upstream := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	require.NoError(t, ours.Add(&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "labeled"}, Spec: v1alpha1.PodGroupSpec{MinMember: 2}}))
+	for _, name := range []string{"train", "claims"} {
+		require.NoError(t, upstream.Add(&schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)}}))
+	}
+	m := NewModel(ours, cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{IndexName: IndexFunc}))
+	m.upstream = schedulingv1beta1listers.NewPodGroupLister(upstream)
+	pod := func(label, named string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
+		if label != "" {
+			p.Labels = map[string]string{topology.GroupLabel: label}
+		}
+		if named != "" {
+			p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(named)}
+		}
+		return p
+	}
+	tests := []struct {
+		name                 string
+		pod                  *corev1.Pod
+		wantGroup, wantNamed string
+	}{
+		{"a scheduler-plugins group's member names no PodGroup of upstream's", pod("labeled", ""), "labeled", ""},
+		{"an upstream group is the PodGroup its member names", pod("", "train"), "train", "train"},
+		{"a labeled member naming an upstream PodGroup for its claims gets both", pod("labeled", "claims"), "labeled", "claims"},
+		{"a member naming a PodGroup still to come gets neither", pod("", "later"), "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key, _ := topology.GroupOf(tt.pod)
+			pg, named := m.PodGroupsOf(key, tt.pod)
+			if tt.wantGroup == "" {
+				assert.Nil(t, pg)
+			} else if assert.NotNil(t, pg) {
+				assert.Equal(t, tt.wantGroup, pg.Name)
+			}
+			if tt.wantNamed == "" {
+				assert.Nil(t, named)
+			} else if assert.NotNil(t, named) {
+				assert.Equal(t, tt.wantNamed, named.Name)
+				assert.Equal(t, m.UpstreamPodGroupOf(tt.pod), named, "the record's PodGroup is the one SharedClaims read before")
+			}
+		})
+	}
 }
 
 // TestHandlersSeeOneShape: a handler of PodGroup events gets upstream

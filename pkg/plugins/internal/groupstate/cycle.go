@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
@@ -31,6 +32,11 @@ type Cycle struct {
 	// PodGroup is the group's PodGroup in muster's shape; nil while the
 	// group has none.
 	PodGroup *v1alpha1.PodGroup
+	// NamedPodGroup is the scheduling.k8s.io PodGroup the pod names in
+	// spec.schedulingGroup, as the API serves it, whose claims are
+	// reserved for it rather than for each pod (podgroupdra,
+	// SharedClaims); nil when the pod names none, or it does not exist.
+	NamedPodGroup *schedulingv1beta1.PodGroup
 	// Topology is what the PodGroup declares of the group; nil when it
 	// declares nothing, or has no PodGroup, or TopologyErr says what is
 	// wrong with it.
