@@ -31,6 +31,12 @@ TOOLS := \
 	containerd-shim-runc-v2=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@containerd \
 	ctr=github.com/containerd/containerd/v2/cmd/ctr@containerd
 
+# The next Kubernetes release's control plane, hack/tools/kube-next's pin,
+# built with the Go release it needs (go.mod's toolchain, through the module
+# proxy), to run muster as built against it: version skew.
+KUBE_NEXT_VERSION := $(shell awk '$$1 == "require" && $$2 == "k8s.io/kubernetes" {print $$3}' hack/tools/kube-next/go.mod)
+KUBE_NEXT_GO := $(shell awk '$$1 == "toolchain" {print $$2}' hack/tools/kube-next/go.mod)
+
 # What real nodes (muster-local up --real-nodes) run from Debian's packages:
 # the OCI runtime, the CNI plugins (bridge, host-local, portmap, loopback),
 # kube-proxy's iptables and conntrack, and mmdebstrap, which builds the
@@ -82,6 +88,15 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, k
 test: tools build images example-images conformance-deps ## Unit, integration and conformance tests, against a real control plane; the Helm chart's tests, in their own module.
 	go test -count=1 -timeout 30m ./...
 	cd charts && go test -count=1 ./...
+
+.PHONY: control-plane-next
+control-plane-next: ## Build kube-apiserver and kube-controller-manager of the next Kubernetes release (hack/tools/kube-next) into bin/control-plane/VERSION/, with the Go release it needs (skipped when current).
+	@for tool in kube-apiserver kube-controller-manager; do \
+		GOTOOLCHAIN=$(KUBE_NEXT_GO) hack/build-tool.sh control-plane/$(KUBE_NEXT_VERSION)/$$tool k8s.io/kubernetes/cmd/$$tool kube-next || exit 1; done
+
+.PHONY: test-skew
+test-skew: tools build images example-images conformance-deps control-plane-next ## The integration and conformance tests against the next release's control plane (KUBE_NEXT_VERSION: its kube-apiserver and kube-controller-manager), muster as built.
+	MUSTER_KUBE_VERSION=$(KUBE_NEXT_VERSION) go test -count=1 -timeout 40m ./test/integration/... ./test/conformance/...
 
 .PHONY: unit
 unit: ## Unit tests only: no control plane.

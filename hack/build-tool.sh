@@ -2,7 +2,8 @@
 # Builds one tool of the control plane into bin/, unless bin/ already holds it
 # at the version its module pins. A tool is built from hack/tools/MODULE,
 # MODULE being NAME unless given, when that module exists, else from
-# hack/tools.
+# hack/tools. NAME may hold a directory under bin/, as
+# control-plane/VERSION/kube-apiserver does.
 #
 #   hack/build-tool.sh NAME PACKAGE [MODULE]
 set -euo pipefail
@@ -19,7 +20,7 @@ cd "$module_dir"
 
 module=$(go list -f '{{.Module.Path}}' "$package")
 pinned=$(go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' "$module")
-stamp=$bin/.$name.version
+stamp=$(dirname "$bin/$name")/.$(basename "$name").version
 if [[ -x $bin/$name && -f $stamp && $(cat "$stamp") == "$pinned" ]]; then
 	exit 0
 fi
@@ -37,12 +38,13 @@ elif [[ $module == k8s.io/kubernetes ]]; then
 fi
 
 key=$(tool_cache_key "$pinned")
-mkdir -p "$bin"
-if tool_cache_fetch "$name" "$key" "$bin/$name"; then
+cached=${name//\//_}
+mkdir -p "$(dirname "$bin/$name")"
+if tool_cache_fetch "$cached" "$key" "$bin/$name"; then
 	echo "$name $pinned from $tool_cache_dir"
 else
-	echo "building $name $pinned"
+	echo "building $name $pinned with $(go env GOVERSION)"
 	CGO_ENABLED=0 go build -trimpath "${ldflags[@]}" -o "$bin/$name" "$package"
-	tool_cache_store "$name" "$key" "$bin/$name"
+	tool_cache_store "$cached" "$key" "$bin/$name"
 fi
 echo "$pinned" > "$stamp"

@@ -123,6 +123,7 @@ Stop it:
 	flags.IntVar(&opts.NodesPerRack, "nodes-per-rack", 0, "label the nodes into racks of this many, under "+localcluster.RackLabel+" (rack-0, rack-1, …); 0 for none")
 	flags.IntVar(&opts.RacksPerBlock, "racks-per-block", 0, "group the racks into blocks of this many, under "+localcluster.BlockLabel+"; 0 for none")
 	flags.StringVar(&opts.BinDir, "bin-dir", opts.BinDir, "directory holding etcd, kube-apiserver, kube-controller-manager, kwok and muster-scheduler")
+	flags.StringVar(&opts.KubeVersion, "kube-version", "", "run kube-apiserver and kube-controller-manager of this Kubernetes version, from --bin-dir/control-plane/VERSION (make control-plane-next builds the one hack/tools/kube-next pins), against muster as built; empty is --bin-dir's own, the release muster is built on")
 	flags.IntVar(&opts.ControllerReplicas, "controller-replicas", 1, "muster-controller replicas; several elect a leader and serve the webhooks behind a front, as a Service would")
 	flags.BoolVar(&opts.WorkloadAPI, "workload-api", false, "serve upstream's scheduling.k8s.io/v1beta1 Workloads and PodGroups (GenericWorkload, WorkloadWithJob, TopologyAwareWorkloadScheduling and DRAWorkloadResourceClaims on), whose PodGroups muster-scheduler also reads as groups")
 	flags.BoolVar(&kueue, "kueue", false, "run Kueue (bin/kueue, built by 'make tools') in front of muster-scheduler, its webhooks served on loopback, its integrations for batch/Job, pod groups, JobSet, the Kubeflow jobs and TrainJob on")

@@ -60,6 +60,16 @@ const (
 // programs are the binaries a cluster runs, in the order it starts them.
 var programs = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "muster-scheduler", "muster-controller"}
 
+// controlPlanePrograms are the programs Options.KubeVersion takes from
+// another release.
+var controlPlanePrograms = []string{"kube-apiserver", "kube-controller-manager"}
+
+// ControlPlaneDir is where `make control-plane-next` builds the control
+// plane of Kubernetes version, under binDir.
+func ControlPlaneDir(binDir, version string) string {
+	return filepath.Join(binDir, "control-plane", version)
+}
+
 //go:embed kwok-stages.yaml
 var kwokStages []byte
 
@@ -70,6 +80,12 @@ type Options struct {
 	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kwok,
 	// muster-scheduler and muster-controller.
 	BinDir string
+	// KubeVersion, when set, is the Kubernetes version of the control
+	// plane, kube-apiserver and kube-controller-manager, taken from
+	// ControlPlaneDir(BinDir, KubeVersion) instead of BinDir: muster, built
+	// on the release BinDir holds, against another one (version skew).
+	// The API server must report exactly that version.
+	KubeVersion string
 	// Nodes is how many simulated nodes to create.
 	Nodes int
 	// NodeCPU, NodeMemory and NodeGPUs are each node's allocatable
@@ -269,11 +285,30 @@ func (o Options) validate() error {
 		}
 	}
 	for _, name := range needed {
+		if o.KubeVersion != "" && slices.Contains(controlPlanePrograms, name) {
+			continue
+		}
 		if _, err := os.Stat(filepath.Join(o.BinDir, name)); err != nil {
 			return fmt.Errorf("%s is missing from %s: run `make tools build` first", name, o.BinDir)
 		}
 	}
+	if o.KubeVersion != "" {
+		dir := ControlPlaneDir(o.BinDir, o.KubeVersion)
+		for _, name := range controlPlanePrograms {
+			if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+				return fmt.Errorf("--kube-version=%s: %s is missing from %s: build it with `make control-plane-next`, which builds the version hack/tools/kube-next pins", o.KubeVersion, name, dir)
+			}
+		}
+	}
 	return nil
+}
+
+// binaryDir is where the cluster's program name comes from.
+func (o Options) binaryDir(name string) string {
+	if o.KubeVersion != "" && slices.Contains(controlPlanePrograms, name) {
+		return ControlPlaneDir(o.BinDir, o.KubeVersion)
+	}
+	return o.BinDir
 }
 
 // Load reads the state of the cluster in dir.

@@ -25,6 +25,15 @@ func fakeBinDir(t *testing.T) string {
 
 func TestOptionsValidate(t *testing.T) {
 	bin := fakeBinDir(t)
+	const next = "v1.99.0-beta.0"
+	if err := os.MkdirAll(ControlPlaneDir(bin, next), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range controlPlanePrograms {
+		if err := os.WriteFile(filepath.Join(ControlPlaneDir(bin, next), name), nil, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tests := []struct {
 		name    string
 		change  func(*Options)
@@ -42,6 +51,8 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "bad CPU", change: func(o *Options) { o.NodeCPU = "lots" }, wantErr: `--node-cpu="lots" is not a quantity`},
 		{name: "bad memory", change: func(o *Options) { o.NodeMemory = "1 GB" }, wantErr: `--node-memory="1 GB" is not a quantity`},
 		{name: "no binaries", change: func(o *Options) { o.BinDir = t.TempDir() }, wantErr: "run `make tools build` first"},
+		{name: "another release's control plane, built", change: func(o *Options) { o.KubeVersion = next }},
+		{name: "another release's control plane, not built", change: func(o *Options) { o.KubeVersion = "v1.98.0" }, wantErr: "--kube-version=v1.98.0: kube-apiserver is missing from " + ControlPlaneDir(bin, "v1.98.0") + ": build it with `make control-plane-next`"},
 		{name: "real nodes alone", change: func(o *Options) { o.Nodes, o.RealNodes = 0, -1 }, wantErr: "--real-nodes=-1: cannot be negative"},
 		{name: "more real nodes than the pod network has subnets", change: func(o *Options) { o.RealNodes = 251 }, wantErr: "--real-nodes=251: at most 250"},
 		{name: "real nodes without images", change: func(o *Options) { o.RealNodes, o.ManifestsDir = 1, "manifests" }, wantErr: "real nodes need --images-dir"},
@@ -136,5 +147,25 @@ func TestTheNodesAreLabelledIntoRacksAndBlocks(t *testing.T) {
 	}
 	if got := (Options{NodesPerRack: 3}).topologyLabels(3); !maps.Equal(got, map[string]string{RackLabel: "rack-1"}) {
 		t.Errorf("racks without blocks: %v", got)
+	}
+}
+
+func TestBinaryDirTakesOnlyTheControlPlaneFromAnotherRelease(t *testing.T) {
+	tests := []struct {
+		name, kubeVersion, program, want string
+	}{
+		{"the API server of the version asked for", "v1.38.0-beta.0", "kube-apiserver", "/bin/control-plane/v1.38.0-beta.0"},
+		{"the controller manager of the version asked for", "v1.38.0-beta.0", "kube-controller-manager", "/bin/control-plane/v1.38.0-beta.0"},
+		{"muster as built, whatever the control plane", "v1.38.0-beta.0", "muster-scheduler", "/bin"},
+		{"etcd and the nodes as built", "v1.38.0-beta.0", "kwok", "/bin"},
+		{"no version: everything from bin/", "", "kube-apiserver", "/bin"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := Options{BinDir: "/bin", KubeVersion: tt.kubeVersion}
+			if got := opts.binaryDir(tt.program); got != tt.want {
+				t.Errorf("binaryDir(%q) = %q, want %q", tt.program, got, tt.want)
+			}
+		})
 	}
 }

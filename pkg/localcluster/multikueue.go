@@ -46,10 +46,12 @@ type MultiKueueOptions struct {
 	// Dir holds a directory per cluster: manager, worker-1, worker-2, …
 	Dir    string
 	BinDir string
+	// KubeVersion is every cluster's control plane, as Options.KubeVersion.
+	KubeVersion string
 	// Workers is how many worker clusters run.
 	Workers int
-	// Worker are the options of each worker; its Dir, BinDir, Detach and
-	// Logf are the MultiKueue's.
+	// Worker are the options of each worker; its Dir, BinDir,
+	// KubeVersion, Detach and Logf are the MultiKueue's.
 	Worker Options
 	// Manager configures the manager's dispatching.
 	Manager MultiKueueManager
@@ -96,7 +98,8 @@ func UpMultiKueue(ctx context.Context, opts MultiKueueOptions) (m *MultiKueue, e
 	}
 	for i := 1; i <= opts.Workers; i++ {
 		worker := opts.Worker
-		worker.Dir, worker.BinDir, worker.Detach, worker.Logf = filepath.Join(dir, WorkerName(i)), opts.BinDir, opts.Detach, opts.Logf
+		worker.Dir, worker.BinDir, worker.KubeVersion = filepath.Join(dir, WorkerName(i)), opts.BinDir, opts.KubeVersion
+		worker.Detach, worker.Logf = opts.Detach, opts.Logf
 		logf("worker cluster %s", WorkerName(i))
 		c, err := Up(ctx, worker)
 		if err != nil {
@@ -110,7 +113,7 @@ func UpMultiKueue(ctx context.Context, opts MultiKueueOptions) (m *MultiKueue, e
 	// The manager runs no job, and muster's programs there idle: one node
 	// is enough.
 	manager := DefaultOptions(filepath.Join(dir, ManagerDir), opts.BinDir)
-	manager.Nodes, manager.Detach, manager.Logf = 1, opts.Detach, opts.Logf
+	manager.Nodes, manager.KubeVersion, manager.Detach, manager.Logf = 1, opts.KubeVersion, opts.Detach, opts.Logf
 	logf("manager cluster")
 	if m.Manager, err = Up(ctx, manager); err != nil {
 		return m, fmt.Errorf("starting the manager: %w", err)

@@ -141,7 +141,7 @@ func (s *starter) start(name string, args []string, health string) (*Process, er
 // startAs is start for a program whose name is not its binary's: a second
 // replica, say.
 func (s *starter) startAs(name, binary string, args []string, health string) (*Process, error) {
-	p, err := startProcess(name, filepath.Join(s.binDir, binary), args, nil, nil, s.path("logs"), s.opts.Detach)
+	p, err := startProcess(name, filepath.Join(s.opts.binaryDir(binary), binary), args, nil, nil, s.path("logs"), s.opts.Detach)
 	if err != nil {
 		return nil, err
 	}
@@ -268,6 +268,23 @@ func (s *starter) startAPIServer(ctx context.Context) error {
 	s.client, err = kubernetes.NewForConfig(config)
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
+	}
+	return s.checkKubeVersion()
+}
+
+// checkKubeVersion makes sure the API server is the version asked for, so
+// that a skew run never passes on the wrong control plane.
+func (s *starter) checkKubeVersion() error {
+	if s.opts.KubeVersion == "" {
+		return nil
+	}
+	info, err := s.client.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("reading the API server's version: %w", err)
+	}
+	if info.GitVersion != s.opts.KubeVersion {
+		return fmt.Errorf("--kube-version=%s, but the API server of %s reports %s: rebuild it with `make control-plane-next`",
+			s.opts.KubeVersion, ControlPlaneDir(s.opts.BinDir, s.opts.KubeVersion), info.GitVersion)
 	}
 	return nil
 }

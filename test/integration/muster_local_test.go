@@ -26,7 +26,8 @@ func TestMusterLocalUpStatusDown(t *testing.T) {
 		return string(out), err
 	}
 
-	out, err := run("up", "--nodes", "1")
+	// The flag a developer gives for another release's control plane.
+	out, err := run("up", "--nodes", "1", "--kube-version", framework.KubeVersion())
 	if err != nil {
 		t.Fatalf("muster-local up: %v\n%s", err, out)
 	}

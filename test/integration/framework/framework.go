@@ -66,6 +66,11 @@ func BinDir() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", "bin")
 }
 
+// KubeVersion is the control plane's Kubernetes version: $MUSTER_KUBE_VERSION,
+// which make test-skew sets to the next release's, else empty, bin/'s own
+// (localcluster.Options.KubeVersion).
+func KubeVersion() string { return os.Getenv("MUSTER_KUBE_VERSION") }
+
 // RunMain is TestMain for a package of integration tests: it starts one
 // cluster, runs the tests and stops the cluster again, whether the tests
 // pass or fail. configure, when not nil, adjusts the cluster's options.
@@ -86,6 +91,7 @@ func runMain(m *testing.M, configure func(*localcluster.Options)) int {
 	defer os.RemoveAll(dir)
 
 	opts := localcluster.DefaultOptions(dir, BinDir())
+	opts.KubeVersion = KubeVersion()
 	if configure != nil {
 		configure(&opts)
 	}

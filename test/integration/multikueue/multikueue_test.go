@@ -54,7 +54,7 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	opts := localcluster.MultiKueueOptions{
-		Dir: dir, BinDir: framework.BinDir(), Workers: 2,
+		Dir: dir, BinDir: framework.BinDir(), KubeVersion: framework.KubeVersion(), Workers: 2,
 		Worker:  localcluster.DefaultOptions("", ""),
 		Manager: localcluster.MultiKueueManager{WorkerLostTimeout: workerLostTimeout.String(), GCInterval: "5s"},
 	}
