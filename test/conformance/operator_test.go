@@ -62,6 +62,11 @@ func operatorMPIJob(t *testing.T, subnet int) map[string]*member {
 	if err := startTrainingOperator(); err != nil {
 		t.Fatalf("starting training-operator: %v", err)
 	}
+	// Who did not make or place a pod that never came: the operator, whose
+	// pods muster-controller's webhook admits, or muster-scheduler.
+	for _, program := range []string{"training-operator", "muster-controller", "muster-scheduler"} {
+		framework.LogTailOnFailure(t, program)
+	}
 	ns := framework.NewNamespace(t)
 	job := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(kubexecMPIJob), &job.Object); err != nil {
