@@ -7,15 +7,33 @@ import (
 	"strings"
 )
 
-// caseOf is the upstream test case a benchmark runs, its name without the
-// profile: BenchmarkUpstreamGangScheduling/GangScheduling-intree/... is
-// GangScheduling.
-func caseOf(benchmark string) string {
+// caseAndProfile splits a benchmark named
+// Benchmark<Suite>/<Case>-<profile>/<workload> into its test case and its
+// scheduler profile; both are empty for a name without them.
+func caseAndProfile(benchmark string) (testCase, profile string) {
 	parts := strings.Split(benchmark, "/")
 	if len(parts) < 2 {
-		return ""
+		return "", ""
 	}
-	return parts[1][:max(0, strings.LastIndex(parts[1], "-"))]
+	dash := strings.LastIndex(parts[1], "-")
+	if dash < 0 {
+		return parts[1], ""
+	}
+	return parts[1][:dash], parts[1][dash+1:]
+}
+
+// caseOf is the test case a benchmark runs: for
+// BenchmarkUpstreamGangScheduling/GangScheduling-intree/..., GangScheduling.
+func caseOf(benchmark string) string {
+	testCase, _ := caseAndProfile(benchmark)
+	return testCase
+}
+
+// profileOf is the scheduler profile a benchmark runs: for
+// BenchmarkPerfScheduling/GangFit10-muster/..., muster.
+func profileOf(benchmark string) string {
+	_, profile := caseAndProfile(benchmark)
+	return profile
 }
 
 // featureGatesFlag writes a test case's featureGates, a map of gate to

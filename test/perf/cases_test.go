@@ -31,16 +31,20 @@ func TestFeatureGatesFlag(t *testing.T) {
 	}
 }
 
-func TestCaseOf(t *testing.T) {
-	cases := []struct{ name, benchmark, want string }{
-		{"the profile is cut from the case", "BenchmarkUpstreamGangScheduling/GangScheduling-intree/5000Nodes_1000Gangs_3000Pods", "GangScheduling"},
-		{"a case's own dashes are kept", "BenchmarkUpstreamX/Some-Case-muster/w", "Some-Case"},
-		{"no case is empty", "BenchmarkUpstreamX", ""},
+func TestCaseAndProfile(t *testing.T) {
+	cases := []struct{ name, benchmark, wantCase, wantProfile string }{
+		{"the profile is cut from the case", "BenchmarkUpstreamGangScheduling/GangScheduling-intree/5000Nodes_1000Gangs_3000Pods", "GangScheduling", "intree"},
+		{"a case's own dashes are kept", "BenchmarkUpstreamX/Some-Case-muster/w", "Some-Case", "muster"},
+		{"a case with no profile has none", "BenchmarkPerfScheduling/GangFit10", "GangFit10", ""},
+		{"no case is empty", "BenchmarkUpstreamX", "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := caseOf(tc.benchmark); got != tc.want {
-				t.Errorf("caseOf(%q) = %q, want %q", tc.benchmark, got, tc.want)
+			if got := caseOf(tc.benchmark); got != tc.wantCase {
+				t.Errorf("caseOf(%q) = %q, want %q", tc.benchmark, got, tc.wantCase)
+			}
+			if got := profileOf(tc.benchmark); got != tc.wantProfile {
+				t.Errorf("profileOf(%q) = %q, want %q", tc.benchmark, got, tc.wantProfile)
 			}
 		})
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,16 +58,6 @@ func newOperator(profile string, groups schedulingclient.Interface) (*operator, 
 		return nil, fmt.Errorf("decoding %s: %w", launcherTemplatePath, err)
 	}
 	return &operator{profile: profile, groups: groups, launcher: launcher}, nil
-}
-
-// profileOf returns the scheduler profile of a benchmark named
-// BenchmarkPerfScheduling/<Case>-<profile>/<workload>.
-func profileOf(benchmark string) string {
-	parts := strings.Split(benchmark, "/")
-	if len(parts) < 2 {
-		return ""
-	}
-	return parts[1][strings.LastIndex(parts[1], "-")+1:]
 }
 
 // launcherAfter returns how many Ready workers the pod's job waits for
