@@ -184,8 +184,8 @@ func phaseOf(o Objects, topo *topology.Topology, topoErr string, c count, member
 	switch {
 	case quorum.ReachedBy(c.Succeeded()):
 		return Finished, ""
-	case c.Failed() > 0 && !quorum.EnoughMembers(c.Active()+c.Succeeded(), 0):
-		return Failed, fmt.Sprintf("%d members failed, and %d of the %d the gang needs are left; its owner decides whether to replace them", c.Failed(), c.Active()+c.Succeeded(), minMember)
+	case c.Failed() > 0 && !quorum.EnoughMembers(c.TowardQuorum(), 0):
+		return Failed, fmt.Sprintf("%d members failed, and %d of the %d the gang needs are left; its owner decides whether to replace them", c.Failed(), c.TowardQuorum(), minMember)
 	case g.Workload != nil && !g.Workload.Admitted:
 		why := g.Workload.Message
 		if why == "" {
@@ -236,8 +236,8 @@ func phaseOf(o Objects, topo *topology.Topology, topoErr string, c count, member
 		}
 		return Admitted, fmt.Sprintf("%d of %d members running", c.Running()+c.Succeeded(), minMember)
 	}
-	if !quorum.EnoughMembers(c.Active(), late) {
-		return WaitingForMembers, topology.WaitingForMembersMessage(o.Key, c.Active()+late, minMember)
+	if !quorum.EnoughMembers(c.TowardQuorum(), late) {
+		return WaitingForMembers, topology.WaitingForMembersMessage(o.Key, c.TowardQuorum()+late, minMember)
 	}
 	why := roomReason(g, members, noDomain)
 	if bound > 0 {

@@ -41,7 +41,7 @@ var (
 	}
 	TroubleFewMembers = Trouble{
 		Shows: "`waiting for 2 more pods of group ns/x (3/5)`",
-		Cause: "fewer pods than `minMember`",
+		Cause: "fewer pods than `minMember` (those that succeeded count; failed ones and those being deleted do not)",
 		Fix:   "create them, or lower `minMember`; check that a Job's `parallelism` is not below it",
 	}
 	TroubleInvalidTopology = Trouble{

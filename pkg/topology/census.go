@@ -68,6 +68,12 @@ func (c Census) Active() int32 {
 	return c[MemberGated] + c[MemberPending] + c[MemberBound] + c[MemberRunning]
 }
 
+// TowardQuorum counts the members a gang is made of before it is placed:
+// the active ones and those that succeeded. A member that finished its
+// work was part of the gang and is not replaced, so a replacement for a
+// lost member, or a Job's last index, is not left waiting for it.
+func (c Census) TowardQuorum() int32 { return c.Active() + c.Succeeded() }
+
 // Bound counts the active members bound to a node.
 func (c Census) Bound() int32 { return c[MemberBound] + c[MemberRunning] }
 

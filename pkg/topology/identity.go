@@ -144,10 +144,10 @@ func WaitingForPodGroupMessage(group types.NamespacedName, namedBy string) strin
 }
 
 // WaitingForMembersMessage says why a member waits when its group has fewer
-// active pods than minMember, for example
+// pods toward its quorum (Census.TowardQuorum) than minMember, for example
 // "waiting for 3 more pods of group ns/name (5/8)".
-func WaitingForMembersMessage(group types.NamespacedName, active, minMember int32) string {
-	return fmt.Sprintf("waiting for %d more pods of group %s (%d/%d)", minMember-active, group, active, minMember)
+func WaitingForMembersMessage(group types.NamespacedName, members, minMember int32) string {
+	return fmt.Sprintf("waiting for %d more pods of group %s (%d/%d)", minMember-members, group, members, minMember)
 }
 
 // Role labels, in the order they are read: muster's own, then the

@@ -82,8 +82,8 @@ func waitingMessage(pg *v1alpha1.PodGroup, members []corev1.Pod, c census, group
 	}
 	// Members their owner creates later count: the scheduler holds room
 	// for them.
-	if late := topo.MissingLate(c.activeByRole).Total(); !topology.QuorumOf(pg).EnoughMembers(c.Active(), late) {
-		return topology.WaitingForMembersMessage(group, c.Active()+late, pg.Spec.MinMember)
+	if late := topo.MissingLate(c.activeByRole).Total(); !topology.QuorumOf(pg).EnoughMembers(c.TowardQuorum(), late) {
+		return topology.WaitingForMembersMessage(group, c.TowardQuorum()+late, pg.Spec.MinMember)
 	}
 	return ""
 }

@@ -157,8 +157,9 @@ func (g *Gang) PreEnqueue(_ context.Context, pod *corev1.Pod) *fwk.Status {
 		return status
 	}
 	// Members their owner creates only later count: room is held for them.
-	if active, late := g.groups.Census(key).Active(), g.groups.LateMembersOf(key, topo).Total(); !topology.QuorumOf(pg).EnoughMembers(active, late) {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForMembersMessage(key, active+late, pg.Spec.MinMember))
+	// So do those that succeeded (topology.Census.TowardQuorum).
+	if members, late := g.groups.Census(key).TowardQuorum(), g.groups.LateMembersOf(key, topo).Total(); !topology.QuorumOf(pg).EnoughMembers(members, late) {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, topology.WaitingForMembersMessage(key, members+late, pg.Spec.MinMember))
 	}
 	g.attempts.Seen(key, g.clock.Now())
 	return nil

@@ -270,15 +270,27 @@ func TestPreEnqueue(t *testing.T) {
 			want:      fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for 1 more pods of group team-a/job (2/3)"),
 		},
 		{
-			name:      "finished and deleting pods do not count",
+			name:      "failed and deleting pods do not count, those that succeeded do",
 			podGroups: []*v1alpha1.PodGroup{podGroup("job", 3).Obj()},
 			pods: []*corev1.Pod{
 				member("job", "p0").Obj(),
 				member("job", "done").Phase(corev1.PodSucceeded).Obj(),
+				member("job", "failed").Phase(corev1.PodFailed).Obj(),
 				member("job", "gone").Terminating().Obj(),
 			},
 			pod:  member("job", "p0").Obj(),
-			want: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for 2 more pods of group team-a/job (1/3)"),
+			want: fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for 1 more pods of group team-a/job (2/3)"),
+		},
+		{
+			// A Job's last index, or the replacement of a member lost
+			// with its node, after the others finished their work.
+			name:      "a member joins those that succeeded alone",
+			podGroups: []*v1alpha1.PodGroup{podGroup("job", 2).Obj()},
+			pods: []*corev1.Pod{
+				member("job", "done").Phase(corev1.PodSucceeded).Obj(),
+				member("job", "last").Obj(),
+			},
+			pod: member("job", "last").Obj(),
 		},
 		{
 			name:      "a same-named group in another namespace does not count",

@@ -81,13 +81,13 @@ func (g *Gang) podChanged(logger klog.Logger) func(group.PodChange) {
 				break
 			}
 			quorum := topology.QuorumOf(pg)
-			switch active := g.groups.Census(change.Key).Active() + g.groups.LateMembers(change.Key).Total(); {
-			case quorum.CompletedBy(active):
+			switch members := g.groups.Census(change.Key).TowardQuorum() + g.groups.LateMembers(change.Key).Total(); {
+			case quorum.CompletedBy(members):
 				// The member that completes a group wakes its gated
 				// siblings here, once, with the members its owner creates
 				// later counted.
 				g.activate(logger, change.Key)
-			case quorum.EnoughMembers(active, 0):
+			case quorum.EnoughMembers(members, 0):
 				// The queue hears of a pod apart from the model, and may
 				// have gated this one before the model counted the members
 				// that complete the group, and after it woke the members

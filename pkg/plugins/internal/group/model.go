@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -75,6 +76,10 @@ type Model struct {
 	upstreamInformer cache.SharedIndexInformer
 	podInformer      cache.SharedIndexInformer
 	pods             cache.Indexer
+	// succeeded holds the pods that succeeded (succeededPods), which pods
+	// lacks; nil in unit tests that build the model without a scheduler,
+	// whose pods indexer holds every phase.
+	succeeded cache.Indexer
 
 	mu     sync.Mutex
 	parsed map[types.NamespacedName]parsedTopology
@@ -213,13 +218,26 @@ func (ms *Models) For(ctx context.Context, handle fwk.Handle) (*Model, error) {
 		return nil, fmt.Errorf("watching pods: %w", err)
 	}
 	m.observed = observing.HasSynced
+	succeededFactory, succeeded, err := succeededPods(handle.ClientSet())
+	if err != nil {
+		return nil, err
+	}
+	m.succeeded = succeeded.GetIndexer()
+	if _, err := succeeded.AddEventHandler(m.SucceededPodEvents()); err != nil {
+		return nil, fmt.Errorf("watching the pods that succeeded: %w", err)
+	}
 	if err := m.readUpstreamIfServed(ctx, handle); err != nil {
 		return nil, err
 	}
-	factory.Start(ctx.Done())
-	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
-		if !synced {
-			return nil, fmt.Errorf("syncing the informer of %v", typ)
+	for _, factory := range []interface {
+		Start(stopCh <-chan struct{})
+		WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
+	}{factory, succeededFactory} {
+		factory.Start(ctx.Done())
+		for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
+			if !synced {
+				return nil, fmt.Errorf("syncing the informer of %v", typ)
+			}
 		}
 	}
 	m.publisher = newPublisher(m, handle.ClientSet(), client)
@@ -615,8 +633,16 @@ func (m *Model) podGroupEvents() cache.ResourceEventHandler {
 func (m *Model) recount(key types.NamespacedName) {
 	pods, err := Members(m.pods, key)
 	if err != nil {
-		klog.Background().Error(err, "groupstate.Counting members", "podGroup", key)
+		klog.Background().Error(err, "Counting members", "podGroup", key)
 		return
+	}
+	if m.succeeded != nil {
+		succeeded, err := Members(m.succeeded, key)
+		if err != nil {
+			klog.Background().Error(err, "Counting the members that succeeded", "podGroup", key)
+			return
+		}
+		pods = append(pods, succeeded...)
 	}
 	pg := m.PodGroup(key)
 	members := slices.DeleteFunc(pods, func(pod *corev1.Pod) bool { return m.NotAMember(pod, pg) != "" })

@@ -128,9 +128,13 @@ func newState() *State {
 	return &State{members: map[types.UID]*member{}, unbound: map[types.UID]*corev1.Pod{}, roles: map[string]*RoleCount{}, places: map[string]int32{}, nodes: map[string]int32{}, attempt: attempt{reserved: sets.New[types.UID]()}}
 }
 
-// put records a member as the informer now shows it; it replaces what was
-// kept of it.
+// put records a member as an informer now shows it; it replaces what was
+// kept of it. A member seen succeeded stays so: the scheduler's informer,
+// which sees no finished pod, may still tell of it as it ran.
 func (s *State) put(pod *corev1.Pod) {
+	if s.succeeded(pod.UID) && pod.Status.Phase != corev1.PodSucceeded {
+		return
+	}
 	s.remove(pod.UID)
 	m := memberOf(pod)
 	s.members[pod.UID] = &m
@@ -141,6 +145,12 @@ func (s *State) put(pod *corev1.Pod) {
 	}
 	// A member seen bound holds its place itself: its reservation is over.
 	s.attempt.reserved.Delete(pod.UID)
+}
+
+// succeeded reports whether the member was seen succeeded.
+func (s *State) succeeded(uid types.UID) bool {
+	m, ok := s.members[uid]
+	return ok && m.phase == topology.MemberSucceeded
 }
 
 // remove forgets a member.
@@ -182,25 +192,19 @@ func (s *State) notePartly(pg *v1alpha1.PodGroup, now time.Time) time.Duration {
 }
 
 // Counting says what counts toward a gang's quorum beyond its members
-// bound or holding a reservation. docs/gang-scheduling.md says why each
-// caller counts what it does.
+// bound, holding a reservation or succeeded. docs/gang-scheduling.md says
+// why each caller counts what it does.
 type Counting struct {
 	// HeldRooms counts the rooms held for members their owner creates
 	// later: Permit admits a gang with them.
 	HeldRooms bool
-	// Succeeded counts the members that finished their work: a gang whose
-	// members finished is not stranded.
-	Succeeded bool
 }
 
 // placed counts the members toward the quorum, as counting says, but the
-// held rooms, which the Store's Rooms keeps.
-func (s *State) placed(counting Counting) int32 {
-	n := s.census.Bound() + int32(s.attempt.reserved.Len())
-	if counting.Succeeded {
-		n += s.census.Succeeded()
-	}
-	return n
+// held rooms, which the Store's Rooms keeps. A member that succeeded was
+// placed with its gang and is not replaced (topology.Census.TowardQuorum).
+func (s *State) placed() int32 {
+	return s.census.Bound() + int32(s.attempt.reserved.Len()) + s.census.Succeeded()
 }
 
 func (s *State) count(m *member, delta int32) {

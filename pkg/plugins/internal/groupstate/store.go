@@ -96,12 +96,17 @@ func (s *Store) Observe(key types.NamespacedName, pod *corev1.Pod, member bool, 
 	return quorumNoted, partly
 }
 
-// Forget forgets a member deleted, and its reservation; a group with no
-// active member left starts its next attempt afresh. It returns how long
-// a stretch of being partly bound that ended now lasted.
+// Forget forgets a member the scheduler's informer no longer shows, and
+// its reservation; a group with no active member left starts its next
+// attempt afresh. A member seen succeeded is kept until a pod that
+// succeeded is deleted: the scheduler's informer shows no finished pod,
+// and tells of one that finished as deleted, as it last ran. It returns
+// how long a stretch of being partly bound that ended now lasted.
 func (s *Store) Forget(key types.NamespacedName, pod *corev1.Pod, pg *v1alpha1.PodGroup, now time.Time) (partly time.Duration) {
 	s.states.update(key, func(st *State) {
-		st.remove(pod.UID)
+		if !st.succeeded(pod.UID) || pod.Status.Phase == corev1.PodSucceeded {
+			st.remove(pod.UID)
+		}
 		partly = st.notePartly(pg, now)
 		st.attempt.reserved.Delete(pod.UID)
 		if st.census.Active() == 0 {
@@ -132,7 +137,7 @@ func (s *Store) QuorumHeld(key types.NamespacedName, pg *v1alpha1.PodGroup) bool
 // counting says, and whether they reach it. It is the one definition of a
 // gang's quorum.
 func (s *Store) Quorum(key types.NamespacedName, minMember int32, counting Counting) (placed int32, reached bool) {
-	s.read(key, func(st *State) { placed = st.placed(counting) })
+	s.read(key, func(st *State) { placed = st.placed() })
 	if counting.HeldRooms {
 		placed += s.rooms.Count(key, "")
 	}

@@ -147,8 +147,8 @@ func TestAMemberSeenAgainReplacesWhatWasKeptOfIt(t *testing.T) {
 }
 
 // TestTheQuorumCountsWhatItsCallerSays pins what counts toward the
-// quorum by Counting: members bound or reserved always, held rooms and
-// finished members when the caller says so.
+// quorum by Counting: members bound, reserved or succeeded always, held
+// rooms when the caller says so.
 func TestTheQuorumCountsWhatItsCallerSays(t *testing.T) {
 	members := []pod{
 		{name: "bound", role: "worker", node: "n1"},
@@ -163,11 +163,9 @@ func TestTheQuorumCountsWhatItsCallerSays(t *testing.T) {
 		wantPlaced  int32
 		wantReached bool
 	}{
-		{name: "bound and reserved members count", minMember: 3, wantPlaced: 2},
-		{name: "with the held rooms", counting: Counting{HeldRooms: true}, minMember: 3, wantPlaced: 3, wantReached: true},
-		{name: "with the members that finished", counting: Counting{Succeeded: true}, minMember: 3, wantPlaced: 3, wantReached: true},
-		{name: "with both", counting: Counting{HeldRooms: true, Succeeded: true}, minMember: 4, wantPlaced: 4, wantReached: true},
-		{name: "a quorum reached exactly", minMember: 2, wantPlaced: 2, wantReached: true},
+		{name: "bound, reserved and succeeded members count", minMember: 4, wantPlaced: 3},
+		{name: "with the held rooms", counting: Counting{HeldRooms: true}, minMember: 4, wantPlaced: 4, wantReached: true},
+		{name: "a quorum reached exactly", minMember: 3, wantPlaced: 3, wantReached: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -693,6 +691,44 @@ func TestReachedCountReadsEachLaunchOrderState(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(string(tt.state), func(t *testing.T) {
 			assert.Equal(t, tt.want, r.ReachedCount(tt.state))
+		})
+	}
+}
+
+// TestAMemberThatSucceededCountsUntilItIsDeleted: the scheduler's informer
+// shows no finished pod and tells of one that finished as deleted, as it
+// last ran; another informer shows the pods that succeeded. In whichever
+// order the two tell of a member that finished, it ends counted once, as
+// succeeded, toward the quorum, until the pod that succeeded is deleted.
+func TestAMemberThatSucceededCountsUntilItIsDeleted(t *testing.T) {
+	running := pod{name: "a", role: "worker", node: "n1", phase: corev1.PodRunning}
+	succeeded := pod{name: "a", role: "worker", node: "n1", phase: corev1.PodSucceeded}
+	seenGone := func(s *Store) { s.Forget(train, running.obj(), podGroupOf(2), epoch) }
+	seenSucceeded := func(s *Store) { s.Observe(train, succeeded.obj(), true, podGroupOf(2), epoch) }
+	seenRunning := func(s *Store) { s.Observe(train, running.obj(), true, podGroupOf(2), epoch) }
+	tests := []struct {
+		name  string
+		steps []func(*Store)
+	}{
+		{name: "gone from the scheduler's informer, then seen succeeded", steps: []func(*Store){seenGone, seenSucceeded}},
+		{name: "seen succeeded, then gone from the scheduler's informer", steps: []func(*Store){seenSucceeded, seenGone}},
+		{name: "seen succeeded, then a late view of it running", steps: []func(*Store){seenSucceeded, seenRunning, seenGone}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := storeOf(2, running, pod{name: "b", role: "worker"})
+			for _, step := range tt.steps {
+				step(s)
+			}
+			c := s.Census(train)
+			assert.Equal(t, int32(1), c.Succeeded())
+			assert.Equal(t, int32(1), c.Active(), "b alone is active")
+			assert.Equal(t, int32(2), c.TowardQuorum())
+			placed, _ := s.Quorum(train, 2, Counting{})
+			assert.Equal(t, int32(1), placed, "a succeeded, b not placed")
+
+			s.Forget(train, succeeded.obj(), podGroupOf(2), epoch)
+			assert.Zero(t, s.Census(train).Succeeded(), "forgotten once the pod that succeeded is deleted")
 		})
 	}
 }

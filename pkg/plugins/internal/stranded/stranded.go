@@ -136,7 +136,7 @@ func (e *Evictor) strandedMembers(key types.NamespacedName, pg *v1alpha1.PodGrou
 	}
 	census := e.groups.Census(key)
 	pending := census.Unbound()
-	placed, reached := e.groups.Quorum(key, pg.Spec.MinMember, groupstate.Counting{Succeeded: true})
+	placed, reached := e.groups.Quorum(key, pg.Spec.MinMember, groupstate.Counting{})
 	if pending == 0 || reached || census.Bound() == 0 {
 		return nil, ""
 	}
