@@ -58,6 +58,8 @@ var metrics = []metric{
 	{"muster_launch_release_delay_ms/Perc99", "muster's own release delay histogram, p99 (ms): the scheduler seeing the last worker Ready to the launcher allowed at Permit", 1, false},
 	{"scheduler_framework_extension_point_duration_ms/Perc50", "Bind, the API call that binds a pod, p50 (ms)", 1, false},
 	{"scheduler_framework_extension_point_duration_ms/Perc99", "Bind, the API call that binds a pod, p99 (ms)", 1, false},
+	{"apiserver_request_duration_ms/Perc50", "Bind at the API server, p50 (ms): its own duration of the pods/binding requests, every profile's, by its histogram, which, unlike the scheduler's Bind histogram (top bucket 204.8 ms), resolves a burst's tail", 1, false},
+	{apiBindP99, "Bind at the API server, p99 (ms)", 1, false},
 	{"batch_hint_used", "Pods placed on the node an opportunistic batch hinted at (count; coscheduling is a 1.34 scheduler, which has no batching)", 1, false},
 	{"batch_attempts", "Pods that reached filtering with opportunistic batching on: with a batch's hint or without (count)", 1, false},
 	{"heap_memory_usage/Max", "Heap of the harness's process, max (MB; the schedulers run as processes of their own, coscheduling and upstream's intree and muster, have no figure here)", 1, true},
@@ -363,9 +365,7 @@ func writeTargets(b *strings.Builder, r results) {
 		if r.upstream[w] || !strings.HasPrefix(w, "LaunchOrder") {
 			continue
 		}
-		release := metricByUnit("launch_release_ms/Perc99")
-		v := r.median(w, "muster", release)
-		target(b, fmt.Sprintf("%s: launcher release delay p99 ≤ 100 ms after the last worker is Ready", w), number(v)+" ms", v >= 0 && v <= 100)
+		writeLaunchOrderTargets(b, r, w)
 		early := metricByUnit("launch_early")
 		e := r.median(w, "muster", early)
 		target(b, fmt.Sprintf("%s: no launcher bound before its workers were Ready (coscheduling: %s, default: %s)", w, number(r.median(w, "coscheduling", early)), number(r.median(w, "default", early))), number(e), e == 0)
@@ -388,6 +388,48 @@ func writeTargets(b *strings.Builder, r results) {
 	writeUpstreamTargets(b, r)
 	b.WriteString("\n")
 }
+
+// releaseOverBindLimit is how far, in ms, the launcher's release delay
+// may exceed the same run's Bind p99 at the API server where the workload
+// saturates it: a launcher's bind waits behind a burst of binds as any
+// pod's does.
+const releaseOverBindLimit = 100
+
+// writeLaunchOrderTargets holds launch order to what measures muster and
+// not the API server: muster's own release delay (the scheduler seeing
+// the last worker Ready to the launcher allowed at Permit) p99 ≤ 1 ms;
+// the launcher's release delay (both seen by the workload's informer)
+// p99 ≤ 100 ms in the paced workload, and within releaseOverBindLimit of
+// the same round's Bind p99 at the API server in the saturated ones.
+func writeLaunchOrderTargets(b *strings.Builder, r results, w string) {
+	own := r.median(w, "muster", metricByUnit("muster_launch_release_delay_ms/Perc99"))
+	target(b, fmt.Sprintf("%s: muster's own release delay p99 ≤ 1 ms, the scheduler seeing the last worker Ready to the launcher allowed", w), number(own)+" ms", own >= 0 && own <= 1)
+	release := metricByUnit("launch_release_ms/Perc99")
+	v := r.median(w, "muster", release)
+	if strings.Contains(w, "Paced") {
+		target(b, fmt.Sprintf("%s: launcher release delay p99 ≤ 100 ms after the last worker is Ready", w), number(v)+" ms", v >= 0 && v <= 100)
+		return
+	}
+	releases, binds := r.samples[key{w, "muster", release.unit}], r.samples[key{w, "muster", metricByUnit(apiBindP99).unit}]
+	if len(binds) == 0 || len(releases) != len(binds) {
+		target(b, fmt.Sprintf("%s: launcher release delay p99 ≤ the same round's Bind p99 at the API server + %d ms", w, releaseOverBindLimit),
+			number(v)+" ms; no Bind p99 at the API server in every round", false)
+		return
+	}
+	var margins []float64
+	var each []string
+	for i := range releases {
+		margins = append(margins, releases[i]-binds[i])
+		each = append(each, fmt.Sprintf("%s − %s", number(releases[i]), number(binds[i])))
+	}
+	margin := median(margins)
+	target(b, fmt.Sprintf("%s: launcher release delay p99 ≤ the same round's Bind p99 at the API server + %d ms", w, releaseOverBindLimit),
+		fmt.Sprintf("%+.1f ms (median; rounds %s ms)", margin, strings.Join(each, ", ")), margin <= releaseOverBindLimit)
+}
+
+// apiBindP99 is the API server's own duration of the requests that bind
+// pods, p99: the Bind a launcher's release waits behind.
+const apiBindP99 = "apiserver_request_duration_ms/Perc99"
 
 // msPerMember is what a gang's completion time, in seconds, costs each of
 // its members, in milliseconds.
