@@ -13,6 +13,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
+	"github.com/muster-dev/muster/pkg/plugins/internal/frameworktest"
 	"github.com/muster-dev/muster/pkg/plugins/internal/group"
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -146,12 +147,20 @@ func TestAnElasticGroupShrinksFromItsHighestWorker(t *testing.T) {
 	}
 }
 
+// TestAGangsMembersWaitOutOfTheQueueUntilItsLastVictimIsGone: PreEnqueue
+// holds the members while a victim taken for their gang is left, and the
+// last victim's deletion activates them; no cluster event is registered
+// to look at them before.
 func TestAGangsMembersWaitOutOfTheQueueUntilItsLastVictimIsGone(t *testing.T) {
 	pg := podGroup("new", 2)
 	members := []*corev1.Pod{gangMember("new", "new-0", "3").Obj(), gangMember("new", "new-1", "3").Obj()}
 	victims := []*corev1.Pod{running("v1", "n1", low, "3").Obj(), running("v2", "n2", low, "3").Obj()}
-	s := newSearch(t, []*corev1.Node{node("n1", "4"), node("n2", "4")}, append(slices.Clone(victims), members...), []*v1alpha1.PodGroup{pg})
+	c := frameworktest.NewCluster(t, []*corev1.Node{node("n1", "4"), node("n2", "4")}, append(slices.Clone(victims), members...), []*v1alpha1.PodGroup{pg})
+	s := newSearchOn(t, c)
 	require.Nil(t, s.pl.PreEnqueue(s.ctx, members[1]), "no preemption yet")
+	events, err := s.pl.EventsToRegister(s.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, events, "what PreEnqueue holds is let in by activation alone")
 
 	_, status := s.postFilter(t, members[0])
 	require.Equal(t, fwk.Unschedulable, status.Code(), status.Message())
@@ -162,8 +171,10 @@ func TestAGangsMembersWaitOutOfTheQueueUntilItsLastVictimIsGone(t *testing.T) {
 		require.NotNil(t, waiting, "%d of 2 victims gone", i)
 		assert.Equal(t, fwk.UnschedulableAndUnresolvable, waiting.Code())
 		assert.Contains(t, waiting.Message(), "waiting for the victims preempted for its gang to go")
+		assert.Empty(t, c.Activator.Activated, "%d of 2 victims gone: nothing activated", i)
 		s.pl.victimGone(group.Deleted(v))
 	}
+	assert.ElementsMatch(t, []string{"ns/new-0", "ns/new-1"}, c.Activator.Activated, "the last victim's deletion activates the members")
 	assert.Nil(t, s.pl.PreEnqueue(s.ctx, members[1]), "the last victim is gone")
 	assert.Nil(t, s.pl.PreEnqueue(s.ctx, running("other", "", high, "1").Obj()), "a pod of no gang never waits for another's victims")
 }

@@ -51,6 +51,8 @@ type Cluster struct {
 	Snapshot *internalcache.Snapshot
 	// DRA, when set, is the framework's DRA manager.
 	DRA fwk.SharedDRAManager
+	// Activator stands in for the queue: the pods the plugins activate.
+	Activator *plugintest.Activator
 }
 
 // NewCluster holds the nodes, pods and PodGroups.
@@ -81,8 +83,9 @@ func NewCluster(t *testing.T, nodes []*corev1.Node, pods []*corev1.Pod, pgs []*v
 	}
 	return &Cluster{
 		Ctx: ctx, Client: client, Factory: factory,
-		Model:    group.NewModel(podGroups, podInformer.GetIndexer(), topology.SchedulerName),
-		Snapshot: internalcache.NewSnapshot(bound, nodes),
+		Model:     group.NewModel(podGroups, podInformer.GetIndexer(), topology.SchedulerName),
+		Snapshot:  internalcache.NewSnapshot(bound, nodes),
+		Activator: &plugintest.Activator{},
 	}
 }
 
@@ -105,7 +108,7 @@ func (c *Cluster) Framework(t *testing.T, plugins ...tf.RegisterPluginFunc) fram
 		frameworkruntime.WithLogger(logger),
 		frameworkruntime.WithWaitingPods(frameworkruntime.NewWaitingPodsMap()),
 		frameworkruntime.WithPodsInPreBind(frameworkruntime.NewPodsInPreBindMap()),
-		frameworkruntime.WithPodActivator(&plugintest.Activator{}),
+		frameworkruntime.WithPodActivator(c.Activator),
 	}
 	if c.DRA != nil {
 		options = append(options, frameworkruntime.WithSharedDRAManager(c.DRA))
