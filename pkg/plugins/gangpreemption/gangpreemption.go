@@ -77,8 +77,10 @@ type GangPreemption struct {
 	executor  *preemption.Executor
 	evaluator *preemption.Evaluator
 	going     *going
-	owners    *owners
-	clock     clock.WithDelayedExecution
+	// preemptors are the pods held for their own preemption.
+	preemptors *preemptors
+	owners     *owners
+	clock      clock.WithDelayedExecution
 }
 
 // New returns the plugin's factory: it builds the plugin from its args,
@@ -106,7 +108,7 @@ func newGangPreemption(handle fwk.Handle, args Args, groups *group.Model, fts fe
 	if !ok {
 		return nil, fmt.Errorf("%s needs the scheduler's framework as its handle, got %T", Name, handle)
 	}
-	pl := &GangPreemption{handle: handle, args: args, framework: fw, groups: groups, fts: fts, going: newGoing(), owners: &owners{shrinker: shrinker}, clock: clock.RealClock{}}
+	pl := &GangPreemption{handle: handle, args: args, framework: fw, groups: groups, fts: fts, going: newGoing(), preemptors: newPreemptors(), owners: &owners{shrinker: shrinker}, clock: clock.RealClock{}}
 	pl.executor = preemption.NewExecutor(handle, fts)
 	pl.executor.PreemptPod = pl.preemptPod(pl.executor.PreemptPod)
 	pl.evaluator = preemption.NewEvaluator(Name, handle, pl, pl.executor)
@@ -164,19 +166,20 @@ func (pl *GangPreemption) PreEnqueue(ctx context.Context, pod *corev1.Pod) *fwk.
 	if status := pl.waitingForVictims(ctx, pod); status != nil {
 		return status
 	}
-	if pl.fts.EnableAsyncPreemption && pl.executor.IsPodRunningPreemption(pod.UID) {
+	if pl.fts.EnableAsyncPreemption && pl.preemptors.holds(pod, pl.executor.IsPodRunningPreemption) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "waiting for the preemption for this pod to be finished")
 	}
 	return nil
 }
 
-// EventsToRegister registers no event, as DefaultPreemption does: what
-// PreEnqueue holds is let in by activation alone. A member held for its
-// gang's victims is activated when the last of them is gone, or when the
-// wait for them ends (going, actuate); a pod held for its own preemption,
-// by the framework when that ends. So no cluster event asks the queue to
-// look at the pods it holds: a gang of 100 waiting for 1,000 victims was
-// looked at 100 times for each victim deleted.
+// EventsToRegister registers no event: what PreEnqueue holds is let in by
+// activation alone. A member held for its gang's victims is activated when
+// the last of them is gone, or when the wait for them ends (going,
+// actuate); a pod held for its own preemption, when a pod deleted finds
+// that preemption ended (preemptors). DefaultPreemption registers a
+// deleted assigned pod instead, and with it the queue looked at every pod
+// held for each victim deleted: a gang of 100 waiting for 1,000 victims
+// 100,000 times.
 func (pl *GangPreemption) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return nil, nil
 }

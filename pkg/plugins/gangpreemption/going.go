@@ -174,10 +174,12 @@ func (pl *GangPreemption) gone(uid types.UID) {
 	}
 }
 
-// victimGone tells gone of every pod deleted.
+// victimGone tells gone of every pod deleted, and lets in the pods held
+// for their own preemption that it ended.
 func (pl *GangPreemption) victimGone(change group.PodChange) {
 	if change.Deleted {
 		pl.gone(change.Pod.UID)
+		pl.letInPreemptors()
 	}
 }
 

@@ -136,6 +136,29 @@ func TestAPodOfNoGroupTakesAVictimGangWhole(t *testing.T) {
 	}
 }
 
+// TestAPodOfNoGroupIsBoundOnceTheVictimsOfItsPreemptionAreGone: a pod of
+// no group of high priority takes eight pods of low priority. The first
+// victims' deletion sends it back to the queue while the framework still
+// deletes the rest, so it is held at PreEnqueue; it must be let in when
+// the last is gone, not left for the queue's five-minute flush.
+func TestAPodOfNoGroupIsBoundOnceTheVictimsOfItsPreemptionAreGone(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "8")
+	low, high := framework.PriorityClass(t, ns, 10), framework.PriorityClass(t, ns, 1000)
+	for i := range 8 {
+		filler := plainPod(ns, fmt.Sprintf("low-%d", i), "1")
+		filler.Spec.PriorityClassName = low
+		framework.CreatePods(t, filler)
+	}
+	for i := range 8 {
+		framework.WaitForPod(t, ns, fmt.Sprintf("low-%d", i), "bound", framework.IsBound)
+	}
+	solo := plainPod(ns, "solo", "8")
+	solo.Spec.PriorityClassName = high
+	framework.CreatePods(t, solo)
+	framework.WaitForPod(t, ns, "solo", "bound once its eight victims are gone", framework.IsBound)
+}
+
 // TestAnElasticVictimIsShrunkRatherThanTakenWhole: an elastic group of 1
 // to 4 one-CPU workers fills a node of 4 CPUs; a high-priority gang of two
 // 1-CPU members takes workers 3 and 2, which are above the group's min,
