@@ -199,7 +199,7 @@ func View(o Objects) Gang {
 		g.MaxMember = g.MinMember + topo.Elastic.Max - topo.Elastic.Min
 	}
 	c := countOf(members, topo)
-	g.Bound = c.Bound() + c.Succeeded()
+	g.Bound = c.Placed()
 	g.Workload = workloadOf(o.Workload)
 	g.LaunchStage = launchStage(topo, c, heldRoles)
 	g.Domain = domainOf(topo, members, o.Nodes)

@@ -214,7 +214,7 @@ func phaseOf(o Objects, topo *topology.Topology, topoErr string, c count, member
 			}
 		}
 	}
-	bound := c.Bound() + c.Succeeded()
+	bound := c.Placed()
 	admitted := topology.ReachedQuorum(pg)
 	if a := last(g.Attempts, ReasonGangAdmitted, ReasonGangRejected, ReasonGangEvicted); a != nil {
 		admitted = admitted || a.Reason == ReasonGangAdmitted

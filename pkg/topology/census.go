@@ -74,6 +74,11 @@ func (c Census) Active() int32 {
 // lost member, or a Job's last index, is not left waiting for it.
 func (c Census) TowardQuorum() int32 { return c.Active() + c.Succeeded() }
 
+// Placed counts the members a gang's quorum counts as placed: the active
+// ones bound to a node and those that succeeded, which were placed with
+// their gang and are not replaced.
+func (c Census) Placed() int32 { return c.Bound() + c.Succeeded() }
+
 // Bound counts the active members bound to a node.
 func (c Census) Bound() int32 { return c[MemberBound] + c[MemberRunning] }
 

@@ -12,20 +12,19 @@ import (
 
 // LackingMembers are the unbound active members a gang needs to reach its
 // minMember, the first by name: what room is made for. There are none when
-// the gang has its minMember bound, or too few members to reach it at all.
+// the gang has its minMember placed (Census.Placed: bound, or succeeded),
+// or too few members to reach it at all.
 func LackingMembers(minMember int32, members []*corev1.Pod) []*corev1.Pod {
-	var bound int32
+	var census Census
 	var unbound []*corev1.Pod
 	for _, pod := range members {
-		switch {
-		case !IsActiveMember(pod):
-		case pod.Spec.NodeName != "":
-			bound++
-		default:
+		phase := PhaseOf(pod)
+		census[phase]++
+		if phase == MemberGated || phase == MemberPending {
 			unbound = append(unbound, pod)
 		}
 	}
-	lacking := Quorum{MinMember: minMember}.Short(bound)
+	lacking := Quorum{MinMember: minMember}.Short(census.Placed())
 	if lacking == 0 || int32(len(unbound)) < lacking {
 		return nil
 	}

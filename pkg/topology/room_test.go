@@ -38,8 +38,12 @@ func TestWaitingForRoom(t *testing.T) {
 		{"its min bound", 1, []*corev1.Pod{pod("w0", "node-1", false, ""), pod("w1", "", true, "")}, nil, false},
 		{"too few members to reach its min: waits for members, not room", 3,
 			[]*corev1.Pod{pod("w0", "", true, ""), pod("w1", "", true, "")}, nil, false},
-		{"a finished member counts for nothing", 2,
-			[]*corev1.Pod{pod("w0", "", true, ""), pod("w1", "node-1", false, corev1.PodSucceeded)}, nil, false},
+		{"a member that succeeded counts as placed: nothing lacking", 2,
+			[]*corev1.Pod{pod("w0", "node-1", false, ""), pod("w1", "node-1", false, corev1.PodSucceeded), pod("w2", "", true, "")}, nil, false},
+		{"a member that succeeded leaves one fewer lacking", 3,
+			[]*corev1.Pod{pod("w0", "node-1", false, corev1.PodSucceeded), pod("w1", "", true, ""), pod("w2", "", true, ""), pod("w3", "", true, "")}, []string{"w1", "w2"}, true},
+		{"a member that failed counts for nothing", 2,
+			[]*corev1.Pod{pod("w0", "", true, ""), pod("w1", "node-1", false, corev1.PodFailed)}, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

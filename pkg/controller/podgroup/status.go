@@ -52,7 +52,7 @@ func desiredStatus(pg *v1alpha1.PodGroup, c census, now metav1.Time) v1alpha1.Po
 		status.Phase = v1alpha1.PodGroupFailed
 	case quorum.ReachedBy(c.Running() + c.Succeeded()):
 		status.Phase = v1alpha1.PodGroupRunning
-	case quorum.ReachedBy(c.Bound() + c.Succeeded()):
+	case quorum.ReachedBy(c.Placed()):
 		status.Phase = v1alpha1.PodGroupScheduling
 	default:
 		status.Phase = v1alpha1.PodGroupPending

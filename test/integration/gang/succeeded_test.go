@@ -3,6 +3,7 @@ package gang
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/muster-dev/muster/pkg/localcluster"
+	"github.com/muster-dev/muster/pkg/plugins/gangpreemption"
 	"github.com/muster-dev/muster/test/integration/framework"
 )
 
@@ -66,6 +68,43 @@ func TestAReplacementJoinsTheMembersThatSucceeded(t *testing.T) {
 			framework.WaitForPod(t, ns, "job-2", "bound with its new sibling", framework.IsBound)
 			framework.WaitForPod(t, ns, "job-3", "bound with its new sibling", framework.IsBound)
 		})
+	}
+}
+
+// TestAReplacementTakesRoomBesideTheMembersThatSucceeded: a gang of 2 of
+// high priority runs; one member succeeds, the other is deleted, and a pod
+// of low priority fills the node. The owner's replacement is the one
+// member the gang lacks, as the one that succeeded counts as placed, so
+// gang preemption takes the filler for it rather than waiting for a
+// second member that will never come.
+func TestAReplacementTakesRoomBesideTheMembersThatSucceeded(t *testing.T) {
+	ns := framework.NewNamespace(t)
+	framework.NodePool(t, ns, 1, "4")
+	low, high := framework.PriorityClass(t, ns, 10), framework.PriorityClass(t, ns, 1000)
+	framework.CreatePodGroup(t, ns, "job", 2, nil)
+	member := func(i int, runFor string) *corev1.Pod {
+		pod := framework.MemberPod(ns, "job", i, "2")
+		if runFor != "" {
+			pod = pod.Annotation(localcluster.SimRunForAnnotation, runFor)
+		}
+		obj := framework.InPool(pod.Obj(), ns)
+		obj.Spec.PriorityClassName = high
+		return obj
+	}
+	framework.CreatePods(t, member(0, "1s"), member(1, ""))
+	framework.WaitForPod(t, ns, "job-0", "Succeeded", func(pod *corev1.Pod) bool { return pod.Status.Phase == corev1.PodSucceeded })
+	framework.WaitForPod(t, ns, "job-1", "running", framework.IsRunning)
+	deleteAndWaitGone(t, ns, "job-1")
+	filler := plainPod(ns, "filler", "4")
+	filler.Spec.PriorityClassName = low
+	framework.CreatePods(t, filler)
+	framework.WaitForPod(t, ns, "filler", "bound", framework.IsBound)
+
+	framework.CreatePods(t, member(2, ""))
+	framework.WaitForPod(t, ns, "job-2", "bound beside the member that succeeded, in the filler's room", framework.IsBound)
+	note := framework.WaitForEvent(t, ns, "job", gangpreemption.ReasonPreempting)
+	if want := "so that its 1 missing members fit at once"; !strings.HasSuffix(note, want) {
+		t.Errorf("%s says %q; want it to end %q", gangpreemption.ReasonPreempting, note, want)
 	}
 }
 

@@ -631,24 +631,34 @@ func (m *Model) podGroupEvents() cache.ResourceEventHandler {
 // against the PodGroup the model now has: as a PodGroup is created or
 // deleted, or when the pod handler has not yet seen the initial list.
 func (m *Model) recount(key types.NamespacedName) {
-	pods, err := Members(m.pods, key)
+	members, err := m.CountedMembers(key)
 	if err != nil {
 		klog.Background().Error(err, "Counting members", "podGroup", key)
 		return
 	}
+	pg := m.PodGroup(key)
+	if noted := m.Recount(key, pg, members); noted {
+		m.recordQuorumReached(pg, time.Now())
+	}
+}
+
+// CountedMembers returns the group's members its quorum is counted from:
+// those of the scheduler's pod informer (Members) and those that
+// succeeded, which it leaves out (topology.Census.Placed).
+func (m *Model) CountedMembers(key types.NamespacedName) ([]*corev1.Pod, error) {
+	pods, err := Members(m.pods, key)
+	if err != nil {
+		return nil, err
+	}
 	if m.succeeded != nil {
 		succeeded, err := Members(m.succeeded, key)
 		if err != nil {
-			klog.Background().Error(err, "Counting the members that succeeded", "podGroup", key)
-			return
+			return nil, fmt.Errorf("counting the members that succeeded: %w", err)
 		}
 		pods = append(pods, succeeded...)
 	}
 	pg := m.PodGroup(key)
-	members := slices.DeleteFunc(pods, func(pod *corev1.Pod) bool { return m.NotAMember(pod, pg) != "" })
-	if noted := m.Recount(key, pg, members); noted {
-		m.recordQuorumReached(pg, time.Now())
-	}
+	return slices.DeleteFunc(pods, func(pod *corev1.Pod) bool { return m.NotAMember(pod, pg) != "" }), nil
 }
 
 // topologySource is what a PodGroup's topology depends on.

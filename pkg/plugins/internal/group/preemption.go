@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 
 	"github.com/muster-dev/muster/pkg/topology"
 )
@@ -14,8 +15,9 @@ import (
 // LackingMembers are the unbound active members a gang needs to reach its
 // minMember: what preemption makes room for (topology.LackingMembers).
 func (m *Model) LackingMembers(key types.NamespacedName, minMember int32) []*corev1.Pod {
-	pods, err := m.Members(key)
+	pods, err := m.CountedMembers(key)
 	if err != nil {
+		klog.Background().Error(err, "Counting members", "podGroup", key)
 		return nil
 	}
 	return topology.LackingMembers(minMember, pods)
@@ -62,8 +64,9 @@ func (m *Model) WaitingForRoom() map[types.NamespacedName]topology.WaitingGang {
 		if pg == nil {
 			continue
 		}
-		members, err := m.Members(key)
+		members, err := m.CountedMembers(key)
 		if err != nil {
+			klog.Background().Error(err, "Counting members", "podGroup", key)
 			continue
 		}
 		if lacking, waits := topology.WaitingForRoom(pg.Spec.MinMember, members); waits {

@@ -89,8 +89,12 @@ func TestTheModelCountsTheMembersThatSucceededAndCountsThemAgain(t *testing.T) {
 	assert.Equal(t, int32(2), g.m.Census(g.key).TowardQuorum(), "a succeeded and b pending")
 	g.m.recount(g.key)
 	assert.Equal(t, int32(1), g.m.Census(g.key).Succeeded(), "a recount keeps the member that succeeded")
+	lacking := g.m.LackingMembers(g.key, 2)
+	require.Len(t, lacking, 1, "a, succeeded, counts as placed: the gang lacks b alone")
+	assert.Equal(t, "b", lacking[0].Name)
 
 	require.NoError(t, g.m.succeeded.Delete(done))
 	g.m.SucceededPodEvents().OnDelete(done)
 	assert.Equal(t, int32(1), g.m.Census(g.key).TowardQuorum(), "b alone once a is deleted")
+	assert.Empty(t, g.m.LackingMembers(g.key, 2), "with a deleted, b alone cannot reach the min: no room is made for it")
 }

@@ -201,10 +201,10 @@ type Counting struct {
 }
 
 // placed counts the members toward the quorum, as counting says, but the
-// held rooms, which the Store's Rooms keeps. A member that succeeded was
-// placed with its gang and is not replaced (topology.Census.TowardQuorum).
+// held rooms, which the Store's Rooms keeps: the members placed
+// (topology.Census.Placed) and those holding a reservation.
 func (s *State) placed() int32 {
-	return s.census.Bound() + int32(s.attempt.reserved.Len()) + s.census.Succeeded()
+	return s.census.Placed() + int32(s.attempt.reserved.Len())
 }
 
 func (s *State) count(m *member, delta int32) {

@@ -226,7 +226,7 @@ func (s *Store) PendingOf(key types.NamespacedName, uids []types.UID) []*corev1.
 // a reservation, and how many more placed members the gang of pg needs.
 func (s *Store) Unplaced(key types.NamespacedName, pg *v1alpha1.PodGroup) (unplaced []*corev1.Pod, need int32) {
 	s.read(key, func(st *State) {
-		need = topology.QuorumOf(pg).Short(st.census.Bound() + int32(st.attempt.reserved.Len()))
+		need = topology.QuorumOf(pg).Short(st.placed())
 		for uid, pod := range st.unbound {
 			if !st.attempt.reserved.Has(uid) {
 				unplaced = append(unplaced, pod)

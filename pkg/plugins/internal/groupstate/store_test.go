@@ -726,6 +726,9 @@ func TestAMemberThatSucceededCountsUntilItIsDeleted(t *testing.T) {
 			assert.Equal(t, int32(2), c.TowardQuorum())
 			placed, _ := s.Quorum(train, 2, Counting{})
 			assert.Equal(t, int32(1), placed, "a succeeded, b not placed")
+			unplaced, need := s.Unplaced(train, podGroupOf(2))
+			assert.Equal(t, int32(1), need, "a domain's promise is b alone")
+			assert.Len(t, unplaced, 1)
 
 			s.Forget(train, succeeded.obj(), podGroupOf(2), epoch)
 			assert.Zero(t, s.Census(train).Succeeded(), "forgotten once the pod that succeeded is deleted")
