@@ -229,21 +229,34 @@ func (ms *Models) For(ctx context.Context, handle fwk.Handle) (*Model, error) {
 	if err := m.readUpstreamIfServed(ctx, handle); err != nil {
 		return nil, err
 	}
-	for _, factory := range []interface {
-		Start(stopCh <-chan struct{})
-		WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
-	}{factory, succeededFactory} {
-		factory.Start(ctx.Done())
-		for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
-			if !synced {
-				return nil, fmt.Errorf("syncing the informer of %v", typ)
-			}
-		}
+	if err := startAndSync(ctx, factory, succeededFactory); err != nil {
+		return nil, err
 	}
 	m.publisher = newPublisher(m, handle.ClientSet(), client)
 	go m.publisher.run(ctx)
 	ms.models[handle.SharedInformerFactory()] = m
 	return m, nil
+}
+
+// informerFactory is what startAndSync needs of the model's informer
+// factories, which are of two generated packages.
+type informerFactory interface {
+	Start(stopCh <-chan struct{})
+	WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool
+}
+
+// startAndSync starts the factories' informers and waits until each has
+// listed what it watches.
+func startAndSync(ctx context.Context, factories ...informerFactory) error {
+	for _, factory := range factories {
+		factory.Start(ctx.Done())
+		for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
+			if !synced {
+				return fmt.Errorf("syncing the informer of %v", typ)
+			}
+		}
+	}
+	return nil
 }
 
 // readUpstreamIfServed makes scheduling.k8s.io's PodGroups the model's
