@@ -23,6 +23,9 @@
 #                  dra/workloadresourceclaims' two cases
 #                  and the six TopologyAwareScheduling workloads at 5000
 #                  nodes); none with BENCH_LABELS=quick
+#   BENCH_UPSTREAM_PROFILES the profiles upstream's cases run under (default:
+#                  default intree muster); the in-tree profile as a process
+#                  of its own doubles the time of the slow in-tree side
 #   BENCH_UPSTREAM_PROFILE the upstream Case/Workload of muster-scheduler's
 #                  CPU profile, _output/bench/cpu-muster-upstream.pprof
 #                  (default GangScheduling/5000Nodes_3Gangs_3000Pods_1000PerGroup)
@@ -46,6 +49,7 @@ for tas in 750Gangs_3000Pods 1500Gangs_6000Pods 2250Gangs_9000Pods 3Gangs_3000Po
 done
 [[ $labels == quick ]] && upstream_default=""
 upstream=${BENCH_UPSTREAM-$upstream_default}
+upstream_profiles=${BENCH_UPSTREAM_PROFILES:-default intree muster}
 out=$root/_output/bench
 mkdir -p "$out"
 : >"$out/results.txt"
@@ -85,7 +89,7 @@ for round in $(seq 1 "$rounds"); do
 	for entry in $upstream; do
 		case=${entry%%/*} workload=
 		[[ $entry == */* ]] && workload=${entry#*/}
-		for profile in default intree muster; do
+		for profile in $upstream_profiles; do
 			echo "round $round of $rounds: upstream $entry-$profile" >&2
 			run "$out/results.txt" "^$(upstream_benchmark "$case")\$/^$case-$profile\$/${workload:+^$workload\$}" "$out/log-$round-${entry//\//-}-$profile.txt"
 		done
@@ -112,7 +116,7 @@ fi
 # The page names the command that made it, with every setting that was
 # given, so that running that command makes the page again.
 settings="BENCH_ROUNDS=$rounds BENCH_LABELS=$labels"
-for name in BENCH_CASES BENCH_UPSTREAM BENCH_UPSTREAM_PROFILE BENCH_PROFILE_CASE BENCH_DOC BENCH_FINDINGS BENCH_TITLE; do
+for name in BENCH_CASES BENCH_UPSTREAM BENCH_UPSTREAM_PROFILES BENCH_UPSTREAM_PROFILE BENCH_PROFILE_CASE BENCH_DOC BENCH_FINDINGS BENCH_TITLE; do
 	[[ -v $name ]] && settings+=" $name=\"${!name}\""
 done
 cd "$root"

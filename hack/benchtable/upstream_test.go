@@ -65,3 +65,63 @@ func TestUpstreamTargetsHoldMusterToTheInTreeProcess(t *testing.T) {
 		t.Error("the page has a coscheduling column though no result has that profile")
 	}
 }
+
+// TestThePageSaysWhenUpstreamRanWithoutTheInTreeProcess: the intro
+// describes three upstream profiles, so a run that left `intree` out says
+// so, and one that ran it does not.
+func TestThePageSaysWhenUpstreamRanWithoutTheInTreeProcess(t *testing.T) {
+	const note = "This run left the `intree` profile out"
+	for _, tc := range []struct {
+		name     string
+		profiles []string
+		wantNote bool
+	}{
+		{"upstream without the in-tree process is told", []string{"default", "muster"}, true},
+		{"upstream with the in-tree process is not", []string{"default", "intree", "muster"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var lines []string
+			for _, profile := range tc.profiles {
+				lines = append(lines, fmt.Sprintf("BenchmarkUpstreamTopology/TopologyAwareScheduling-%s/5000Nodes_750Gangs_3000Pods-2 1 100 SchedulingThroughput/Average 750 gangs 0 partial_gangs", profile))
+			}
+			dir := t.TempDir()
+			results := filepath.Join(dir, "results.txt")
+			if err := os.WriteFile(results, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			page := filepath.Join(dir, "page.md")
+			if err := run(results, page, "Test", "test", "", "", ""); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(string(data), note); got != tc.wantNote {
+				t.Errorf("the page has the note: %v, want %v", got, tc.wantNote)
+			}
+		})
+	}
+}
+
+// TestPerfSchedulingAloneHasNoUpstreamNote: a page of muster's own
+// workloads has no upstream case to say anything of.
+func TestPerfSchedulingAloneHasNoUpstreamNote(t *testing.T) {
+	dir := t.TempDir()
+	results := filepath.Join(dir, "results.txt")
+	line := "BenchmarkPerfScheduling/GangFit10-muster/500Nodes-2 1 100 SchedulingThroughput/Average\n"
+	if err := os.WriteFile(results, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(dir, "page.md")
+	if err := run(results, page, "Test", "test", "", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "left the `intree` profile out") {
+		t.Error("a page without upstream cases says the in-tree process was left out")
+	}
+}
