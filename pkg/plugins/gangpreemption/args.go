@@ -22,6 +22,7 @@ import (
 //	    minCandidateNodesPercentage: 10
 //	    minCandidateNodesAbsolute: 100
 //	    victimWaitSeconds: 120
+//	    maxConcurrentEvictions: 100
 type Args struct {
 	// MinCandidateNodesPercentage and MinCandidateNodesAbsolute say how many
 	// nodes a dry run tries before it picks the best of those that work,
@@ -33,6 +34,14 @@ type Args struct {
 	// must not hold the gang back for good. The gang may then preempt
 	// again.
 	VictimWaitSeconds int64 `json:"victimWaitSeconds,omitempty"`
+	// MaxConcurrentEvictions is how many of a gang's victims are being
+	// preempted (a status patch, then a deletion) at once. kube-scheduler
+	// sends one pod's victims with the profile's parallelism (16), and
+	// the pods of no gang preempt side by side; a gang's members are
+	// admitted only once all their victims are gone, so sixteen at a time
+	// would make a gang of 50 taking 150 wait for ten rounds of calls, and
+	// a thousand at once would flood the API server's watchers.
+	MaxConcurrentEvictions int32 `json:"maxConcurrentEvictions,omitempty"`
 }
 
 const (
@@ -41,6 +50,10 @@ const (
 	defaultMinCandidateNodesAbsolute   = 100
 	defaultVictimWaitSeconds           = 120
 	maxVictimWaitSeconds               = 60 * 60
+	defaultMaxConcurrentEvictions      = 100
+	// kube-apiserver's streams on one connection, as Gang's
+	// maxConcurrentBinds.
+	maxMaxConcurrentEvictions = 1000
 )
 
 // decodeArgs reads the plugin's args, fills in defaults and validates them.
@@ -60,6 +73,9 @@ func decodeArgs(obj runtime.Object) (Args, error) {
 	if args.VictimWaitSeconds == 0 {
 		args.VictimWaitSeconds = defaultVictimWaitSeconds
 	}
+	if args.MaxConcurrentEvictions == 0 {
+		args.MaxConcurrentEvictions = defaultMaxConcurrentEvictions
+	}
 	if errs := args.validate(); len(errs) > 0 {
 		return Args{}, fmt.Errorf("invalid args of plugin %s: %w", Name, errs.ToAggregate())
 	}
@@ -67,7 +83,7 @@ func decodeArgs(obj runtime.Object) (Args, error) {
 }
 
 // validate checks the candidate-node fields with DefaultPreemption's own
-// validation, and the victim wait.
+// validation, the victim wait and the evictions at once.
 func (a Args) validate() field.ErrorList {
 	path := field.NewPath("pluginConfig").Key(Name).Child("args")
 	var errs field.ErrorList
@@ -81,6 +97,10 @@ func (a Args) validate() field.ErrorList {
 	if a.VictimWaitSeconds < 1 || a.VictimWaitSeconds > maxVictimWaitSeconds {
 		errs = append(errs, field.Invalid(path.Child("victimWaitSeconds"), a.VictimWaitSeconds,
 			fmt.Sprintf("must be between 1 and %d", maxVictimWaitSeconds)))
+	}
+	if a.MaxConcurrentEvictions < 1 || a.MaxConcurrentEvictions > maxMaxConcurrentEvictions {
+		errs = append(errs, field.Invalid(path.Child("maxConcurrentEvictions"), a.MaxConcurrentEvictions,
+			fmt.Sprintf("must be between 1 and %d: kube-apiserver lets one connection carry %d streams", maxMaxConcurrentEvictions, maxMaxConcurrentEvictions)))
 	}
 	return errs
 }

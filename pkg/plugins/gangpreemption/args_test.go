@@ -11,18 +11,18 @@ import (
 )
 
 func TestDecodeArgs(t *testing.T) {
-	defaults := Args{MinCandidateNodesPercentage: ptr.To[int32](10), MinCandidateNodesAbsolute: ptr.To[int32](100), VictimWaitSeconds: 120}
+	defaults := Args{MinCandidateNodesPercentage: ptr.To[int32](10), MinCandidateNodesAbsolute: ptr.To[int32](100), VictimWaitSeconds: 120, MaxConcurrentEvictions: 100}
 	tests := []struct {
 		name    string
 		raw     string
 		want    Args
 		wantErr string
 	}{
-		{name: "no args take DefaultPreemption's defaults and a 2-minute victim wait", want: defaults},
+		{name: "no args take DefaultPreemption's defaults, a 2-minute victim wait and 100 evictions at once", want: defaults},
 		{
 			name: "set",
-			raw:  `{"minCandidateNodesPercentage": 50, "minCandidateNodesAbsolute": 0, "victimWaitSeconds": 30}`,
-			want: Args{MinCandidateNodesPercentage: ptr.To[int32](50), MinCandidateNodesAbsolute: ptr.To[int32](0), VictimWaitSeconds: 30},
+			raw:  `{"minCandidateNodesPercentage": 50, "minCandidateNodesAbsolute": 0, "victimWaitSeconds": 30, "maxConcurrentEvictions": 16}`,
+			want: Args{MinCandidateNodesPercentage: ptr.To[int32](50), MinCandidateNodesAbsolute: ptr.To[int32](0), VictimWaitSeconds: 30, MaxConcurrentEvictions: 16},
 		},
 		{
 			name:    "a percentage above 100, refused by DefaultPreemption's own validation",
@@ -48,6 +48,16 @@ func TestDecodeArgs(t *testing.T) {
 			name:    "a negative victim wait",
 			raw:     `{"victimWaitSeconds": -5}`,
 			wantErr: "pluginConfig[GangPreemption].args.victimWaitSeconds: Invalid value: -5",
+		},
+		{
+			name:    "more evictions at once than one connection carries",
+			raw:     `{"maxConcurrentEvictions": 1001}`,
+			wantErr: "pluginConfig[GangPreemption].args.maxConcurrentEvictions: Invalid value: 1001: must be between 1 and 1000",
+		},
+		{
+			name:    "a negative number of evictions at once",
+			raw:     `{"maxConcurrentEvictions": -1}`,
+			wantErr: "pluginConfig[GangPreemption].args.maxConcurrentEvictions: Invalid value: -1",
 		},
 		{name: "not JSON", raw: `{victimWaitSeconds`, wantErr: "decoding the args of plugin GangPreemption"},
 	}

@@ -18,6 +18,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/parallelize"
 	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
 	"sigs.k8s.io/scheduler-plugins/apis/scheduling/v1alpha1"
 
@@ -552,9 +553,9 @@ func (pl *GangPreemption) actuate(logger klog.Logger, pg *v1alpha1.PodGroup, pod
 	for _, p := range search.placed {
 		preemptor.members = append(preemptor.members, p.member)
 	}
-	// The victims go with the scheduler's parallelism, as kube-scheduler's
-	// own executor sends them: a gang may take a thousand pods, and as many
-	// calls at once would flood the API server and its watchers.
+	// The victims go maxConcurrentEvictions at a time: a gang may take a
+	// thousand pods, and as many calls at once would flood the API server
+	// and its watchers.
 	go pl.sendVictims(klog.NewContext(context.Background(), logger), pg, preemptor, victims)
 	unitNames := names(search.taken)
 	reportPreemption(search.taken, len(victims))
@@ -572,8 +573,8 @@ func (pl *GangPreemption) actuate(logger klog.Logger, pg *v1alpha1.PodGroup, pod
 	return node
 }
 
-// sendVictims preempts the victims taken for the gang, with the
-// scheduler's parallelism, then tells each victim gang once what it lost:
+// sendVictims preempts the victims taken for the gang,
+// maxConcurrentEvictions at a time, then tells each victim gang once what it lost:
 // a gang taking a thousand members one by one would otherwise write a
 // thousand events meanwhile.
 func (pl *GangPreemption) sendVictims(ctx context.Context, pg *v1alpha1.PodGroup, preemptor *gangPreemptor, victims []*corev1.Pod) {
@@ -583,7 +584,7 @@ func (pl *GangPreemption) sendVictims(ctx context.Context, pg *v1alpha1.PodGroup
 		shrinks[key], _ = pl.takenFrom(key, taken)
 	}
 	evicted := make([]bool, len(victims))
-	pl.handle.Parallelizer().Until(ctx, len(victims), func(i int) {
+	parallelize.NewParallelizer(int(pl.args.MaxConcurrentEvictions)).Until(ctx, len(victims), func(i int) {
 		victim := victims[i]
 		c := &gangCandidate{node: victim.Spec.NodeName, victims: &extenderv1.Victims{Pods: victims}, shrinks: shrinks}
 		inMemory, err := pl.executor.PreemptPod(ctx, c, preemptor, victim, Name)
