@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -75,19 +73,7 @@ func TestLaunchOrderTargetsMeasureMusterNotTheAPIServer(t *testing.T) {
 				}
 				lines = append(lines, line)
 			}
-			dir := t.TempDir()
-			results := filepath.Join(dir, "results.txt")
-			if err := os.WriteFile(results, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			page := filepath.Join(dir, "page.md")
-			if err := run(results, page, "Test", "test", "", "", ""); err != nil {
-				t.Fatal(err)
-			}
-			data, err := os.ReadFile(page)
-			if err != nil {
-				t.Fatal(err)
-			}
+			data := pageOf(t, lines)
 			for _, want := range tt.want {
 				if !strings.Contains(string(data), want) {
 					t.Errorf("the page lacks\n%s\nits targets:\n%s", want, targetsOf(string(data)))

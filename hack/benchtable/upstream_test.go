@@ -33,19 +33,7 @@ func TestUpstreamTargetsHoldMusterToTheInTreeProcess(t *testing.T) {
 			lines = append(lines, line)
 		}
 	}
-	dir := t.TempDir()
-	results := filepath.Join(dir, "results.txt")
-	if err := os.WriteFile(results, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	page := filepath.Join(dir, "upstream.md")
-	if err := run(results, page, "Test", "test", "", "", ""); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(page)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := pageOf(t, lines)
 	text := string(data)
 	for _, want := range []struct{ behaviour, line string }{
 		{"throughput is held to the in-tree process, with each round's ratio and the in-process reference",
@@ -84,19 +72,7 @@ func TestThePageSaysWhenUpstreamRanWithoutTheInTreeProcess(t *testing.T) {
 			for _, profile := range tc.profiles {
 				lines = append(lines, fmt.Sprintf("BenchmarkUpstreamTopology/TopologyAwareScheduling-%s/5000Nodes_750Gangs_3000Pods-2 1 100 SchedulingThroughput/Average 750 gangs 0 partial_gangs", profile))
 			}
-			dir := t.TempDir()
-			results := filepath.Join(dir, "results.txt")
-			if err := os.WriteFile(results, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			page := filepath.Join(dir, "page.md")
-			if err := run(results, page, "Test", "test", "", "", ""); err != nil {
-				t.Fatal(err)
-			}
-			data, err := os.ReadFile(page)
-			if err != nil {
-				t.Fatal(err)
-			}
+			data := pageOf(t, lines)
 			if got := strings.Contains(string(data), note); got != tc.wantNote {
 				t.Errorf("the page has the note: %v, want %v", got, tc.wantNote)
 			}
@@ -107,10 +83,18 @@ func TestThePageSaysWhenUpstreamRanWithoutTheInTreeProcess(t *testing.T) {
 // TestPerfSchedulingAloneHasNoUpstreamNote: a page of muster's own
 // workloads has no upstream case to say anything of.
 func TestPerfSchedulingAloneHasNoUpstreamNote(t *testing.T) {
+	data := pageOf(t, []string{"BenchmarkPerfScheduling/GangFit10-muster/500Nodes-2 1 100 SchedulingThroughput/Average"})
+	if strings.Contains(string(data), "left the `intree` profile out") {
+		t.Error("a page without upstream cases says the in-tree process was left out")
+	}
+}
+
+// pageOf writes the page benchtable makes from these results lines.
+func pageOf(t *testing.T, lines []string) []byte {
+	t.Helper()
 	dir := t.TempDir()
 	results := filepath.Join(dir, "results.txt")
-	line := "BenchmarkPerfScheduling/GangFit10-muster/500Nodes-2 1 100 SchedulingThroughput/Average\n"
-	if err := os.WriteFile(results, []byte(line), 0o644); err != nil {
+	if err := os.WriteFile(results, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	page := filepath.Join(dir, "page.md")
@@ -121,7 +105,5 @@ func TestPerfSchedulingAloneHasNoUpstreamNote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(data), "left the `intree` profile out") {
-		t.Error("a page without upstream cases says the in-tree process was left out")
-	}
+	return data
 }
